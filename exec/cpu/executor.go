@@ -1,0 +1,150 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Executor runs plans on the CPU with all cores.
+type Executor struct {
+	workers  int
+	programs sync.Map // *exec.Kernel → *program
+	pool     pool
+}
+
+// New returns a CPU executor using GOMAXPROCS workers.
+func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0)} }
+
+// NewWithWorkers returns a CPU executor using n workers (n ≥ 1).
+func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1)} }
+
+// Name is "cpu".
+func (e *Executor) Name() string { return "cpu" }
+
+// memory is a CPU allocation: 8-byte aligned bytes.
+type memory struct {
+	b      []byte
+	words  []uint64 // the backing store, kept for the pool
+	pooled bool     // temporaries go back to the pool; outputs are handed over
+	t      *tensor.Tensor
+}
+
+// pool recycles temporary slots by exact size, so repeated runs of a plan
+// do not allocate (or page-fault) fresh temporaries every time.
+type pool struct {
+	mu   sync.Mutex
+	free map[int][][]uint64
+}
+
+func (p *pool) get(words int) []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := p.free[words]; len(l) > 0 {
+		w := l[len(l)-1]
+		p.free[words] = l[:len(l)-1]
+		return w
+	}
+	return nil
+}
+
+func (p *pool) put(w []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.free == nil {
+		p.free = map[int][][]uint64{}
+	}
+	if len(p.free[len(w)]) < 8 {
+		p.free[len(w)] = append(p.free[len(w)], w)
+	}
+}
+
+// Alloc returns 8-byte aligned memory.
+func (e *Executor) Alloc(bytes int, kind exec.BufferKind) (exec.Memory, error) {
+	if bytes < 0 {
+		return nil, fmt.Errorf("cpu: alloc of %d bytes", bytes)
+	}
+	words := (bytes + 7) / 8
+	m := &memory{pooled: kind == exec.BufTemp}
+	if m.pooled {
+		m.words = e.pool.get(words)
+	}
+	if m.words == nil {
+		m.words = make([]uint64, words)
+	}
+	if words > 0 {
+		m.b = unsafe.Slice((*byte)(unsafe.Pointer(&m.words[0])), bytes)
+	}
+	return m, nil
+}
+
+// Free returns temporaries to the pool; output memory belongs to the tensor
+// Download made of it.
+func (e *Executor) Free(m exec.Memory) {
+	if mm, ok := m.(*memory); ok && mm.pooled && len(mm.words) > 0 {
+		e.pool.put(mm.words)
+	}
+}
+
+// Upload aliases the tensor's memory: no copy.
+func (e *Executor) Upload(t *tensor.Tensor) (exec.Memory, error) {
+	return &memory{b: t.Bytes(), t: t}, nil
+}
+
+// Release does nothing: uploads alias caller memory.
+func (e *Executor) Release(exec.Memory) {}
+
+// Download wraps output memory as a tensor without copying.
+func (e *Executor) Download(m exec.Memory, b *exec.Buffer) (*tensor.Tensor, error) {
+	mm := m.(*memory)
+	n := b.Numel()
+	p := unsafe.Pointer(nil)
+	if len(mm.b) > 0 {
+		p = unsafe.Pointer(&mm.b[0])
+	}
+	switch b.DType {
+	case dtype.F32:
+		return tensor.New(unsafe.Slice((*float32)(p), n), b.Shape...)
+	case dtype.F64:
+		return tensor.New(unsafe.Slice((*float64)(p), n), b.Shape...)
+	case dtype.F16:
+		return tensor.New(unsafe.Slice((*dtype.Float16)(p), n), b.Shape...)
+	case dtype.BF16:
+		return tensor.New(unsafe.Slice((*dtype.BFloat16)(p), n), b.Shape...)
+	case dtype.U8:
+		return tensor.New(unsafe.Slice((*uint8)(p), n), b.Shape...)
+	case dtype.U32:
+		return tensor.New(unsafe.Slice((*uint32)(p), n), b.Shape...)
+	case dtype.I64:
+		return tensor.New(unsafe.Slice((*int64)(p), n), b.Shape...)
+	}
+	return nil, fmt.Errorf("cpu: download of unknown dtype %v", b.DType)
+}
+
+// Sync does nothing: CPU steps finish before Run returns.
+func (e *Executor) Sync() error { return nil }
+
+// Run executes one step.
+func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
+	k := s.Kernel
+	pi, ok := e.programs.Load(k)
+	if !ok {
+		p, err := compileKernel(k)
+		if err != nil {
+			return err
+		}
+		pi, _ = e.programs.LoadOrStore(k, p)
+	}
+	p := pi.(*program)
+	ins := make([][]byte, len(k.Ins))
+	for i, op := range k.Ins {
+		ins[i] = mem[op.Buf.ID].(*memory).b
+	}
+	return p.run(ctx, e.workers, ins, mem[k.Out.ID].(*memory).b)
+}

@@ -1,0 +1,171 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
+)
+
+// f16ToF32 widens every f16 bit pattern: one table lookup per element.
+var f16ToF32 = func() *[1 << 16]float32 {
+	var t [1 << 16]float32
+	for i := range t {
+		t[i] = dtype.Float16(i).Float32()
+	}
+	return &t
+}()
+
+// walker walks a reduced layout in runs along its innermost dim.
+type walker struct {
+	coord []int
+}
+
+// load fills dst (n elements, the tile starting at flat index s) from src
+// through layout l, widening to dst's kind.
+func (w *walker) load(dst tile, src buf, l ir.Layout, s, n int) {
+	r := len(l.Dims)
+	if r == 0 { // a single element broadcast to the whole tile
+		fill(dst, src, l.Offset, 0, 0, n)
+		return
+	}
+	if cap(w.coord) < r {
+		w.coord = make([]int, r)
+	}
+	c := w.coord[:r]
+	// Coordinates and memory position of flat index s.
+	pos, rem := l.Offset, s
+	for d := r - 1; d >= 0; d-- {
+		c[d] = rem % l.Dims[d]
+		rem /= l.Dims[d]
+		pos += c[d] * l.Strides[d]
+	}
+	inner, stride := l.Dims[r-1], l.Strides[r-1]
+	for j := 0; j < n; {
+		run := min(inner-c[r-1], n-j)
+		fill(dst, src, pos, stride, j, run)
+		j += run
+		c[r-1] += run
+		pos += run * stride
+		if c[r-1] < inner {
+			continue
+		}
+		pos -= inner * stride
+		c[r-1] = 0
+		for d := r - 2; d >= 0; d-- {
+			c[d]++
+			pos += l.Strides[d]
+			if c[d] < l.Dims[d] {
+				break
+			}
+			pos -= l.Dims[d] * l.Strides[d]
+			c[d] = 0
+		}
+	}
+}
+
+// fill converts run elements src[pos + k*stride] into dst[j+k].
+func fill(dst tile, src buf, pos, stride, j, run int) {
+	switch src.dt {
+	case dtype.F32:
+		gather(dst.f32[j:j+run], src.f32, pos, stride, func(v float32) float32 { return v })
+	case dtype.F64:
+		gather(dst.f64[j:j+run], src.f64, pos, stride, func(v float64) float64 { return v })
+	case dtype.F16:
+		gather(dst.f32[j:j+run], src.f16, pos, stride, func(v dtype.Float16) float32 { return f16ToF32[v] })
+	case dtype.BF16:
+		gather(dst.f32[j:j+run], src.b16, pos, stride, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
+	case dtype.U8:
+		gather(dst.i64[j:j+run], src.u8, pos, stride, func(v uint8) int64 { return int64(v) })
+	case dtype.U32:
+		gather(dst.i64[j:j+run], src.u32, pos, stride, func(v uint32) int64 { return int64(v) })
+	case dtype.I64:
+		gather(dst.i64[j:j+run], src.i64, pos, stride, func(v int64) int64 { return v })
+	}
+}
+
+// gather is the one strided loop; the conversion is inlined by the compiler
+// for each instantiation.
+func gather[S, D any](dst []D, src []S, pos, stride int, conv func(S) D) {
+	switch stride {
+	case 1:
+		src = src[pos : pos+len(dst)]
+		for k := range dst {
+			dst[k] = conv(src[k])
+		}
+	case 0:
+		v := conv(src[pos])
+		for k := range dst {
+			dst[k] = v
+		}
+	default:
+		for k := range dst {
+			dst[k] = conv(src[pos])
+			pos += stride
+		}
+	}
+}
+
+// store narrows a tile into a contiguous output buffer at flat index s.
+func store(dst buf, s int, v tile) {
+	switch dst.dt {
+	case dtype.F32:
+		copy(dst.f32[s:], v.f32)
+	case dtype.F64:
+		copy(dst.f64[s:], v.f64)
+	case dtype.I64:
+		copy(dst.i64[s:], v.i64)
+	case dtype.F16:
+		out := dst.f16[s : s+len(v.f32)]
+		for k, x := range v.f32 {
+			out[k] = dtype.ToF16(x)
+		}
+	case dtype.BF16:
+		out := dst.b16[s : s+len(v.f32)]
+		for k, x := range v.f32 {
+			out[k] = dtype.ToBF16(x)
+		}
+	case dtype.U8:
+		out := dst.u8[s : s+len(v.i64)]
+		for k, x := range v.i64 {
+			out[k] = uint8(x)
+		}
+	case dtype.U32:
+		out := dst.u32[s : s+len(v.i64)]
+		for k, x := range v.i64 {
+			out[k] = uint32(x)
+		}
+	}
+}
+
+// rounder returns the in-place narrowing of a compute tile to dt's values,
+// or nil when the compute kind holds dt exactly.
+func rounder(dt dtype.DType) func(tile) {
+	switch dt {
+	case dtype.F16:
+		return func(t tile) {
+			for k, x := range t.f32 {
+				t.f32[k] = f16ToF32[dtype.ToF16(x)]
+			}
+		}
+	case dtype.BF16:
+		return func(t tile) {
+			for k, x := range t.f32 {
+				t.f32[k] = math.Float32frombits(uint32(dtype.ToBF16(x)) << 16)
+			}
+		}
+	case dtype.U8:
+		return func(t tile) {
+			for k, x := range t.i64 {
+				t.i64[k] = int64(uint8(x))
+			}
+		}
+	case dtype.U32:
+		return func(t tile) {
+			for k, x := range t.i64 {
+				t.i64[k] = int64(uint32(x))
+			}
+		}
+	}
+	return nil
+}

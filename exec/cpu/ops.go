@@ -1,0 +1,530 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// opFor returns the tile function of one instruction. Every op of the table
+// with class source or elementwise has a case here: this file is the CPU
+// twin, and so the spec, of each elementwise kernel.
+func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand) (opFunc, error) {
+	argDT := func(i int) dtype.DType {
+		r := args[i]
+		if r.Operand {
+			return ops[r.Index].dt
+		}
+		return k.Instrs[r.Index].Node.DType
+	}
+	switch n.Op {
+	case ir.OpFull:
+		return fullOp(n.DType, n.Params[0]), nil
+	case ir.OpArange:
+		start, step, dt := n.Params[0], n.Params[1], n.DType
+		return func(dst tile, _ []tile, s int) {
+			for i := range tileLen(dst) {
+				setScalar(dst, i, convScalar(start+float64(s+i)*step, dt))
+			}
+		}, nil
+	case ir.OpCopy:
+		return func(dst tile, a []tile, _ int) { copyTile(dst, a[0]) }, nil
+	case ir.OpCast:
+		return castOp(argDT(0), n.DType), nil
+	case ir.OpAffine:
+		return affineOp(n.DType, n.Params[0], n.Params[1]), nil
+	case ir.OpWhere:
+		return func(dst tile, a []tile, _ int) {
+			c := a[0].i64[:tileLen(dst)]
+			switch {
+			case dst.f32 != nil:
+				t, f := a[1].f32[:len(c)], a[2].f32[:len(c)]
+				for i := range c {
+					if c[i] != 0 {
+						dst.f32[i] = t[i]
+					} else {
+						dst.f32[i] = f[i]
+					}
+				}
+			case dst.f64 != nil:
+				t, f := a[1].f64[:len(c)], a[2].f64[:len(c)]
+				for i := range c {
+					if c[i] != 0 {
+						dst.f64[i] = t[i]
+					} else {
+						dst.f64[i] = f[i]
+					}
+				}
+			default:
+				t, f := a[1].i64[:len(c)], a[2].i64[:len(c)]
+				for i := range c {
+					if c[i] != 0 {
+						dst.i64[i] = t[i]
+					} else {
+						dst.i64[i] = f[i]
+					}
+				}
+			}
+		}, nil
+	}
+	if fn := binaryOp(n.Op); fn != nil {
+		return fn, nil
+	}
+	if fn := compareOp(n.Op); fn != nil {
+		return fn, nil
+	}
+	if fn := unaryOp(n.Op, n.Params); fn != nil {
+		return fn, nil
+	}
+	return nil, fmt.Errorf("op %s has no CPU implementation", n.Op)
+}
+
+func tileLen(t tile) int {
+	switch {
+	case t.f32 != nil:
+		return len(t.f32)
+	case t.f64 != nil:
+		return len(t.f64)
+	}
+	return len(t.i64)
+}
+
+// scalar is one value in every compute kind.
+type scalar struct {
+	f32 float32
+	f64 float64
+	i64 int64
+}
+
+// convScalar converts v to dt (as a cast from f64 would) and widens the
+// result to dt's compute kind.
+func convScalar(v float64, dt dtype.DType) scalar {
+	t, _ := tensor.Zeros(dt, 1)
+	t.SetFloat64(0, v)
+	switch dt.Kind() {
+	case dtype.KF32:
+		return scalar{f32: float32(t.Float64(0))}
+	case dtype.KF64:
+		return scalar{f64: t.Float64(0)}
+	}
+	switch d := t.Data().(type) {
+	case []uint8:
+		return scalar{i64: int64(d[0])}
+	case []uint32:
+		return scalar{i64: int64(d[0])}
+	case []int64:
+		return scalar{i64: d[0]}
+	}
+	return scalar{}
+}
+
+func setScalar(t tile, i int, v scalar) {
+	switch {
+	case t.f32 != nil:
+		t.f32[i] = v.f32
+	case t.f64 != nil:
+		t.f64[i] = v.f64
+	default:
+		t.i64[i] = v.i64
+	}
+}
+
+func fullOp(dt dtype.DType, v float64) opFunc {
+	c := convScalar(v, dt)
+	return func(dst tile, _ []tile, _ int) {
+		for i := range tileLen(dst) {
+			setScalar(dst, i, c)
+		}
+	}
+}
+
+func copyTile(dst, src tile) {
+	switch {
+	case dst.f32 != nil:
+		copy(dst.f32, src.f32)
+	case dst.f64 != nil:
+		copy(dst.f64, src.f64)
+	default:
+		copy(dst.i64, src.i64)
+	}
+}
+
+// castOp converts between compute kinds with Rust `as` rules (see
+// graph.Tensor.Cast). Narrowing to f16/bf16 and wrapping to u8/u32 happen in
+// the instruction's rounder or in the store; conversions that would round
+// twice (f64 → f16/bf16, and i64 → bf16 through float32) round to odd first,
+// which makes the final rounding exact.
+func castOp(from, to dtype.DType) opFunc {
+	half := to == dtype.F16 || to == dtype.BF16
+	switch fk, tk := from.Kind(), to.Kind(); {
+	case fk == tk && fk == dtype.KI64:
+		return func(dst tile, a []tile, _ int) {
+			x := a[0].i64[:len(dst.i64)]
+			switch to {
+			case dtype.U8:
+				for i, v := range x {
+					dst.i64[i] = int64(uint8(v))
+				}
+			case dtype.U32:
+				for i, v := range x {
+					dst.i64[i] = int64(uint32(v))
+				}
+			default:
+				copy(dst.i64, x)
+			}
+		}
+	case fk == tk:
+		return func(dst tile, a []tile, _ int) { copyTile(dst, a[0]) }
+	case fk == dtype.KF32 && tk == dtype.KF64:
+		return func(dst tile, a []tile, _ int) {
+			for i, v := range a[0].f32[:len(dst.f64)] {
+				dst.f64[i] = float64(v)
+			}
+		}
+	case fk == dtype.KF64 && tk == dtype.KF32:
+		return func(dst tile, a []tile, _ int) {
+			for i, v := range a[0].f64[:len(dst.f32)] {
+				if half {
+					dst.f32[i] = dtype.F32RoundOdd(v)
+				} else {
+					dst.f32[i] = float32(v)
+				}
+			}
+		}
+	case tk == dtype.KI64: // float → int: truncate, saturate, NaN → 0
+		lo, hi := intRange(to)
+		return func(dst tile, a []tile, _ int) {
+			if fk == dtype.KF32 {
+				for i, v := range a[0].f32[:len(dst.i64)] {
+					dst.i64[i] = tensor.SatInt(float64(v), lo, hi)
+				}
+				return
+			}
+			for i, v := range a[0].f64[:len(dst.i64)] {
+				dst.i64[i] = tensor.SatInt(v, lo, hi)
+			}
+		}
+	case tk == dtype.KF64: // int → f64
+		return func(dst tile, a []tile, _ int) {
+			for i, v := range a[0].i64[:len(dst.f64)] {
+				dst.f64[i] = float64(v)
+			}
+		}
+	default: // int → f32 kind
+		return func(dst tile, a []tile, _ int) {
+			for i, v := range a[0].i64[:len(dst.f32)] {
+				if half {
+					dst.f32[i] = dtype.F32RoundOdd(float64(v))
+				} else {
+					dst.f32[i] = float32(v)
+				}
+			}
+		}
+	}
+}
+
+func intRange(d dtype.DType) (lo, hi int64) {
+	switch d {
+	case dtype.U8:
+		return 0, math.MaxUint8
+	case dtype.U32:
+		return 0, math.MaxUint32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// affineOp is x·mul + add in the node's dtype. For integer dtypes mul and
+// add are converted to the dtype first (Rust `as`, like Candle's
+// T::from_f64), so affine(0.5, 0) on u8 multiplies by 0.
+func affineOp(dt dtype.DType, mul, add float64) opFunc {
+	m, c := convScalar(mul, dt), convScalar(add, dt)
+	if dt.Kind() == dtype.KF32 {
+		// f16/bf16 compute in float32 with the exact f32 parameters.
+		m.f32, c.f32 = float32(mul), float32(add)
+	}
+	return func(dst tile, a []tile, _ int) {
+		switch {
+		case dst.f32 != nil:
+			for i, v := range a[0].f32[:len(dst.f32)] {
+				dst.f32[i] = v*m.f32 + c.f32
+			}
+		case dst.f64 != nil:
+			for i, v := range a[0].f64[:len(dst.f64)] {
+				dst.f64[i] = v*mul + add
+			}
+		default:
+			for i, v := range a[0].i64[:len(dst.i64)] {
+				dst.i64[i] = v*m.i64 + c.i64
+			}
+		}
+	}
+}
+
+// binaryOp returns the tile function of add, sub, mul, div, maximum, minimum.
+func binaryOp(op ir.Op) opFunc {
+	type fns struct {
+		f32 func(a, b float32) float32
+		f64 func(a, b float64) float64
+		i64 func(a, b int64) int64
+	}
+	var f fns
+	switch op {
+	case ir.OpAdd:
+		return func(dst tile, a []tile, _ int) {
+			switch {
+			case dst.f32 != nil:
+				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
+				for i := range dst.f32 {
+					dst.f32[i] = x[i] + y[i]
+				}
+			case dst.f64 != nil:
+				x, y := a[0].f64[:len(dst.f64)], a[1].f64[:len(dst.f64)]
+				for i := range dst.f64 {
+					dst.f64[i] = x[i] + y[i]
+				}
+			default:
+				x, y := a[0].i64[:len(dst.i64)], a[1].i64[:len(dst.i64)]
+				for i := range dst.i64 {
+					dst.i64[i] = x[i] + y[i]
+				}
+			}
+		}
+	case ir.OpMul:
+		return func(dst tile, a []tile, _ int) {
+			switch {
+			case dst.f32 != nil:
+				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
+				for i := range dst.f32 {
+					dst.f32[i] = x[i] * y[i]
+				}
+			case dst.f64 != nil:
+				x, y := a[0].f64[:len(dst.f64)], a[1].f64[:len(dst.f64)]
+				for i := range dst.f64 {
+					dst.f64[i] = x[i] * y[i]
+				}
+			default:
+				x, y := a[0].i64[:len(dst.i64)], a[1].i64[:len(dst.i64)]
+				for i := range dst.i64 {
+					dst.i64[i] = x[i] * y[i]
+				}
+			}
+		}
+	case ir.OpSub:
+		f = fns{func(a, b float32) float32 { return a - b }, func(a, b float64) float64 { return a - b }, func(a, b int64) int64 { return a - b }}
+	case ir.OpDiv:
+		// Integer division by zero yields 0 (see the op table).
+		f = fns{func(a, b float32) float32 { return a / b }, func(a, b float64) float64 { return a / b }, func(a, b int64) int64 {
+			if b == 0 {
+				return 0
+			}
+			return a / b
+		}}
+	case ir.OpMaximum:
+		f = fns{max32, max64, func(a, b int64) int64 { return max(a, b) }}
+	case ir.OpMinimum:
+		f = fns{min32, min64, func(a, b int64) int64 { return min(a, b) }}
+	default:
+		return nil
+	}
+	return func(dst tile, a []tile, _ int) {
+		switch {
+		case dst.f32 != nil:
+			x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
+			for i := range dst.f32 {
+				dst.f32[i] = f.f32(x[i], y[i])
+			}
+		case dst.f64 != nil:
+			x, y := a[0].f64[:len(dst.f64)], a[1].f64[:len(dst.f64)]
+			for i := range dst.f64 {
+				dst.f64[i] = f.f64(x[i], y[i])
+			}
+		default:
+			x, y := a[0].i64[:len(dst.i64)], a[1].i64[:len(dst.i64)]
+			for i := range dst.i64 {
+				dst.i64[i] = f.i64(x[i], y[i])
+			}
+		}
+	}
+}
+
+// compareOp returns the tile function of eq … ge: 1 or 0 as u8 (i64 kind).
+// Comparisons with NaN are false except ne.
+func compareOp(op ir.Op) opFunc {
+	var cmp func(c int, unordered bool) bool
+	switch op {
+	case ir.OpEq:
+		cmp = func(c int, u bool) bool { return !u && c == 0 }
+	case ir.OpNe:
+		cmp = func(c int, u bool) bool { return u || c != 0 }
+	case ir.OpLt:
+		cmp = func(c int, u bool) bool { return !u && c < 0 }
+	case ir.OpLe:
+		cmp = func(c int, u bool) bool { return !u && c <= 0 }
+	case ir.OpGt:
+		cmp = func(c int, u bool) bool { return !u && c > 0 }
+	case ir.OpGe:
+		cmp = func(c int, u bool) bool { return !u && c >= 0 }
+	default:
+		return nil
+	}
+	// Precompute the answer for each (ordering, unordered) pair so the loops
+	// are branch-light table lookups.
+	var tab [4]int64 // index: 0 less, 1 equal, 2 greater, 3 unordered
+	for i, c := range []int{-1, 0, 1} {
+		if cmp(c, false) {
+			tab[i] = 1
+		}
+	}
+	if cmp(0, true) {
+		tab[3] = 1
+	}
+	return func(dst tile, a []tile, _ int) {
+		out := dst.i64
+		switch {
+		case a[0].f32 != nil:
+			x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
+			for i := range out {
+				out[i] = tab[order(float64(x[i]), float64(y[i]))]
+			}
+		case a[0].f64 != nil:
+			x, y := a[0].f64[:len(out)], a[1].f64[:len(out)]
+			for i := range out {
+				out[i] = tab[order(x[i], y[i])]
+			}
+		default:
+			x, y := a[0].i64[:len(out)], a[1].i64[:len(out)]
+			for i := range out {
+				c := 1
+				if x[i] < y[i] {
+					c = 0
+				} else if x[i] > y[i] {
+					c = 2
+				}
+				out[i] = tab[c]
+			}
+		}
+	}
+}
+
+// order classifies a pair: 0 a<b, 1 a==b, 2 a>b, 3 unordered (NaN).
+func order(a, b float64) int {
+	switch {
+	case a < b:
+		return 0
+	case a == b:
+		return 1
+	case a > b:
+		return 2
+	}
+	return 3
+}
+
+// unaryOp returns the tile function of a one-argument math op.
+func unaryOp(op ir.Op, params []float64) opFunc {
+	var f32 func(float32) float32
+	var f64 func(float64) float64
+	var i64 func(int64) int64
+	via64 := func(f func(float64) float64) func(float32) float32 {
+		return func(x float32) float32 { return float32(f(float64(x))) }
+	}
+	switch op {
+	case ir.OpExp:
+		f64 = math.Exp
+		f32 = func(x float32) float32 { return float32(expFast(float64(x))) }
+	case ir.OpLog:
+		f64 = math.Log
+	case ir.OpSin:
+		f64 = math.Sin
+	case ir.OpCos:
+		f64 = math.Cos
+	case ir.OpTanh:
+		f64 = math.Tanh
+	case ir.OpRecip:
+		f64 = func(x float64) float64 { return 1 / x }
+		f32 = func(x float32) float32 { return 1 / x }
+	case ir.OpSqrt:
+		f64 = math.Sqrt
+	case ir.OpCeil:
+		f64 = math.Ceil
+	case ir.OpFloor:
+		f64 = math.Floor
+	case ir.OpRound:
+		f64 = math.Round // half away from zero, like roundf
+	case ir.OpErf:
+		f64 = math.Erf
+	case ir.OpGelu:
+		f64, f32 = gelu64, gelu32
+	case ir.OpGeluErf:
+		f64 = geluErf64
+	case ir.OpSilu:
+		f64 = silu64
+		f32 = func(x float32) float32 { return float32(float64(x) / (1 + expFast(-float64(x)))) }
+	case ir.OpSigmoid:
+		f64 = sigmoid64
+		f32 = func(x float32) float32 { return float32(1 / (1 + expFast(-float64(x)))) }
+	case ir.OpNormcdf:
+		f64 = normcdf64
+	case ir.OpElu:
+		alpha := params[0]
+		f64 = func(x float64) float64 { return elu64(x, alpha) }
+	case ir.OpPowf:
+		e := params[0]
+		f64 = func(x float64) float64 { return math.Pow(x, e) }
+	case ir.OpNeg:
+		f64 = func(x float64) float64 { return -x }
+		f32 = func(x float32) float32 { return -x }
+		i64 = func(x int64) int64 { return -x }
+	case ir.OpSqr:
+		f64 = func(x float64) float64 { return x * x }
+		f32 = func(x float32) float32 { return x * x }
+		i64 = func(x int64) int64 { return x * x }
+	case ir.OpAbs:
+		f64 = math.Abs
+		f32 = func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+		i64 = func(x int64) int64 {
+			if x < 0 {
+				return -x
+			}
+			return x
+		}
+	case ir.OpSign:
+		f64 = sign64
+		i64 = func(x int64) int64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}
+	case ir.OpRelu:
+		f64 = relu64
+		i64 = func(x int64) int64 { return max(x, 0) }
+	default:
+		return nil
+	}
+	if f32 == nil {
+		f32 = via64(f64)
+	}
+	return func(dst tile, a []tile, _ int) {
+		switch {
+		case dst.f32 != nil:
+			for i, v := range a[0].f32[:len(dst.f32)] {
+				dst.f32[i] = f32(v)
+			}
+		case dst.f64 != nil:
+			for i, v := range a[0].f64[:len(dst.f64)] {
+				dst.f64[i] = f64(v)
+			}
+		default:
+			for i, v := range a[0].i64[:len(dst.i64)] {
+				dst.i64[i] = i64(v)
+			}
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+)
+
+// tileSize is the number of elements a worker processes at once: 4096
+// float32 values are 16 KiB, so a dozen live tiles of a fused group stay in
+// the L2 cache of one core while the group's ops run over them.
+const tileSize = 4096
+
+// serialBelow is the kernel size under which one goroutine does all tiles:
+// fanning out costs more than it saves.
+const serialBelow = 1 << 15
+
+// tile is one value of a kernel over a tile, in its compute kind: exactly
+// one of the slices is in use.
+type tile struct {
+	f32 []float32
+	f64 []float64
+	i64 []int64
+}
+
+func newTile(k dtype.Kind) tile {
+	switch k {
+	case dtype.KF64:
+		return tile{f64: make([]float64, tileSize)}
+	case dtype.KI64:
+		return tile{i64: make([]int64, tileSize)}
+	}
+	return tile{f32: make([]float32, tileSize)}
+}
+
+// slice returns the first n elements of every non-nil slice.
+func (t tile) slice(n int) tile {
+	switch {
+	case t.f32 != nil:
+		return tile{f32: t.f32[:n]}
+	case t.f64 != nil:
+		return tile{f64: t.f64[:n]}
+	}
+	return tile{i64: t.i64[:n]}
+}
+
+// operand is how one kernel operand is read.
+type operand struct {
+	dt     dtype.DType
+	layout ir.Layout // reduced: unit dims dropped, mergeable dims merged
+	// direct: contiguous and stored in its compute kind (f32, f64, i64), so
+	// a tile is a sub-slice of the buffer itself, with no copy.
+	direct bool
+}
+
+// instr is one compiled instruction.
+type instr struct {
+	node *ir.Node
+	kind dtype.Kind
+	args []exec.Ref
+	fn   opFunc
+	// round narrows results to the node's dtype (f16, bf16, u8, u32) so
+	// that fused and unfused execution agree bit for bit.
+	round func(tile)
+}
+
+// opFunc computes dst[i] = op(args[k][i]) for one tile; start is the flat
+// index of the tile's first element (Arange needs it).
+type opFunc func(dst tile, args []tile, start int)
+
+// program is a kernel compiled for the CPU.
+type program struct {
+	k       *exec.Kernel
+	ops     []operand
+	instrs  []instr
+	outDT   dtype.DType
+	outKind dtype.Kind
+	// direct: the last instruction writes straight into the output buffer.
+	direct  bool
+	scratch sync.Pool // *worker
+}
+
+// worker holds one goroutine's scratch tiles, reused for every tile.
+type worker struct {
+	inBuf []tile // load buffers for non-direct operands
+	vals  []tile // per instruction
+	ins   []tile // per operand, the current tile (loaded or direct)
+	args  []tile // argument scratch
+	walk  walker
+}
+
+func compileKernel(k *exec.Kernel) (*program, error) {
+	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind()}
+	for i, o := range k.Ins {
+		if !sameDims(o.Layout.Dims, k.Shape) {
+			return nil, fmt.Errorf("cpu: kernel %s operand %d has dims %v, kernel shape %v", k.Name, i, o.Layout.Dims, k.Shape)
+		}
+		l := reduce(o.Layout)
+		p.ops = append(p.ops, operand{dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)})
+	}
+	for _, in := range k.Instrs {
+		fn, err := opFor(in.Node, in.Args, k, p.ops)
+		if err != nil {
+			return nil, fmt.Errorf("cpu: kernel %s: %w", k.Name, err)
+		}
+		p.instrs = append(p.instrs, instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, fn: fn, round: rounder(in.Node.DType)})
+	}
+	last := p.instrs[len(p.instrs)-1]
+	if last.node.DType != p.outDT {
+		return nil, fmt.Errorf("cpu: kernel %s stores %v into a %v buffer", k.Name, last.node.DType, p.outDT)
+	}
+	p.direct = native(p.outDT)
+	p.scratch.New = func() any { return p.newWorker() }
+	return p, nil
+}
+
+func sameDims(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// native reports whether a dtype is stored exactly as its compute kind.
+func native(d dtype.DType) bool { return d == dtype.F32 || d == dtype.F64 || d == dtype.I64 }
+
+// reduce drops unit dims and merges adjacent dims that address memory as
+// one dim, so that walking the layout takes the fewest, longest runs.
+func reduce(l ir.Layout) ir.Layout {
+	out := ir.Layout{Offset: l.Offset}
+	for d, n := range l.Dims {
+		if n == 1 {
+			continue
+		}
+		s := l.Strides[d]
+		if k := len(out.Dims) - 1; k >= 0 && out.Strides[k] == s*n {
+			out.Dims[k] *= n
+			out.Strides[k] = s
+			continue
+		}
+		out.Dims = append(out.Dims, n)
+		out.Strides = append(out.Strides, s)
+	}
+	return out
+}
+
+func (p *program) newWorker() *worker {
+	w := &worker{ins: make([]tile, len(p.ops)), vals: make([]tile, len(p.instrs)), inBuf: make([]tile, len(p.ops))}
+	for i, o := range p.ops {
+		if !o.direct {
+			w.inBuf[i] = newTile(o.dt.Kind())
+		}
+	}
+	maxArgs := 0
+	for i, in := range p.instrs {
+		if i < len(p.instrs)-1 || !p.direct {
+			w.vals[i] = newTile(in.kind)
+		}
+		maxArgs = max(maxArgs, len(in.args))
+	}
+	w.args = make([]tile, maxArgs)
+	return w
+}
+
+// run executes the kernel over its whole output.
+func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte) error {
+	n := p.k.Numel()
+	if n == 0 {
+		return nil
+	}
+	srcs := make([]buf, len(ins))
+	for i, b := range ins {
+		srcs[i] = asBuf(b, p.ops[i].dt)
+	}
+	dst := asBuf(out, p.outDT)
+	tiles := (n + tileSize - 1) / tileSize
+	if n < serialBelow || workers == 1 || tiles == 1 {
+		w := p.scratch.Get().(*worker)
+		defer p.scratch.Put(w)
+		for t := range tiles {
+			p.tile(w, srcs, dst, t*tileSize, min(n, (t+1)*tileSize))
+		}
+		return nil
+	}
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(workers, tiles) {
+		g.Go(func() error {
+			w := p.scratch.Get().(*worker)
+			defer p.scratch.Put(w)
+			for {
+				t := int(next.Add(1) - 1)
+				if t >= tiles {
+					return nil
+				}
+				if t%64 == 0 && gctx.Err() != nil {
+					return gctx.Err()
+				}
+				p.tile(w, srcs, dst, t*tileSize, min(n, (t+1)*tileSize))
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// tile computes output elements [s, e).
+func (p *program) tile(w *worker, srcs []buf, dst buf, s, e int) {
+	n := e - s
+	for i, o := range p.ops {
+		if o.direct {
+			w.ins[i] = srcs[i].tile(o.layout.Offset+s, n)
+			continue
+		}
+		w.ins[i] = w.inBuf[i].slice(n)
+		w.walk.load(w.ins[i], srcs[i], o.layout, s, n)
+	}
+	lastI := len(p.instrs) - 1
+	for i := range p.instrs {
+		in := &p.instrs[i]
+		var out tile
+		if i == lastI && p.direct {
+			out = dst.tile(s, n)
+		} else {
+			out = w.vals[i].slice(n)
+		}
+		for a, r := range in.args {
+			if r.Operand {
+				w.args[a] = w.ins[r.Index]
+			} else {
+				w.args[a] = w.vals[r.Index]
+			}
+		}
+		in.fn(out, w.args[:len(in.args)], s)
+		if i < lastI && in.round != nil {
+			in.round(out)
+		}
+		w.vals[i] = out
+	}
+	if !p.direct {
+		store(dst, s, w.vals[lastI])
+	}
+}
+
+// buf is a buffer viewed as its dtype's Go slice.
+type buf struct {
+	dt  dtype.DType
+	f32 []float32
+	f64 []float64
+	f16 []dtype.Float16
+	b16 []dtype.BFloat16
+	u8  []uint8
+	u32 []uint32
+	i64 []int64
+}
+
+func asBuf(b []byte, dt dtype.DType) buf {
+	out := buf{dt: dt}
+	if len(b) == 0 {
+		return out
+	}
+	p := unsafe.Pointer(&b[0])
+	n := len(b) / dt.Size()
+	switch dt {
+	case dtype.F32:
+		out.f32 = unsafe.Slice((*float32)(p), n)
+	case dtype.F64:
+		out.f64 = unsafe.Slice((*float64)(p), n)
+	case dtype.F16:
+		out.f16 = unsafe.Slice((*dtype.Float16)(p), n)
+	case dtype.BF16:
+		out.b16 = unsafe.Slice((*dtype.BFloat16)(p), n)
+	case dtype.U8:
+		out.u8 = unsafe.Slice((*uint8)(p), n)
+	case dtype.U32:
+		out.u32 = unsafe.Slice((*uint32)(p), n)
+	case dtype.I64:
+		out.i64 = unsafe.Slice((*int64)(p), n)
+	}
+	return out
+}
+
+// tile returns elements [off, off+n) of a native buffer as a tile.
+func (b buf) tile(off, n int) tile {
+	switch b.dt {
+	case dtype.F32:
+		return tile{f32: b.f32[off : off+n]}
+	case dtype.F64:
+		return tile{f64: b.f64[off : off+n]}
+	}
+	return tile{i64: b.i64[off : off+n]}
+}

@@ -1,0 +1,16 @@
+// Package exec holds compiled plans, the executor interface and the plan
+// runner.
+//
+// A Plan is a list of steps over buffers. A step is a Kernel: a group of
+// elementwise IR nodes that reads external operands (a buffer seen through a
+// strided layout) and writes one contiguous output buffer. Without fusion
+// every compute node is its own kernel; with fusion (package fuse) a kernel
+// holds a whole DAG of elementwise ops.
+//
+// Executors (exec/cpu, exec/rocm) own memory and run kernels; Run is the one
+// runner every executor shares: it validates inputs against the plan,
+// allocates buffers (temporaries share memory when their lifetimes do not
+// overlap), runs the steps in order, checks the context between steps, and
+// returns the named outputs. Every allocation is released on every path, so a
+// failing run leaks nothing.
+package exec

@@ -1,0 +1,173 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
+)
+
+// BufferKind says who owns a buffer.
+type BufferKind uint8
+
+// Buffer kinds.
+const (
+	BufInput  BufferKind = iota // supplied by the caller
+	BufOutput                   // returned to the caller
+	BufTemp                     // lives between its producer and its last reader
+)
+
+func (k BufferKind) String() string { return [...]string{"input", "output", "temp"}[k] }
+
+// Buffer is a contiguous array of Numel elements of DType.
+type Buffer struct {
+	ID    int
+	DType dtype.DType
+	Shape []int
+	Kind  BufferKind
+	Name  string   // input or output name
+	Node  *ir.Node // the node whose value it holds
+	// Slot is the memory slot a temporary lives in (-1 for inputs and
+	// outputs); temporaries whose lifetimes do not overlap share a slot.
+	Slot int
+}
+
+// Numel is the number of elements.
+func (b *Buffer) Numel() int { return ir.Numel(b.Shape) }
+
+// Bytes is the buffer's size in bytes.
+func (b *Buffer) Bytes() int { return b.Numel() * b.DType.Size() }
+
+func (b *Buffer) String() string {
+	s := fmt.Sprintf("b%d %v%v %v", b.ID, b.DType, b.Shape, b.Kind)
+	if b.Name != "" {
+		s += fmt.Sprintf(" %q", b.Name)
+	}
+	if b.Slot >= 0 {
+		s += fmt.Sprintf(" slot%d", b.Slot)
+	}
+	return s
+}
+
+// Operand is an external read of a kernel: a buffer through a layout whose
+// dims are the kernel's shape.
+type Operand struct {
+	Buf    *Buffer
+	Layout ir.Layout
+}
+
+// Ref names a value inside a kernel: one of its operands or the result of an
+// earlier instruction.
+type Ref struct {
+	Operand bool
+	Index   int
+}
+
+func (r Ref) String() string {
+	if r.Operand {
+		return fmt.Sprintf("in%d", r.Index)
+	}
+	return fmt.Sprintf("t%d", r.Index)
+}
+
+// Instr is one op of a kernel: the IR node it computes and where its args
+// come from. Sources (Full, Arange) have no args.
+type Instr struct {
+	Node *ir.Node
+	Args []Ref
+}
+
+// Kernel is a fused group of elementwise ops over one output shape. Every
+// instruction produces Shape's numel elements in row-major order;
+// Instrs[len-1] is stored into Out.
+type Kernel struct {
+	Name   string
+	Shape  []int
+	Ins    []Operand
+	Instrs []Instr
+	Out    *Buffer
+	// Cache holds executor-private compiled forms of the kernel, keyed by
+	// executor, so they live exactly as long as the plan.
+	Cache sync.Map
+}
+
+// Numel is the number of output elements.
+func (k *Kernel) Numel() int { return ir.Numel(k.Shape) }
+
+// OpNames lists the kernel's ops in order, for names and dumps.
+func (k *Kernel) OpNames() []string {
+	names := make([]string, len(k.Instrs))
+	for i, in := range k.Instrs {
+		names[i] = in.Node.Op.String()
+	}
+	return names
+}
+
+// Step is one unit of work in a plan.
+type Step struct {
+	Kernel *Kernel
+}
+
+// Plan is a compiled, executable graph.
+type Plan struct {
+	Graph   *ir.Graph
+	Steps   []*Step
+	Buffers []*Buffer
+	Inputs  []*Buffer // in declaration order
+	Outputs []*Buffer // in declaration order; Name is the output name
+	// SlotBytes is the size of each temporary memory slot.
+	SlotBytes []int
+	// Fused records whether elementwise fusion ran.
+	Fused bool
+}
+
+// PeakBytes returns the memory the plan's temporaries and outputs need with
+// slot sharing (reuse) and without it (every temporary its own allocation).
+func (p *Plan) PeakBytes() (withReuse, withoutReuse int) {
+	for _, b := range p.Buffers {
+		switch b.Kind {
+		case BufTemp:
+			withoutReuse += b.Bytes()
+		case BufOutput:
+			withReuse += b.Bytes()
+			withoutReuse += b.Bytes()
+		}
+	}
+	for _, s := range p.SlotBytes {
+		withReuse += s
+	}
+	return withReuse, withoutReuse
+}
+
+// WriteText writes the plan: buffers, slots and steps.
+func (p *Plan) WriteText(w *strings.Builder) {
+	reuse, noReuse := p.PeakBytes()
+	fmt.Fprintf(w, "plan: %d steps, %d buffers, fused=%v\n", len(p.Steps), len(p.Buffers), p.Fused)
+	fmt.Fprintf(w, "peak bytes (temporaries + outputs): %d with reuse, %d without\n", reuse, noReuse)
+	for i, s := range p.SlotBytes {
+		fmt.Fprintf(w, "slot%d: %d bytes\n", i, s)
+	}
+	for _, b := range p.Buffers {
+		fmt.Fprintf(w, "%v\n", b)
+	}
+	for i, s := range p.Steps {
+		k := s.Kernel
+		fmt.Fprintf(w, "step %d: %s -> b%d\n", i, k.Name, k.Out.ID)
+		for j, in := range k.Ins {
+			fmt.Fprintf(w, "  in%d = b%d %v\n", j, in.Buf.ID, in.Layout)
+		}
+		for j, in := range k.Instrs {
+			args := make([]string, len(in.Args))
+			for a, r := range in.Args {
+				args[a] = r.String()
+			}
+			op := in.Node.Op.String()
+			if ps := ir.FormatParams(in.Node); ps != "" {
+				op += "(" + ps + ")"
+			}
+			fmt.Fprintf(w, "  t%d = %s %v [%s]  (node %%%d)\n", j, op, in.Node.DType, strings.Join(args, ", "), in.Node.ID)
+		}
+	}
+}

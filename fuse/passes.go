@@ -1,0 +1,76 @@
+package fuse
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+)
+
+// Options control compilation.
+type Options struct {
+	// Fusion merges elementwise ops into one kernel per group. When false
+	// every op is its own step.
+	Fusion bool
+	// Check runs the verifier after every pass (also set by LOOM_CHECK=1).
+	Check bool
+}
+
+// State is what passes work on: the graph, the plan being built, and the log.
+type State struct {
+	Opts  Options
+	Graph *ir.Graph
+	// Before is the graph as handed to Compile, for dumps.
+	Before *ir.Graph
+	// Groups assigns every compute node of Graph to a kernel group (by node
+	// ID; -1 for sources read as operands and for views). Set by grouping.
+	Groups []int
+	Plan   *exec.Plan
+	Log    Log
+}
+
+// Pass is one named step of the pipeline.
+type Pass struct {
+	Name string
+	Fn   func(*State) error
+	// Fusion marks passes that only run with fusion on.
+	Fusion bool
+}
+
+// Passes is the pipeline, in order. Ordering constraints:
+//   - dce before grouping, so dead nodes never keep a producer materialised;
+//   - fold before cse, so folded chains that become identical are merged;
+//   - grouping before plan, which turns groups into kernels and buffers;
+//   - buffers last: it needs the final step order for lifetimes.
+var Passes = []Pass{
+	{Name: "verify", Fn: verifyPass},
+	{Name: "dce", Fn: dce},
+	{Name: "group", Fn: group},
+	{Name: "plan", Fn: plan},
+	{Name: "buffers", Fn: buffers},
+}
+
+// Compile runs the pipeline over g and returns the final state.
+func Compile(g *ir.Graph, opts Options) (*State, error) {
+	if os.Getenv("LOOM_CHECK") == "1" {
+		opts.Check = true
+	}
+	s := &State{Opts: opts, Graph: g, Before: g}
+	for _, p := range Passes {
+		if p.Fusion && !opts.Fusion {
+			continue
+		}
+		if err := p.Fn(s); err != nil {
+			return nil, fmt.Errorf("loom: compile: pass %s: %w", p.Name, err)
+		}
+		if opts.Check {
+			if err := ir.Verify(s.Graph); err != nil {
+				return nil, fmt.Errorf("loom: compile: after pass %s: %w", p.Name, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func verifyPass(s *State) error { return ir.Verify(s.Graph) }

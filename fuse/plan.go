@@ -1,0 +1,188 @@
+package fuse
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+)
+
+// plan turns groups into kernels over buffers. Each group has exactly one
+// node whose value leaves the group (grouping guarantees it); that node gets
+// a buffer. Reads of nodes outside the group become operands: the producing
+// buffer seen through the reader's layout (views are resolved here, so a
+// transpose or broadcast costs nothing).
+func plan(s *State) error {
+	g := s.Graph
+	p := &exec.Plan{Graph: g, Fused: s.Opts.Fusion}
+	bufOf := make([]*exec.Buffer, len(g.Nodes))
+	newBuf := func(n *ir.Node, kind exec.BufferKind, name string) *exec.Buffer {
+		b := &exec.Buffer{ID: len(p.Buffers), DType: n.DType, Shape: slices.Clone(n.Shape), Kind: kind, Name: name, Node: n, Slot: -1}
+		p.Buffers = append(p.Buffers, b)
+		return b
+	}
+	for _, n := range g.Inputs() {
+		b := newBuf(n, exec.BufInput, n.Name)
+		bufOf[n.ID] = b
+		p.Inputs = append(p.Inputs, b)
+	}
+	outName := map[*ir.Node]string{}
+	for _, o := range g.Outputs {
+		if _, dup := outName[o.Node]; !dup {
+			outName[o.Node] = o.Name
+		}
+	}
+	members := map[int][]*ir.Node{}
+	var order []int // groups in the order of their output node
+	for _, n := range g.Nodes {
+		if gid := s.Groups[n.ID]; gid >= 0 {
+			members[gid] = append(members[gid], n)
+		}
+	}
+	consumers := g.Consumers()
+	leaves := func(n *ir.Node) bool {
+		if _, ok := outName[n]; ok {
+			return true
+		}
+		for _, c := range consumers[n.ID] {
+			if c.Op == ir.OpView {
+				for _, cc := range consumers[c.ID] {
+					if s.Groups[cc.ID] != s.Groups[n.ID] || !inlineView(c) {
+						return true
+					}
+				}
+				if _, ok := outName[c]; ok {
+					return true
+				}
+				continue
+			}
+			if s.Groups[c.ID] != s.Groups[n.ID] {
+				return true
+			}
+		}
+		return false
+	}
+	outOf := map[int]*ir.Node{}
+	for _, n := range g.Nodes {
+		gid := s.Groups[n.ID]
+		if gid < 0 || !leaves(n) {
+			continue
+		}
+		if prev, ok := outOf[gid]; ok {
+			return fmt.Errorf("group %d has two outputs, %v and %v", gid, prev, n)
+		}
+		outOf[gid] = n
+		order = append(order, gid)
+	}
+	for _, gid := range order {
+		out := outOf[gid]
+		kind, name := exec.BufTemp, ""
+		if nm, ok := outName[out]; ok {
+			kind, name = exec.BufOutput, nm
+		}
+		bufOf[out.ID] = newBuf(out, kind, name)
+		k, err := kernel(members[gid], out, bufOf, s.Groups)
+		if err != nil {
+			return err
+		}
+		p.Steps = append(p.Steps, &exec.Step{Kernel: k})
+	}
+	for _, o := range g.Outputs {
+		b := bufOf[o.Node.ID]
+		if b == nil {
+			return fmt.Errorf("output %q (%v) has no buffer", o.Name, o.Node)
+		}
+		if b.Name != o.Name {
+			// A second name for the same value: copy it, so every output the
+			// caller receives is its own memory.
+			nb := newBuf(o.Node, exec.BufOutput, o.Name)
+			k := &exec.Kernel{Shape: slices.Clone(o.Node.Shape), Ins: []exec.Operand{{Buf: b, Layout: ir.Contiguous(o.Node.Shape)}},
+				Instrs: []exec.Instr{{Node: copyNode(o.Node), Args: []exec.Ref{{Operand: true}}}}, Out: nb}
+			k.Name = kernelName(k)
+			p.Steps = append(p.Steps, &exec.Step{Kernel: k})
+			b = nb
+		}
+		p.Outputs = append(p.Outputs, b)
+	}
+	s.Plan = p
+	return nil
+}
+
+// copyNode is a detached copy node used for duplicate output names (it is
+// not part of the graph; kernels only read its op, dtype and shape).
+func copyNode(n *ir.Node) *ir.Node {
+	return &ir.Node{ID: -1, Op: ir.OpCopy, DType: n.DType, Shape: n.Shape, Args: []*ir.Node{n}}
+}
+
+// inlineView reports whether a view of an in-group value can be read inside
+// the same kernel: only when it maps element i to element i (a reshape of a
+// contiguous value at offset 0), since a kernel computes every value in
+// row-major order.
+func inlineView(v *ir.Node) bool {
+	return v.Layout.IsIdentity() && v.Layout.Numel() == v.Args[0].Numel()
+}
+
+// kernel builds the kernel of one group.
+func kernel(nodes []*ir.Node, out *ir.Node, bufOf []*exec.Buffer, groups []int) (*exec.Kernel, error) {
+	k := &exec.Kernel{Shape: slices.Clone(out.Shape), Out: bufOf[out.ID]}
+	index := map[*ir.Node]int{}
+	for _, n := range nodes {
+		if !slices.Equal(n.Shape, out.Shape) {
+			return nil, fmt.Errorf("node %v in a group of shape %v", n, out.Shape)
+		}
+	}
+	var ref func(a *ir.Node, gid int) (exec.Ref, error)
+	ref = func(a *ir.Node, gid int) (exec.Ref, error) {
+		base, layout := a.Base()
+		if i, ok := index[base]; ok && groups[base.ID] == gid && (a.Op != ir.OpView || inlineView(a)) {
+			return exec.Ref{Index: i}, nil
+		}
+		b := bufOf[base.ID]
+		if b == nil {
+			return exec.Ref{}, fmt.Errorf("node %v reads %v, which has no buffer yet", a, base)
+		}
+		for j, op := range k.Ins {
+			if op.Buf == b && op.Layout.Equal(layout) {
+				return exec.Ref{Operand: true, Index: j}, nil
+			}
+		}
+		k.Ins = append(k.Ins, exec.Operand{Buf: b, Layout: layout})
+		return exec.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
+	}
+	for _, n := range nodes {
+		in := exec.Instr{Node: n}
+		for _, a := range n.Args {
+			r, err := ref(a, groups[n.ID])
+			if err != nil {
+				return nil, err
+			}
+			in.Args = append(in.Args, r)
+		}
+		index[n] = len(k.Instrs)
+		k.Instrs = append(k.Instrs, in)
+		if n == out {
+			break
+		}
+	}
+	if k.Instrs[len(k.Instrs)-1].Node != out {
+		return nil, fmt.Errorf("group output %v is not its last node", out)
+	}
+	k.Name = kernelName(k)
+	return k, nil
+}
+
+// kernelName says what a kernel does and how big it is, as
+// E_<op>_<op>…_<numel>, e.g. E_cast_silu_affine_where_16777216. Repeated
+// ops are kept so that the name reads as the chain.
+func kernelName(k *exec.Kernel) string {
+	var ops []string
+	for _, in := range k.Instrs {
+		if in.Node.Op == ir.OpFull && len(k.Instrs) > 1 {
+			continue // constants are not work
+		}
+		ops = append(ops, in.Node.Op.String())
+	}
+	return "E_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
+}

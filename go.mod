@@ -1,0 +1,8 @@
+module github.com/loomgraph/loom
+
+go 1.26.0
+
+require (
+	github.com/ebitengine/purego v0.11.3
+	golang.org/x/sync v0.24.0
+)

@@ -1,0 +1,216 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
+)
+
+// Graph records a lazy tensor program. It is safe for concurrent use.
+type Graph struct {
+	mu   sync.Mutex
+	ir   *ir.Graph
+	errs []error
+}
+
+// New returns an empty graph.
+func New() *Graph { return &Graph{ir: ir.NewGraph()} }
+
+// Tensor is a lazy value in a Graph: a node, an untyped scalar, or an error.
+type Tensor struct {
+	g      *Graph
+	n      *ir.Node
+	scalar *float64 // untyped scalar (g and n are nil)
+	err    error
+}
+
+// Scalar returns an untyped constant; it takes the dtype of the tensor it is
+// combined with and broadcasts to its shape.
+func Scalar(v float64) *Tensor { return &Tensor{scalar: &v} }
+
+// Err returns the error this tensor carries, if any.
+func (t *Tensor) Err() error { return t.err }
+
+// DType returns the tensor's dtype (Invalid for an untyped scalar or an error).
+func (t *Tensor) DType() dtype.DType {
+	if t.n == nil {
+		return dtype.Invalid
+	}
+	return t.n.DType
+}
+
+// Shape returns the tensor's dims (nil for an error, [] for a scalar).
+func (t *Tensor) Shape() []int {
+	if t.n == nil {
+		if t.scalar != nil {
+			return []int{}
+		}
+		return nil
+	}
+	return slices.Clone(t.n.Shape)
+}
+
+// Rank is the number of dims.
+func (t *Tensor) Rank() int { return len(t.Shape()) }
+
+// Node exposes the IR node (nil for scalars and errors).
+func (t *Tensor) Node() *ir.Node { return t.n }
+
+// Graph returns the graph the tensor belongs to.
+func (t *Tensor) Graph() *Graph { return t.g }
+
+func (t *Tensor) String() string {
+	switch {
+	case t.err != nil:
+		return "Tensor(error: " + t.err.Error() + ")"
+	case t.n == nil:
+		return fmt.Sprintf("Scalar(%g)", *t.scalar)
+	}
+	return fmt.Sprintf("Tensor(%v%v)", t.n.DType, t.n.Shape)
+}
+
+// IR returns the underlying IR graph (read-only use: dumps, tests).
+func (g *Graph) IR() *ir.Graph { return g.ir }
+
+// Err returns every error recorded while building, joined.
+func (g *Graph) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return errors.Join(g.errs...)
+}
+
+// fail records an error against the graph and returns a tensor carrying it.
+func (g *Graph) fail(err error) *Tensor {
+	g.mu.Lock()
+	g.errs = append(g.errs, err)
+	g.mu.Unlock()
+	return &Tensor{g: g, err: err}
+}
+
+func opErr(op string, format string, a ...any) error {
+	return fmt.Errorf("loom: %s: %s", op, fmt.Sprintf(format, a...))
+}
+
+// intern adds a node under the graph's lock.
+func (g *Graph) intern(op ir.Op, dt dtype.DType, shape []int, args []*ir.Node, params []float64, layout *ir.Layout, name string) *Tensor {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return &Tensor{g: g, n: g.ir.Intern(op, dt, shape, args, params, layout, name)}
+}
+
+func checkDims(op string, shape []int) error {
+	for _, d := range shape {
+		if d < 0 {
+			return opErr(op, "negative dim in shape %v", shape)
+		}
+	}
+	return nil
+}
+
+// Input declares a named input of a dtype and shape.
+func (g *Graph) Input(name string, dt dtype.DType, shape ...int) *Tensor {
+	switch {
+	case name == "":
+		return g.fail(opErr("input", "empty name"))
+	case !dt.Valid():
+		return g.fail(opErr("input", "%q: invalid dtype %v", name, dt))
+	}
+	if err := checkDims("input", shape); err != nil {
+		return g.fail(err)
+	}
+	g.mu.Lock()
+	for _, n := range g.ir.Inputs() {
+		if n.Name == name {
+			g.mu.Unlock()
+			return g.fail(opErr("input", "name %q declared twice (%v%v and %v%v)", name, n.DType, n.Shape, dt, shape))
+		}
+	}
+	g.mu.Unlock()
+	return g.intern(ir.OpInput, dt, shape, nil, nil, nil, name)
+}
+
+// Full returns a tensor of the given dtype and shape with every element v
+// (converted to dt like a cast).
+func (g *Graph) Full(dt dtype.DType, v float64, shape ...int) *Tensor {
+	if !dt.Valid() {
+		return g.fail(opErr("full", "invalid dtype %v", dt))
+	}
+	if err := checkDims("full", shape); err != nil {
+		return g.fail(err)
+	}
+	// A full tensor is a scalar broadcast: one node per (dtype, value).
+	s := g.intern(ir.OpFull, dt, nil, nil, []float64{v}, nil, "")
+	return s.broadcastTo("full", shape)
+}
+
+// Zeros is Full(dt, 0, shape...).
+func (g *Graph) Zeros(dt dtype.DType, shape ...int) *Tensor { return g.Full(dt, 0, shape...) }
+
+// Ones is Full(dt, 1, shape...).
+func (g *Graph) Ones(dt dtype.DType, shape ...int) *Tensor { return g.Full(dt, 1, shape...) }
+
+// Arange returns [start, start+step, …) up to but excluding stop, computed in
+// f64 and converted to dt.
+func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
+	if !dt.Valid() {
+		return g.fail(opErr("arange", "invalid dtype %v", dt))
+	}
+	if step == 0 || step != step || start != start || stop != stop {
+		return g.fail(opErr("arange", "bad range start=%g stop=%g step=%g", start, stop, step))
+	}
+	n := 0
+	if (stop-start)/step > 0 {
+		n = int(ceilDiv(stop-start, step))
+	}
+	if n > 1<<40 {
+		return g.fail(opErr("arange", "%g elements is too many", float64(n)))
+	}
+	return g.intern(ir.OpArange, dt, []int{n}, nil, []float64{start, step}, nil, "")
+}
+
+// ceilDiv is ceil(a/b) for a/b > 0, exact for integer-valued ranges.
+func ceilDiv(a, b float64) float64 {
+	q := a / b
+	n := float64(int64(q))
+	if n < q {
+		n++
+	}
+	return n
+}
+
+// Output names a result of the graph. Outputs are always fresh contiguous
+// buffers: a view or an input is copied.
+func (g *Graph) Output(name string, t *Tensor) {
+	if t.err != nil {
+		return // already recorded
+	}
+	if t.n == nil {
+		g.fail(opErr("output", "%q: an untyped scalar cannot be an output; use Full", name))
+		return
+	}
+	if t.g != g {
+		g.fail(opErr("output", "%q: tensor belongs to another graph", name))
+		return
+	}
+	n := t.n
+	if n.Op == ir.OpView || n.Op == ir.OpInput || (n.Op == ir.OpFull && len(n.Shape) == 0) {
+		n = g.intern(ir.OpCopy, n.DType, n.Shape, []*ir.Node{n}, nil, nil, "").n
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.ir.Outputs {
+		if o.Name == name {
+			g.errs = append(g.errs, opErr("output", "name %q used twice", name))
+			return
+		}
+	}
+	if name == "" {
+		g.errs = append(g.errs, opErr("output", "empty name"))
+		return
+	}
+	g.ir.Outputs = append(g.ir.Outputs, ir.Output{Name: name, Node: n})
+}

@@ -1,0 +1,123 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/fuse"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Options control compilation.
+type Options struct {
+	// NoFusion runs every op as its own step (also set by LOOM_FUSION=0).
+	NoFusion bool
+	// Check verifies the IR after every pass (also set by LOOM_CHECK=1).
+	Check bool
+}
+
+// Program is a compiled graph: immutable, safe to run concurrently.
+type Program struct {
+	state *fuse.State
+}
+
+// Compile verifies the graph and plans it. It fails if any builder call
+// recorded an error, naming every one.
+func (g *Graph) Compile(opts Options) (*Program, error) {
+	if err := g.Err(); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.ir.Outputs) == 0 {
+		return nil, fmt.Errorf("loom: compile: the graph has no outputs")
+	}
+	fusion := !opts.NoFusion && os.Getenv("LOOM_FUSION") != "0"
+	// Compile works on a snapshot: later builder calls must not change a
+	// compiled program.
+	snap := g.ir.Rebuild(ir.Copy)
+	st, err := fuse.Compile(snap, fuse.Options{Fusion: fusion, Check: opts.Check})
+	if err != nil {
+		return nil, err
+	}
+	return &Program{state: st}, nil
+}
+
+// Plan returns the executable plan (read-only).
+func (p *Program) Plan() *exec.Plan { return p.state.Plan }
+
+// Run executes the program on e with the named inputs.
+func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if e == nil {
+		return nil, fmt.Errorf("loom: run: nil executor")
+	}
+	return exec.Run(ctx, e, p.state.Plan, inputs)
+}
+
+// Dump formats.
+const (
+	DumpText = "text" // one line per node of the compiled graph
+	DumpDOT  = "dot"  // Graphviz, kernels drawn as clusters
+	DumpPlan = "plan" // steps, buffers and memory reuse
+	DumpLog  = "log"  // what each pass did and why nodes were not fused
+)
+
+// Dump writes the program in one of the Dump* formats.
+func (p *Program) Dump(w io.Writer, format string) error {
+	st := p.state
+	switch format {
+	case DumpText:
+		return ir.WriteText(w, st.Graph, p.annotate)
+	case DumpDOT:
+		return ir.WriteDOT(w, st.Graph, p.clusters())
+	case DumpPlan:
+		var b strings.Builder
+		st.Plan.WriteText(&b)
+		_, err := io.WriteString(w, b.String())
+		return err
+	case DumpLog:
+		return st.Log.Write(w)
+	}
+	return fmt.Errorf("loom: dump: unknown format %q (want %s, %s, %s or %s)", format, DumpText, DumpDOT, DumpPlan, DumpLog)
+}
+
+// kernelOf maps node IDs of the compiled graph to the step computing them.
+func (p *Program) kernelOf() map[int]int {
+	m := map[int]int{}
+	for i, s := range p.state.Plan.Steps {
+		for _, in := range s.Kernel.Instrs {
+			if in.Node.ID >= 0 {
+				m[in.Node.ID] = i
+			}
+		}
+	}
+	return m
+}
+
+func (p *Program) annotate(n *ir.Node) string {
+	if i, ok := p.kernelOf()[n.ID]; ok {
+		return fmt.Sprintf("step=%d(%s)", i, p.state.Plan.Steps[i].Kernel.Name)
+	}
+	return ""
+}
+
+func (p *Program) clusters() []ir.DOTCluster {
+	var cs []ir.DOTCluster
+	for _, s := range p.state.Plan.Steps {
+		c := ir.DOTCluster{Label: s.Kernel.Name}
+		for _, in := range s.Kernel.Instrs {
+			if in.Node.ID >= 0 {
+				c.Nodes = append(c.Nodes, in.Node)
+			}
+		}
+		if len(c.Nodes) > 0 {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}

@@ -1,0 +1,210 @@
+package ir
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Layout maps a logical index (dims, row-major) to an element offset in a
+// contiguous base buffer: offset + Σ idx[d]*Strides[d]. Strides are in
+// elements and never negative; a stride of 0 broadcasts.
+type Layout struct {
+	Dims    []int
+	Strides []int
+	Offset  int
+}
+
+// Contiguous returns the row-major layout of dims at offset 0.
+func Contiguous(dims []int) Layout {
+	l := Layout{Dims: slices.Clone(dims), Strides: make([]int, len(dims))}
+	acc := 1
+	for d := len(dims) - 1; d >= 0; d-- {
+		l.Strides[d] = acc
+		acc *= dims[d]
+	}
+	return l
+}
+
+// Clone returns a deep copy.
+func (l Layout) Clone() Layout {
+	return Layout{Dims: slices.Clone(l.Dims), Strides: slices.Clone(l.Strides), Offset: l.Offset}
+}
+
+// Rank is the number of dims.
+func (l Layout) Rank() int { return len(l.Dims) }
+
+// Numel is the number of logical elements.
+func (l Layout) Numel() int { return Numel(l.Dims) }
+
+// Numel is the product of dims.
+func Numel(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	return n
+}
+
+// IsContiguous reports whether the layout is row-major with no gaps
+// (Candle's rule: dims of size 1 may have any stride). The offset may be
+// non-zero.
+func (l Layout) IsContiguous() bool {
+	acc := 1
+	for d := len(l.Dims) - 1; d >= 0; d-- {
+		if l.Dims[d] > 1 && l.Strides[d] != acc {
+			return false
+		}
+		acc *= l.Dims[d]
+	}
+	return true
+}
+
+// IsIdentity reports whether the layout is contiguous at offset 0: reading
+// through it is reading the buffer as is.
+func (l Layout) IsIdentity() bool { return l.Offset == 0 && l.IsContiguous() }
+
+// Span returns the smallest and one past the largest element offset the
+// layout can address; (Offset, Offset) for an empty layout.
+func (l Layout) Span() (lo, hi int) {
+	if l.Numel() == 0 {
+		return l.Offset, l.Offset
+	}
+	hi = l.Offset
+	for d, n := range l.Dims {
+		hi += (n - 1) * l.Strides[d]
+	}
+	return l.Offset, hi + 1
+}
+
+// Equal compares two layouts.
+func (l Layout) Equal(o Layout) bool {
+	return l.Offset == o.Offset && slices.Equal(l.Dims, o.Dims) && slices.Equal(l.Strides, o.Strides)
+}
+
+func (l Layout) String() string {
+	return fmt.Sprintf("%v:%v+%d", l.Dims, l.Strides, l.Offset)
+}
+
+// Index returns the element offset of logical flat index i.
+func (l Layout) Index(i int) int {
+	off := l.Offset
+	for d := len(l.Dims) - 1; d >= 0; d-- {
+		n := l.Dims[d]
+		off += (i % n) * l.Strides[d]
+		i /= n
+	}
+	return off
+}
+
+// Permute reorders dims: the result's dim k is l's dim perm[k].
+func (l Layout) Permute(perm []int) (Layout, error) {
+	if len(perm) != l.Rank() {
+		return Layout{}, fmt.Errorf("permutation %v has %d entries for rank %d", perm, len(perm), l.Rank())
+	}
+	seen := make([]bool, len(perm))
+	out := Layout{Dims: make([]int, len(perm)), Strides: make([]int, len(perm)), Offset: l.Offset}
+	for k, p := range perm {
+		if p < 0 || p >= len(perm) || seen[p] {
+			return Layout{}, fmt.Errorf("%v is not a permutation of %d dims", perm, len(perm))
+		}
+		seen[p] = true
+		out.Dims[k], out.Strides[k] = l.Dims[p], l.Strides[p]
+	}
+	return out, nil
+}
+
+// Narrow keeps n elements of dim starting at start.
+func (l Layout) Narrow(dim, start, n int) (Layout, error) {
+	if dim < 0 || dim >= l.Rank() {
+		return Layout{}, fmt.Errorf("dim %d out of range for rank %d", dim, l.Rank())
+	}
+	if start < 0 || n < 0 || start+n > l.Dims[dim] {
+		return Layout{}, fmt.Errorf("range [%d, %d) out of bounds for dim %d of size %d", start, start+n, dim, l.Dims[dim])
+	}
+	out := l.Clone()
+	out.Dims[dim] = n
+	if n > 0 {
+		out.Offset += start * l.Strides[dim]
+	}
+	return out, nil
+}
+
+// BroadcastTo expands l to dims with numpy rules: dims are aligned on the
+// right, missing leading dims and dims of size 1 get stride 0.
+func (l Layout) BroadcastTo(dims []int) (Layout, error) {
+	if len(dims) < l.Rank() {
+		return Layout{}, fmt.Errorf("cannot broadcast shape %v to %v: target has fewer dims", l.Dims, dims)
+	}
+	out := Layout{Dims: slices.Clone(dims), Strides: make([]int, len(dims)), Offset: l.Offset}
+	lead := len(dims) - l.Rank()
+	for d := range l.Dims {
+		switch {
+		case l.Dims[d] == dims[lead+d]:
+			out.Strides[lead+d] = l.Strides[d]
+		case l.Dims[d] == 1:
+			out.Strides[lead+d] = 0
+		default:
+			return Layout{}, fmt.Errorf("cannot broadcast shape %v to %v: dim %d is %d, want 1 or %d", l.Dims, dims, d, l.Dims[d], dims[lead+d])
+		}
+	}
+	return out, nil
+}
+
+// Reshape re-views a contiguous layout with new dims; ok is false when the
+// layout is not contiguous (the caller must copy first).
+func (l Layout) Reshape(dims []int) (out Layout, ok bool) {
+	if !l.IsContiguous() {
+		return Layout{}, false
+	}
+	out = Contiguous(dims)
+	out.Offset = l.Offset
+	return out, true
+}
+
+// Unsqueeze inserts a dim of size 1 at position dim (0 ≤ dim ≤ rank).
+func (l Layout) Unsqueeze(dim int) (Layout, error) {
+	if dim < 0 || dim > l.Rank() {
+		return Layout{}, fmt.Errorf("dim %d out of range for unsqueeze of rank %d", dim, l.Rank())
+	}
+	stride := 1
+	if dim < l.Rank() {
+		stride = l.Strides[dim] * l.Dims[dim]
+	}
+	out := Layout{Dims: slices.Insert(slices.Clone(l.Dims), dim, 1), Strides: slices.Insert(slices.Clone(l.Strides), dim, stride), Offset: l.Offset}
+	return out, nil
+}
+
+// Squeeze removes dim, which must have size 1.
+func (l Layout) Squeeze(dim int) (Layout, error) {
+	if dim < 0 || dim >= l.Rank() {
+		return Layout{}, fmt.Errorf("dim %d out of range for rank %d", dim, l.Rank())
+	}
+	if l.Dims[dim] != 1 {
+		return Layout{}, fmt.Errorf("cannot squeeze dim %d of size %d", dim, l.Dims[dim])
+	}
+	return Layout{Dims: slices.Delete(slices.Clone(l.Dims), dim, dim+1), Strides: slices.Delete(slices.Clone(l.Strides), dim, dim+1), Offset: l.Offset}, nil
+}
+
+// BroadcastShapes returns the numpy broadcast of two shapes.
+func BroadcastShapes(a, b []int) ([]int, error) {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := range n {
+		da, db := 1, 1
+		if j := i - (n - len(a)); j >= 0 {
+			da = a[j]
+		}
+		if j := i - (n - len(b)); j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db || db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, fmt.Errorf("shapes %v and %v do not broadcast (dim %d: %d vs %d)", a, b, i, da, db)
+		}
+	}
+	return out, nil
+}

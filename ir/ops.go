@@ -1,0 +1,273 @@
+package ir
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/loomgraph/loom/dtype"
+)
+
+// Op identifies an operation; its row in the op table describes it.
+type Op uint16
+
+// The ops. Order matters only for readability; the table below is the truth.
+const (
+	OpInvalid Op = iota
+
+	// Sources.
+	OpInput  // a named graph input
+	OpFull   // every element = Params[0]
+	OpArange // element i = Params[0] + i*Params[1], computed in f64
+
+	// Movement.
+	OpView // a strided view of Args[0]
+	OpCopy // strided → contiguous copy (Contiguous, reshape of a non-contiguous view)
+
+	// Elementwise unary (float math).
+	OpExp
+	OpLog
+	OpSin
+	OpCos
+	OpTanh
+	OpRecip
+	OpSqrt
+	OpCeil
+	OpFloor
+	OpRound
+	OpErf
+	OpGelu
+	OpGeluErf
+	OpSilu
+	OpSigmoid
+	OpNormcdf
+	OpElu
+	OpPowf
+	// Elementwise unary, floats and i64.
+	OpNeg
+	OpSqr
+	OpAbs
+	OpSign
+	OpRelu
+	// Elementwise, every dtype.
+	OpAffine
+	OpCast
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+	OpMaximum
+	OpMinimum
+	OpEq
+	OpNe
+	OpLt
+	OpLe
+	OpGt
+	OpGe
+	OpWhere
+
+	NumOps
+)
+
+// Class groups ops by how executors and fusion treat them.
+type Class uint8
+
+// Op classes.
+const (
+	ClassSource      Class = iota // no arguments: Input, Full, Arange
+	ClassView                     // zero-cost view of its argument
+	ClassElementwise              // out[i] depends only on args at i (incl. cast, compare, where, copy)
+)
+
+func (c Class) String() string {
+	return [...]string{"source", "view", "elementwise"}[c]
+}
+
+// DTypeSet is a set of dtypes.
+type DTypeSet uint16
+
+// Common dtype sets.
+var (
+	AnyDType    = SetOf(dtype.All...)
+	FloatDTypes = SetOf(dtype.Floats...)
+	IDDTypes    = SetOf(dtype.U8, dtype.U32, dtype.I64) // condition and index dtypes
+	SignedTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.I64)
+)
+
+// SetOf builds a set.
+func SetOf(ds ...dtype.DType) DTypeSet {
+	var s DTypeSet
+	for _, d := range ds {
+		s |= 1 << d
+	}
+	return s
+}
+
+// Has reports membership.
+func (s DTypeSet) Has(d dtype.DType) bool { return s&(1<<d) != 0 }
+
+// List returns the members in dtype.All order.
+func (s DTypeSet) List() []dtype.DType {
+	var out []dtype.DType
+	for _, d := range dtype.All {
+		if s.Has(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (s DTypeSet) String() string {
+	var names []string
+	for _, d := range s.List() {
+		names = append(names, d.String())
+	}
+	return strings.Join(names, ",")
+}
+
+// OutRule says how an op's output dtype follows from its inputs.
+type OutRule uint8
+
+// Output dtype rules.
+const (
+	OutSame     OutRule = iota // the value arguments' dtype
+	OutU8                      // comparisons
+	OutDeclared                // chosen by the builder: Input, Full, Arange, Cast
+)
+
+// OpInfo is one row of the op table.
+type OpInfo struct {
+	Name  string
+	Arity int
+	Class Class
+	// In is the set of dtypes accepted for the value arguments; all value
+	// arguments must share one dtype.
+	In DTypeSet
+	// Cond marks ops whose Args[0] is a condition (dtype in IDDTypes) rather
+	// than a value argument.
+	Cond   bool
+	Out    OutRule
+	Params []string // names of Node.Params, in order
+}
+
+// The op table. Semantics of every elementwise op (the CPU twin in exec/cpu
+// is its executable spec) follow Candle's candle-kernels, with these
+// deliberate deviations, each the mathematically right behaviour where
+// Candle's differs between dtypes:
+//   - f16 and bf16 compute in float32 and round once on store (Candle uses
+//     native half arithmetic for most unary ops, losing bits at each step);
+//   - maximum, minimum and relu propagate NaN for every float dtype (Candle's
+//     f32/f64 kernels use fmaxf and ignore NaN, its f16/bf16 kernels propagate);
+//   - integer division by zero yields 0 (Candle: undefined on the GPU, a panic
+//     on the CPU).
+var opTable = [NumOps]OpInfo{
+	OpInvalid: {Name: "invalid"},
+	OpInput:   {Name: "input", Class: ClassSource, In: AnyDType, Out: OutDeclared},
+	OpFull:    {Name: "full", Class: ClassSource, In: AnyDType, Out: OutDeclared, Params: []string{"value"}},
+	OpArange:  {Name: "arange", Class: ClassSource, In: AnyDType, Out: OutDeclared, Params: []string{"start", "step"}},
+	OpView:    {Name: "view", Arity: 1, Class: ClassView, In: AnyDType},
+	OpCopy:    {Name: "copy", Arity: 1, Class: ClassElementwise, In: AnyDType},
+
+	OpExp:     unaryFloat("exp"),
+	OpLog:     unaryFloat("log"),
+	OpSin:     unaryFloat("sin"),
+	OpCos:     unaryFloat("cos"),
+	OpTanh:    unaryFloat("tanh"),
+	OpRecip:   unaryFloat("recip"),
+	OpSqrt:    unaryFloat("sqrt"),
+	OpCeil:    unaryFloat("ceil"),
+	OpFloor:   unaryFloat("floor"),
+	OpRound:   unaryFloat("round"),
+	OpErf:     unaryFloat("erf"),
+	OpGelu:    unaryFloat("gelu"),
+	OpGeluErf: unaryFloat("gelu_erf"),
+	OpSilu:    unaryFloat("silu"),
+	OpSigmoid: unaryFloat("sigmoid"),
+	OpNormcdf: unaryFloat("normcdf"),
+	OpElu:     {Name: "elu", Arity: 1, Class: ClassElementwise, In: FloatDTypes, Params: []string{"alpha"}},
+	OpPowf:    {Name: "powf", Arity: 1, Class: ClassElementwise, In: FloatDTypes, Params: []string{"exp"}},
+
+	OpNeg:  unarySigned("neg"),
+	OpSqr:  unarySigned("sqr"),
+	OpAbs:  unarySigned("abs"),
+	OpSign: unarySigned("sign"),
+	OpRelu: unarySigned("relu"),
+
+	OpAffine:  {Name: "affine", Arity: 1, Class: ClassElementwise, In: AnyDType, Params: []string{"mul", "add"}},
+	OpCast:    {Name: "cast", Arity: 1, Class: ClassElementwise, In: AnyDType, Out: OutDeclared},
+	OpAdd:     binop("add"),
+	OpSub:     binop("sub"),
+	OpMul:     binop("mul"),
+	OpDiv:     binop("div"),
+	OpMaximum: binop("maximum"),
+	OpMinimum: binop("minimum"),
+	OpEq:      compare("eq"),
+	OpNe:      compare("ne"),
+	OpLt:      compare("lt"),
+	OpLe:      compare("le"),
+	OpGt:      compare("gt"),
+	OpGe:      compare("ge"),
+	OpWhere:   {Name: "where", Arity: 3, Class: ClassElementwise, In: AnyDType, Cond: true},
+}
+
+func unaryFloat(name string) OpInfo {
+	return OpInfo{Name: name, Arity: 1, Class: ClassElementwise, In: FloatDTypes}
+}
+
+func unarySigned(name string) OpInfo {
+	return OpInfo{Name: name, Arity: 1, Class: ClassElementwise, In: SignedTypes}
+}
+
+func binop(name string) OpInfo {
+	return OpInfo{Name: name, Arity: 2, Class: ClassElementwise, In: AnyDType}
+}
+
+func compare(name string) OpInfo {
+	return OpInfo{Name: name, Arity: 2, Class: ClassElementwise, In: AnyDType, Out: OutU8}
+}
+
+// Info returns the op's table row.
+func (o Op) Info() *OpInfo {
+	if o >= NumOps {
+		return &opTable[OpInvalid]
+	}
+	return &opTable[o]
+}
+
+func (o Op) String() string { return o.Info().Name }
+
+// Ops lists every valid op in table order.
+func Ops() []Op {
+	var out []Op
+	for o := OpInput; o < NumOps; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// OpByName finds an op by its table name.
+func OpByName(name string) (Op, error) {
+	for o := OpInput; o < NumOps; o++ {
+		if opTable[o].Name == name {
+			return o, nil
+		}
+	}
+	return OpInvalid, fmt.Errorf("ir: unknown op %q", name)
+}
+
+// ValueArgs returns the index of the first value argument (1 for ops with a
+// condition, else 0).
+func (i *OpInfo) ValueArgs() int {
+	if i.Cond {
+		return 1
+	}
+	return 0
+}
+
+// OutDType returns the dtype an op produces from value arguments of dtype in,
+// for rules other than OutDeclared.
+func (i *OpInfo) OutDType(in dtype.DType) dtype.DType {
+	if i.Out == OutU8 {
+		return dtype.U8
+	}
+	return in
+}

@@ -1,0 +1,141 @@
+package ir
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Verify checks the graph's invariants and returns every violation found:
+//   - nodes are in topological order with dense IDs, and interned (no two
+//     nodes share a key);
+//   - each node matches its op's row: arity, parameter count, dtype rule;
+//   - elementwise args have the node's shape (broadcasts are views);
+//   - a view reads a non-view argument, its layout's dims are its shape,
+//     strides are non-negative and every address is inside the argument;
+//   - inputs have unique non-empty names, outputs have unique names and
+//     belong to the graph.
+func Verify(g *Graph) error {
+	var errs []error
+	bad := func(n *Node, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("ir: node %v: %s", n, fmt.Sprintf(format, a...)))
+	}
+	seen := map[string]bool{}
+	inputs := map[string]bool{}
+	for i, n := range g.Nodes {
+		if n.ID != i {
+			bad(n, "has ID %d at position %d", n.ID, i)
+		}
+		info := n.Info()
+		if n.Op == OpInvalid || n.Op >= NumOps {
+			bad(n, "invalid op %d", n.Op)
+			continue
+		}
+		k := key(n.Op, n.DType, n.Shape, n.Args, n.Params, n.Layout, n.Name)
+		if seen[k] {
+			bad(n, "duplicates an earlier node (not interned)")
+		}
+		seen[k] = true
+		if len(n.Args) != info.Arity {
+			bad(n, "has %d args, op %s takes %d", len(n.Args), n.Op, info.Arity)
+			continue
+		}
+		if len(n.Params) != len(info.Params) {
+			bad(n, "has %d params, op %s takes %v", len(n.Params), n.Op, info.Params)
+		}
+		for _, a := range n.Args {
+			if a.ID >= n.ID || a.ID < 0 || g.Nodes[a.ID] != a {
+				bad(n, "arg %v is not an earlier node of this graph", a)
+			}
+		}
+		if !n.DType.Valid() {
+			bad(n, "invalid dtype")
+		}
+		for _, d := range n.Shape {
+			if d < 0 {
+				bad(n, "negative dim in shape %v", n.Shape)
+			}
+		}
+		switch info.Class {
+		case ClassSource:
+			if n.Op == OpInput && n.Name == "" {
+				bad(n, "input without a name")
+			}
+			if n.Op == OpInput {
+				if inputs[n.Name] {
+					bad(n, "input name %q used twice", n.Name)
+				}
+				inputs[n.Name] = true
+			}
+			if n.Op == OpArange && len(n.Shape) != 1 {
+				bad(n, "arange must be 1-D, has shape %v", n.Shape)
+			}
+		case ClassView:
+			verifyView(n, bad)
+		case ClassElementwise:
+			verifyElementwise(n, info, bad)
+		}
+	}
+	outs := map[string]bool{}
+	for _, o := range g.Outputs {
+		if o.Name == "" || outs[o.Name] {
+			errs = append(errs, fmt.Errorf("ir: output name %q empty or used twice", o.Name))
+		}
+		outs[o.Name] = true
+		if o.Node == nil || o.Node.ID >= len(g.Nodes) || g.Nodes[o.Node.ID] != o.Node {
+			errs = append(errs, fmt.Errorf("ir: output %q is not a node of this graph", o.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func verifyView(n *Node, bad func(*Node, string, ...any)) {
+	a := n.Args[0]
+	if a.Op == OpView {
+		bad(n, "views a view (chains must be composed)")
+	}
+	if n.Layout == nil {
+		bad(n, "view without a layout")
+		return
+	}
+	l := *n.Layout
+	if !slices.Equal(l.Dims, n.Shape) || len(l.Strides) != len(l.Dims) {
+		bad(n, "layout %v does not match shape %v", l, n.Shape)
+		return
+	}
+	if n.DType != a.DType {
+		bad(n, "view changes dtype %v to %v", a.DType, n.DType)
+	}
+	for _, s := range l.Strides {
+		if s < 0 {
+			bad(n, "negative stride in %v", l)
+		}
+	}
+	if lo, hi := l.Span(); l.Numel() > 0 && (lo < 0 || hi > a.Numel()) {
+		bad(n, "layout %v addresses [%d, %d) outside its argument's %d elements", l, lo, hi, a.Numel())
+	}
+}
+
+func verifyElementwise(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
+	for _, a := range n.Args {
+		if !slices.Equal(a.Shape, n.Shape) {
+			bad(n, "arg %v has shape %v, want %v (broadcasts must be views)", a, a.Shape, n.Shape)
+		}
+	}
+	first := info.ValueArgs()
+	if info.Cond && !IDDTypes.Has(n.Args[0].DType) {
+		bad(n, "condition dtype %v not in {%v}", n.Args[0].DType, IDDTypes)
+	}
+	in := n.Args[first].DType
+	for _, a := range n.Args[first:] {
+		if a.DType != in {
+			bad(n, "value args mix dtypes %v and %v", in, a.DType)
+		}
+	}
+	if !info.In.Has(in) {
+		bad(n, "dtype %v not supported by %s (supports %v)", in, n.Op, info.In)
+	}
+	if info.Out != OutDeclared && n.DType != info.OutDType(in) {
+		bad(n, "output dtype %v, rule gives %v", n.DType, info.OutDType(in))
+	}
+}
