@@ -15,15 +15,24 @@ import (
 // Executor runs plans on the CPU with all cores.
 type Executor struct {
 	workers  int
+	poison   int // -1: off; else the byte every new allocation is filled with
 	programs sync.Map // *exec.Kernel → *program
 	pool     pool
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
-func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0)} }
+func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0), poison: -1} }
 
 // NewWithWorkers returns a CPU executor using n workers (n ≥ 1).
-func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1)} }
+func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1), poison: -1} }
+
+// Poison makes every later allocation (outputs and temporaries) start filled
+// with byte b, so that tests can tell elements a kernel never wrote. It
+// returns e for chaining.
+func (e *Executor) Poison(b byte) *Executor {
+	e.poison = int(b)
+	return e
+}
 
 // Name is "cpu".
 func (e *Executor) Name() string { return "cpu" }
@@ -80,6 +89,11 @@ func (e *Executor) Alloc(bytes int, kind exec.BufferKind) (exec.Memory, error) {
 	}
 	if words > 0 {
 		m.b = unsafe.Slice((*byte)(unsafe.Pointer(&m.words[0])), bytes)
+	}
+	if e.poison >= 0 {
+		for i := range m.b {
+			m.b[i] = byte(e.poison)
+		}
 	}
 	return m, nil
 }
