@@ -1,0 +1,92 @@
+package hip
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// cudaLibDir is where CUDA toolkits install their libraries; it is tried after
+// the dynamic loader's own search path (LD_LIBRARY_PATH, ld.so.cache).
+const cudaLibDir = "/usr/local/cuda/lib64"
+
+// dlopen opens the first loadable library of candidates, with the flags of
+// the purego probe in hip-toolchain.md that validated hiprtc this way
+// (RTLD_NOW|RTLD_GLOBAL). The error lists every attempt, as dlerror reported
+// it.
+func dlopen(candidates []string) (handle uintptr, path string, err error) {
+	var why []string
+	for _, c := range candidates {
+		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return h, c, nil
+		}
+		why = append(why, err.Error())
+	}
+	return 0, "", errors.New(strings.Join(why, "; "))
+}
+
+// withCUDALibDir returns names followed by the same names under cudaLibDir.
+func withCUDALibDir(names ...string) []string {
+	out := append([]string(nil), names...)
+	for _, n := range names {
+		out = append(out, cudaLibDir+"/"+n)
+	}
+	return out
+}
+
+// cfunc is a C function bound with purego, together with its symbol name,
+// which error messages report.
+type cfunc[F any] struct {
+	name string
+	fn   F
+}
+
+// binder binds the symbols of one library and collects the missing ones, so
+// that a library lacking a symbol gives an error rather than a panic.
+type binder struct {
+	lib     uintptr
+	path    string
+	missing []string
+}
+
+func bind[F any](b *binder, f *cfunc[F], name string) {
+	sym, err := purego.Dlsym(b.lib, name)
+	if err != nil {
+		b.missing = append(b.missing, name)
+		return
+	}
+	f.name = name
+	purego.RegisterFunc(&f.fn, sym)
+}
+
+func (b *binder) err() error {
+	if len(b.missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s lacks %s", b.path, strings.Join(b.missing, ", "))
+}
+
+// cString copies a NUL-terminated C string.
+func cString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// bufString returns the text of a NUL-terminated string written into buf.
+func bufString(buf []byte) string {
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		buf = buf[:i]
+	}
+	return string(buf)
+}
