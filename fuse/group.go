@@ -2,20 +2,30 @@ package fuse
 
 import "github.com/loomgraph/loom/ir"
 
-// group assigns compute nodes to kernel groups: every compute node
-// (elementwise ops and sources that need a buffer) is its own group.
+// Group is a kernel to be: Members are computed in topological order and
+// Root (the last member) is stored. A member other than the root is read only
+// inside the group; cheap members may be recomputed in several groups.
+type Group struct {
+	Root    *ir.Node
+	Members []*ir.Node
+}
+
+// group assigns compute nodes to kernel groups: every compute node is its
+// own group, or with fusion on, fuseElementwise merges them.
 func group(s *State) error {
-	s.Groups = make([]int, len(s.Graph.Nodes))
+	if s.Opts.Fusion {
+		return fuseElementwise(s)
+	}
+	s.Groups = nil
 	for _, n := range s.Graph.Nodes {
-		s.Groups[n.ID] = -1
 		if computes(n) {
-			s.Groups[n.ID] = n.ID
+			s.Groups = append(s.Groups, &Group{Root: n, Members: []*ir.Node{n}})
 		}
 	}
 	return nil
 }
 
-// computes reports whether a node needs a kernel to produce its buffer:
+// computes reports whether a node needs a kernel to produce its value:
 // everything but inputs and views.
 func computes(n *ir.Node) bool {
 	return n.Op != ir.OpInput && n.Op != ir.OpView

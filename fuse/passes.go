@@ -23,9 +23,10 @@ type State struct {
 	Graph *ir.Graph
 	// Before is the graph as handed to Compile, for dumps.
 	Before *ir.Graph
-	// Groups assigns every compute node of Graph to a kernel group (by node
-	// ID; -1 for sources read as operands and for views). Set by grouping.
-	Groups []int
+	// Groups are the kernels to be: each computes its members and stores its
+	// root. Ordered by root ID, which is a valid execution order. Set by
+	// group.
+	Groups []*Group
 	Plan   *exec.Plan
 	Log    Log
 }
@@ -41,11 +42,15 @@ type Pass struct {
 // Passes is the pipeline, in order. Ordering constraints:
 //   - dce before grouping, so dead nodes never keep a producer materialised;
 //   - fold before cse, so folded chains that become identical are merged;
+//   - broadcast-fills (fusion only) before group, so constants fuse;
 //   - grouping before plan, which turns groups into kernels and buffers;
 //   - buffers last: it needs the final step order for lifetimes.
 var Passes = []Pass{
 	{Name: "verify", Fn: verifyPass},
 	{Name: "dce", Fn: dce},
+	{Name: "fold", Fn: fold},
+	{Name: "cse", Fn: cse},
+	{Name: "broadcast-fills", Fn: broadcastFills, Fusion: true},
 	{Name: "group", Fn: group},
 	{Name: "plan", Fn: plan},
 	{Name: "buffers", Fn: buffers},

@@ -34,56 +34,14 @@ func plan(s *State) error {
 			outName[o.Node] = o.Name
 		}
 	}
-	members := map[int][]*ir.Node{}
-	var order []int // groups in the order of their output node
-	for _, n := range g.Nodes {
-		if gid := s.Groups[n.ID]; gid >= 0 {
-			members[gid] = append(members[gid], n)
-		}
-	}
-	consumers := g.Consumers()
-	leaves := func(n *ir.Node) bool {
-		if _, ok := outName[n]; ok {
-			return true
-		}
-		for _, c := range consumers[n.ID] {
-			if c.Op == ir.OpView {
-				for _, cc := range consumers[c.ID] {
-					if s.Groups[cc.ID] != s.Groups[n.ID] || !inlineView(c) {
-						return true
-					}
-				}
-				if _, ok := outName[c]; ok {
-					return true
-				}
-				continue
-			}
-			if s.Groups[c.ID] != s.Groups[n.ID] {
-				return true
-			}
-		}
-		return false
-	}
-	outOf := map[int]*ir.Node{}
-	for _, n := range g.Nodes {
-		gid := s.Groups[n.ID]
-		if gid < 0 || !leaves(n) {
-			continue
-		}
-		if prev, ok := outOf[gid]; ok {
-			return fmt.Errorf("group %d has two outputs, %v and %v", gid, prev, n)
-		}
-		outOf[gid] = n
-		order = append(order, gid)
-	}
-	for _, gid := range order {
-		out := outOf[gid]
+	for _, gr := range s.Groups {
+		out := gr.Root
 		kind, name := exec.BufTemp, ""
 		if nm, ok := outName[out]; ok {
 			kind, name = exec.BufOutput, nm
 		}
 		bufOf[out.ID] = newBuf(out, kind, name)
-		k, err := kernel(members[gid], out, bufOf, s.Groups)
+		k, err := kernel(gr, bufOf)
 		if err != nil {
 			return err
 		}
@@ -125,23 +83,18 @@ func inlineView(v *ir.Node) bool {
 }
 
 // kernel builds the kernel of one group.
-func kernel(nodes []*ir.Node, out *ir.Node, bufOf []*exec.Buffer, groups []int) (*exec.Kernel, error) {
+func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
+	out := gr.Root
 	k := &exec.Kernel{Shape: slices.Clone(out.Shape), Out: bufOf[out.ID]}
 	index := map[*ir.Node]int{}
-	for _, n := range nodes {
-		if !slices.Equal(n.Shape, out.Shape) {
-			return nil, fmt.Errorf("node %v in a group of shape %v", n, out.Shape)
-		}
-	}
-	var ref func(a *ir.Node, gid int) (exec.Ref, error)
-	ref = func(a *ir.Node, gid int) (exec.Ref, error) {
+	ref := func(a *ir.Node) (exec.Ref, error) {
 		base, layout := a.Base()
-		if i, ok := index[base]; ok && groups[base.ID] == gid && (a.Op != ir.OpView || inlineView(a)) {
+		if i, ok := index[base]; ok && (a.Op != ir.OpView || inlineView(a)) {
 			return exec.Ref{Index: i}, nil
 		}
 		b := bufOf[base.ID]
 		if b == nil {
-			return exec.Ref{}, fmt.Errorf("node %v reads %v, which has no buffer yet", a, base)
+			return exec.Ref{}, fmt.Errorf("node %v reads %v, which is neither in its kernel nor stored", a, base)
 		}
 		for j, op := range k.Ins {
 			if op.Buf == b && op.Layout.Equal(layout) {
@@ -151,10 +104,13 @@ func kernel(nodes []*ir.Node, out *ir.Node, bufOf []*exec.Buffer, groups []int) 
 		k.Ins = append(k.Ins, exec.Operand{Buf: b, Layout: layout})
 		return exec.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
 	}
-	for _, n := range nodes {
+	for _, n := range gr.Members {
+		if !slices.Equal(n.Shape, out.Shape) {
+			return nil, fmt.Errorf("node %v in a kernel of shape %v", n, out.Shape)
+		}
 		in := exec.Instr{Node: n}
 		for _, a := range n.Args {
-			r, err := ref(a, groups[n.ID])
+			r, err := ref(a)
 			if err != nil {
 				return nil, err
 			}
@@ -162,12 +118,9 @@ func kernel(nodes []*ir.Node, out *ir.Node, bufOf []*exec.Buffer, groups []int) 
 		}
 		index[n] = len(k.Instrs)
 		k.Instrs = append(k.Instrs, in)
-		if n == out {
-			break
-		}
 	}
 	if k.Instrs[len(k.Instrs)-1].Node != out {
-		return nil, fmt.Errorf("group output %v is not its last node", out)
+		return nil, fmt.Errorf("group root %v is not its last member", out)
 	}
 	k.Name = kernelName(k)
 	return k, nil

@@ -15,7 +15,7 @@ import (
 // Executor runs plans on the CPU with all cores.
 type Executor struct {
 	workers  int
-	poison   int // -1: off; else the byte every new allocation is filled with
+	poison   int      // -1: off; else the byte every new allocation is filled with
 	programs sync.Map // *exec.Kernel → *program
 	pool     pool
 }

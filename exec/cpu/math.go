@@ -17,15 +17,16 @@ func expFast(x float64) float64 {
 	case x < -745.2:
 		return 0
 	}
-	t := x * math.Log2E
-	var k int64
-	if t >= 0 {
-		k = int64(t + 0.5)
-	} else {
-		k = int64(t - 0.5)
-	}
-	r := x - float64(k)*math.Ln2
-	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040)))))))
+	// k = round(x·log2 e) without a branch (random signs would mispredict):
+	// adding 1.5·2^52 rounds to an integer in the low mantissa bits.
+	const magic = 0x1.8p52
+	kf := (x*math.Log2E + magic) - magic
+	k := int64(kf)
+	r := x - kf*math.Ln2
+	// Estrin's scheme: the same polynomial with a shorter dependency chain.
+	r2 := r * r
+	r4 := r2 * r2
+	p := (1 + r) + r2*(1.0/2+r*(1.0/6)) + r4*((1.0/24+r*(1.0/120))+r2*(1.0/720+r*(1.0/5040)))
 	// 2^k may be outside the normal range near the ends: scale in two steps.
 	if k < -1000 || k > 1000 {
 		h := k / 2

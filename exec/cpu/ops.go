@@ -38,38 +38,7 @@ func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand) (opFunc, 
 	case ir.OpAffine:
 		return affineOp(n.DType, n.Params[0], n.Params[1]), nil
 	case ir.OpWhere:
-		return func(dst tile, a []tile, _ int) {
-			c := a[0].i64[:tileLen(dst)]
-			switch {
-			case dst.f32 != nil:
-				t, f := a[1].f32[:len(c)], a[2].f32[:len(c)]
-				for i := range c {
-					if c[i] != 0 {
-						dst.f32[i] = t[i]
-					} else {
-						dst.f32[i] = f[i]
-					}
-				}
-			case dst.f64 != nil:
-				t, f := a[1].f64[:len(c)], a[2].f64[:len(c)]
-				for i := range c {
-					if c[i] != 0 {
-						dst.f64[i] = t[i]
-					} else {
-						dst.f64[i] = f[i]
-					}
-				}
-			default:
-				t, f := a[1].i64[:len(c)], a[2].i64[:len(c)]
-				for i := range c {
-					if c[i] != 0 {
-						dst.i64[i] = t[i]
-					} else {
-						dst.i64[i] = f[i]
-					}
-				}
-			}
-		}, nil
+		return whereOp, nil
 	}
 	if fn := binaryOp(n.Op); fn != nil {
 		return fn, nil
@@ -136,10 +105,56 @@ func setScalar(t tile, i int, v scalar) {
 func fullOp(dt dtype.DType, v float64) opFunc {
 	c := convScalar(v, dt)
 	return func(dst tile, _ []tile, _ int) {
-		for i := range tileLen(dst) {
-			setScalar(dst, i, c)
+		switch {
+		case dst.f32 != nil:
+			splat(dst.f32, c.f32)
+		case dst.f64 != nil:
+			splat(dst.f64, c.f64)
+		default:
+			splat(dst.i64, c.i64)
 		}
 	}
+}
+
+func splat[T any](dst []T, v T) {
+	for i := range dst {
+		dst[i] = v
+	}
+}
+
+// whereOp selects without branches (random conditions would mispredict):
+// the condition becomes an all-ones or all-zeros mask over the value bits.
+func whereOp(dst tile, a []tile, _ int) {
+	c := a[0].i64[:tileLen(dst)]
+	switch {
+	case dst.f32 != nil:
+		t, f := a[1].f32[:len(c)], a[2].f32[:len(c)]
+		for i := range c {
+			m := -uint32(b2i(c[i] != 0))
+			dst.f32[i] = math.Float32frombits(math.Float32bits(t[i])&m | math.Float32bits(f[i])&^m)
+		}
+	case dst.f64 != nil:
+		t, f := a[1].f64[:len(c)], a[2].f64[:len(c)]
+		for i := range c {
+			m := -uint64(b2i(c[i] != 0))
+			dst.f64[i] = math.Float64frombits(math.Float64bits(t[i])&m | math.Float64bits(f[i])&^m)
+		}
+	default:
+		t, f := a[1].i64[:len(c)], a[2].i64[:len(c)]
+		for i := range c {
+			m := -b2i(c[i] != 0)
+			dst.i64[i] = t[i]&m | f[i]&^m
+		}
+	}
+}
+
+// b2i is 1 for true, 0 for false; the compiler turns it into a SETcc.
+func b2i(b bool) int64 {
+	var i int64
+	if b {
+		i = 1
+	}
+	return i
 }
 
 func copyTile(dst, src tile) {
@@ -352,75 +367,45 @@ func binaryOp(op ir.Op) opFunc {
 }
 
 // compareOp returns the tile function of eq … ge: 1 or 0 as u8 (i64 kind).
-// Comparisons with NaN are false except ne.
+// Comparisons with NaN are false except ne (IEEE).
 func compareOp(op ir.Op) opFunc {
-	var cmp func(c int, unordered bool) bool
 	switch op {
 	case ir.OpEq:
-		cmp = func(c int, u bool) bool { return !u && c == 0 }
+		return cmpOp(func(a, b float32) bool { return a == b }, func(a, b float64) bool { return a == b }, func(a, b int64) bool { return a == b })
 	case ir.OpNe:
-		cmp = func(c int, u bool) bool { return u || c != 0 }
+		return cmpOp(func(a, b float32) bool { return a != b }, func(a, b float64) bool { return a != b }, func(a, b int64) bool { return a != b })
 	case ir.OpLt:
-		cmp = func(c int, u bool) bool { return !u && c < 0 }
+		return cmpOp(func(a, b float32) bool { return a < b }, func(a, b float64) bool { return a < b }, func(a, b int64) bool { return a < b })
 	case ir.OpLe:
-		cmp = func(c int, u bool) bool { return !u && c <= 0 }
+		return cmpOp(func(a, b float32) bool { return a <= b }, func(a, b float64) bool { return a <= b }, func(a, b int64) bool { return a <= b })
 	case ir.OpGt:
-		cmp = func(c int, u bool) bool { return !u && c > 0 }
+		return cmpOp(func(a, b float32) bool { return a > b }, func(a, b float64) bool { return a > b }, func(a, b int64) bool { return a > b })
 	case ir.OpGe:
-		cmp = func(c int, u bool) bool { return !u && c >= 0 }
-	default:
-		return nil
+		return cmpOp(func(a, b float32) bool { return a >= b }, func(a, b float64) bool { return a >= b }, func(a, b int64) bool { return a >= b })
 	}
-	// Precompute the answer for each (ordering, unordered) pair so the loops
-	// are branch-light table lookups.
-	var tab [4]int64 // index: 0 less, 1 equal, 2 greater, 3 unordered
-	for i, c := range []int{-1, 0, 1} {
-		if cmp(c, false) {
-			tab[i] = 1
-		}
-	}
-	if cmp(0, true) {
-		tab[3] = 1
-	}
+	return nil
+}
+
+// cmpOp builds a comparison from its three kind-specific predicates. The
+// predicates are inlined into cmpLoop's instantiations.
+func cmpOp(f32 func(a, b float32) bool, f64 func(a, b float64) bool, i64 func(a, b int64) bool) opFunc {
 	return func(dst tile, a []tile, _ int) {
-		out := dst.i64
 		switch {
 		case a[0].f32 != nil:
-			x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
-			for i := range out {
-				out[i] = tab[order(float64(x[i]), float64(y[i]))]
-			}
+			cmpLoop(dst.i64, a[0].f32, a[1].f32, f32)
 		case a[0].f64 != nil:
-			x, y := a[0].f64[:len(out)], a[1].f64[:len(out)]
-			for i := range out {
-				out[i] = tab[order(x[i], y[i])]
-			}
+			cmpLoop(dst.i64, a[0].f64, a[1].f64, f64)
 		default:
-			x, y := a[0].i64[:len(out)], a[1].i64[:len(out)]
-			for i := range out {
-				c := 1
-				if x[i] < y[i] {
-					c = 0
-				} else if x[i] > y[i] {
-					c = 2
-				}
-				out[i] = tab[c]
-			}
+			cmpLoop(dst.i64, a[0].i64, a[1].i64, i64)
 		}
 	}
 }
 
-// order classifies a pair: 0 a<b, 1 a==b, 2 a>b, 3 unordered (NaN).
-func order(a, b float64) int {
-	switch {
-	case a < b:
-		return 0
-	case a == b:
-		return 1
-	case a > b:
-		return 2
+func cmpLoop[T any](out []int64, x, y []T, p func(a, b T) bool) {
+	x, y = x[:len(out)], y[:len(out)]
+	for i := range out {
+		out[i] = b2i(p(x[i], y[i]))
 	}
-	return 3
 }
 
 // unaryOp returns the tile function of a one-argument math op.
@@ -511,6 +496,22 @@ func unaryOp(op ir.Op, params []float64) opFunc {
 	if f32 == nil {
 		f32 = via64(f64)
 	}
+	if loop, ok := unary32Loops[op]; ok {
+		return func(dst tile, a []tile, _ int) {
+			switch {
+			case dst.f32 != nil:
+				loop(dst.f32, a[0].f32[:len(dst.f32)])
+			case dst.f64 != nil:
+				for i, v := range a[0].f64[:len(dst.f64)] {
+					dst.f64[i] = f64(v)
+				}
+			default:
+				for i, v := range a[0].i64[:len(dst.i64)] {
+					dst.i64[i] = i64(v)
+				}
+			}
+		}
+	}
 	return func(dst tile, a []tile, _ int) {
 		switch {
 		case dst.f32 != nil:
@@ -527,4 +528,41 @@ func unaryOp(op ir.Op, params []float64) opFunc {
 			}
 		}
 	}
+}
+
+// unary32Loops are the float32 loops of the ops that dominate fused
+// elementwise work, written out so the math is called directly rather than
+// through a function value per element.
+var unary32Loops = map[ir.Op]func(dst, x []float32){
+	ir.OpExp: func(dst, x []float32) {
+		for i, v := range x {
+			dst[i] = float32(expFast(float64(v)))
+		}
+	},
+	ir.OpSilu: func(dst, x []float32) {
+		for i, v := range x {
+			d := float64(v)
+			dst[i] = float32(d / (1 + expFast(-d)))
+		}
+	},
+	ir.OpSigmoid: func(dst, x []float32) {
+		for i, v := range x {
+			dst[i] = float32(1 / (1 + expFast(-float64(v))))
+		}
+	},
+	ir.OpGelu: func(dst, x []float32) {
+		for i, v := range x {
+			dst[i] = gelu32(v)
+		}
+	},
+	ir.OpNeg: func(dst, x []float32) {
+		for i, v := range x {
+			dst[i] = -v
+		}
+	},
+	ir.OpAbs: func(dst, x []float32) {
+		for i, v := range x {
+			dst[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+		}
+	},
 }

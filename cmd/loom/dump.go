@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/loomgraph/loom/graph"
+)
+
+// The size the dump subcommand compiles the demo graph at: small, since the
+// dumps show shapes, not data, and two different dims make a mix-up visible.
+const (
+	dumpRows = 4
+	dumpCols = 8
+)
+
+// dumpFormats are the formats graph.Program.Dump accepts, checked before
+// compiling so that a typo is a usage error.
+var dumpFormats = []string{graph.DumpText, graph.DumpDOT, graph.DumpPlan, graph.DumpLog}
+
+// dumpGraphs are the graphs dump can compile, by -graph name.
+var dumpGraphs = map[string]func() *graph.Graph{
+	"demo": func() *graph.Graph { return demoGraph(dumpRows, dumpCols) },
+}
+
+// dumpFlags are the dump subcommand's flags.
+type dumpFlags struct {
+	fs     *flag.FlagSet
+	format *string
+	out    *string
+	fusion *bool
+	graph  *string
+}
+
+func newDumpFlags(stderr io.Writer) *dumpFlags {
+	fs := newFlagSet("dump", stderr)
+	return &dumpFlags{
+		fs:     fs,
+		format: fs.String("format", graph.DumpText, "the dump `format`: text (the compiled graph), dot (Graphviz), plan (steps and buffers) or log (what each compiler pass did)"),
+		out:    fs.String("o", "", "write to `FILE` instead of stdout"),
+		fusion: fs.Bool("fusion", true, "fuse elementwise chains (false: one step per op; LOOM_FUSION=0 also turns fusion off)"),
+		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`; the only one is demo (the demo graph at %d×%d)", dumpRows, dumpCols)),
+	}
+}
+
+// runDump is the dump subcommand.
+func runDump(args []string, stdout, stderr io.Writer) int {
+	f := newDumpFlags(stderr)
+	if status, ok := parseFlags(f.fs, args); !ok {
+		return status
+	}
+	if !slices.Contains(dumpFormats, *f.format) {
+		return usageErr(f.fs, "-format %q: want one of %v", *f.format, dumpFormats)
+	}
+	build, ok := dumpGraphs[*f.graph]
+	if !ok {
+		return usageErr(f.fs, "-graph %q: the only graph is demo", *f.graph)
+	}
+	prog, err := build().Compile(graph.Options{NoFusion: !*f.fusion})
+	if err != nil {
+		fmt.Fprintf(stderr, "loom dump: %v\n", err)
+		return exitFail
+	}
+	if err := writeDump(prog, *f.format, *f.out, stdout); err != nil {
+		fmt.Fprintf(stderr, "loom dump: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// writeDump writes the dump to path, or to stdout when path is empty. A
+// file is written through a buffer and closed before success is reported,
+// so that a full disk is an error rather than a truncated file.
+func writeDump(prog *graph.Program, format, path string, stdout io.Writer) (err error) {
+	if path == "" {
+		return prog.Dump(stdout, format)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	w := bufio.NewWriter(f)
+	return errors.Join(prog.Dump(w, format), w.Flush())
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// loom runs the command in-process and returns its exit status and output.
+func loom(t *testing.T, args ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	status = run(args, &out, &errb)
+	return status, out.String(), errb.String()
+}
+
+func TestDemo(t *testing.T) {
+	for _, device := range []string{"auto", "cpu"} {
+		t.Run(device, func(t *testing.T) {
+			// 64×33: not a multiple of any tile or vector width.
+			status, out, errs := loom(t, "demo", "-n", "64", "-m", "33", "-device", device)
+			if status != exitOK || !strings.Contains(out, "\nOK\n") {
+				t.Fatalf("loom demo: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+			}
+			for _, want := range []string{"seed:", "executor: cpu", "step 0: kernel ", "compile:", "median of 5", "elements/s", "max abs error"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if device == "auto" && !strings.Contains(out, "no GPU executor built yet") {
+				t.Errorf("auto does not say why it chose the CPU:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestDemoSeed(t *testing.T) {
+	status, out, errs := loom(t, "demo", "-n", "3", "-m", "5", "-seed", "42")
+	if status != exitOK || !strings.Contains(out, "seed:     42 ") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+	}
+}
+
+func TestDumpDOT(t *testing.T) {
+	status, out, errs := loom(t, "dump", "-format", "dot")
+	if status != exitOK || !strings.HasPrefix(out, "digraph") {
+		t.Fatalf("exit %d, want output starting with digraph\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+	}
+}
+
+func TestDumpFormats(t *testing.T) {
+	for _, format := range dumpFormats {
+		for _, fusion := range []string{"true", "false"} {
+			status, out, errs := loom(t, "dump", "-format", format, "-fusion="+fusion)
+			if status != exitOK || errs != "" {
+				t.Errorf("dump -format %s -fusion=%s: exit %d, stderr:\n%s", format, fusion, status, errs)
+			}
+			// The log may legitimately be empty; the others never are.
+			if format != "log" && out == "" {
+				t.Errorf("dump -format %s -fusion=%s wrote nothing", format, fusion)
+			}
+		}
+	}
+}
+
+func TestDumpFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.txt")
+	if status, out, errs := loom(t, "dump", "-o", path); status != exitOK || out != "" {
+		t.Fatalf("dump -o: exit %d, stdout %q, stderr:\n%s", status, out, errs)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, _ := loom(t, "dump")
+	if string(got) != want {
+		t.Errorf("dump -o wrote\n%s\nstdout gets\n%s", got, want)
+	}
+	if status, _, errs := loom(t, "dump", "-o", filepath.Join(path, "not-a-dir", "x")); status != exitFail || errs == "" {
+		t.Errorf("dump -o into a missing directory: exit %d, stderr %q; want %d and a message", status, errs, exitFail)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	status, out, errs := loom(t, "frobnicate")
+	if status != exitUsage || out != "" || !strings.Contains(errs, `unknown subcommand "frobnicate"`) || !strings.Contains(errs, "demo") {
+		t.Errorf("unknown subcommand: exit %d, stdout %q, stderr:\n%s", status, out, errs)
+	}
+	if status, _, errs := loom(t); status != exitUsage || !strings.Contains(errs, "Subcommands:") {
+		t.Errorf("no subcommand: exit %d, stderr:\n%s", status, errs)
+	}
+	status, out, _ = loom(t, "help")
+	if status != exitOK {
+		t.Errorf("help: exit %d", status)
+	}
+	for _, c := range commands {
+		if !strings.Contains(out, "\t"+c.name+" ") {
+			t.Errorf("help does not list %s:\n%s", c.name, out)
+		}
+	}
+	if status, out, _ := loom(t, "help", "dump"); status != exitOK || !strings.Contains(out, "-format") {
+		t.Errorf("help dump: exit %d:\n%s", status, out)
+	}
+	if status, _, _ := loom(t, "demo", "-h"); status != exitOK {
+		t.Errorf("demo -h: exit %d, want %d", status, exitOK)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"demo", "-n", "0"},
+		{"demo", "-m", "-3"},
+		{"demo", "-n", "1000000", "-m", "1000000"},
+		{"demo", "-device", "tpu"},
+		{"demo", "-bogus"},
+		{"demo", "stray"},
+		{"dump", "-format", "svg"},
+		{"dump", "-graph", "resnet"},
+		{"help", "nosuch"},
+	} {
+		status, out, errs := loom(t, args...)
+		if status != exitUsage || out != "" || !strings.Contains(strings.ToLower(errs), "usage:") {
+			t.Errorf("loom %s: exit %d, stdout %q, stderr:\n%s\nwant exit %d and usage on stderr", strings.Join(args, " "), status, out, errs, exitUsage)
+		}
+	}
+}
+
+func TestOpenExecutor(t *testing.T) {
+	e, why, err := openExecutor("auto")
+	if err != nil || e.Name() != "cpu" || !strings.Contains(why, "no GPU executor built yet") {
+		t.Errorf("openExecutor(auto) = %v, %q, %v", e, why, err)
+	}
+	if _, _, err := openExecutor("rocm"); err == nil {
+		t.Error("openExecutor(rocm) succeeded; there is no GPU executor yet")
+	}
+}
+
+// TestCheckDemo makes sure the reference check can fail: a demo whose check
+// never fires would print OK for any output.
+func TestCheckDemo(t *testing.T) {
+	const n, m = 7, 9
+	x, y := demoInputs(rand.New(rand.NewPCG(1, 2)), n, m)
+	vals := make([]float32, n*m)
+	for i := range vals {
+		vals[i] = float32(demoWant(x.Float64(i), y.Float64(i)))
+	}
+	out, err := tensor.New(vals, n, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := checkDemo(x, y, out); err != nil || r.bad != 0 {
+		t.Fatalf("exact output: %+v, %v", r, err)
+	}
+	for _, c := range []struct {
+		name string
+		set  func(v float32) float32
+	}{
+		{"off by 1e-4 relative", func(v float32) float32 { return v * (1 + 1e-4) }},
+		{"sign flipped", func(v float32) float32 { return -v }},
+		{"NaN", func(float32) float32 { return float32(math.NaN()) }},
+	} {
+		saved := vals[10]
+		vals[10] = c.set(saved)
+		r, err := checkDemo(x, y, out)
+		vals[10] = saved
+		if err != nil || r.bad != 1 || len(r.report) != 1 || !strings.Contains(r.report[0], "element 10:") {
+			t.Errorf("%s: %+v, %v; want one mismatch at element 10", c.name, r, err)
+		}
+	}
+	wrong, _ := tensor.Zeros(dtype.F32, m, n)
+	if _, err := checkDemo(x, y, wrong); err == nil {
+		t.Error("an output of the wrong shape passed the check")
+	}
+}
+
+func TestDemoInputsNonZero(t *testing.T) {
+	x, y := demoInputs(rand.New(rand.NewPCG(3, 4)), 100, 100)
+	for i := range x.Numel() {
+		if x.Float64(i) == 0 || y.Float64(i) == 0 {
+			t.Fatalf("element %d: x=%g y=%g, want both non-zero", i, x.Float64(i), y.Float64(i))
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package fuse
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/loomgraph/loom/ir"
+)
+
+// MaxKernelInputs bounds the operands of one fused kernel: each is a pointer
+// argument and a live load stream, and register pressure grows with them.
+const MaxKernelInputs = 16
+
+// breakRule is one reason a producer is not computed inside its consumers'
+// kernel. The rules are checked in order; the first that applies wins and its
+// reason goes to the log.
+type breakRule struct {
+	name   string
+	reason string // fmt format; %s is the rule's detail
+	check  func(f *fuser, n *ir.Node) (detail string, breaks bool)
+}
+
+// breakRules is the fusion legality table.
+var breakRules = []breakRule{
+	{"output", "graph output: its value must be stored%s", func(f *fuser, n *ir.Node) (string, bool) {
+		return "", f.outputs[n]
+	}},
+	{"class", "not elementwise (%s): runs as its own step", func(f *fuser, n *ir.Node) (string, bool) {
+		return n.Info().Class.String(), !fusable(n)
+	}},
+	{"consumer", "read by a step that does not fuse elementwise producers (%s)", func(f *fuser, n *ir.Node) (string, bool) {
+		for _, c := range f.readers(n) {
+			if !fusable(c.node) {
+				return c.node.Op.String(), true
+			}
+		}
+		return "", false
+	}},
+	{"view", "read through a view (%s): a kernel computes values in its own row-major order, so a transposed, narrowed or broadcast read needs the value in memory", func(f *fuser, n *ir.Node) (string, bool) {
+		for _, c := range f.readers(n) {
+			if c.view != nil && !inlineView(c.view) {
+				return c.view.Layout.String(), true
+			}
+		}
+		return "", false
+	}},
+	{"shared", "read by %s kernels and not cheap to recompute (cheap: fills and arange, and casts, copies, negations, abs, sqr and affine of values loaded from memory)", func(f *fuser, n *ir.Node) (string, bool) {
+		gs := f.consumerGroups(n)
+		return fmt.Sprint(len(gs)), len(gs) > 1 && !f.cheap(n)
+	}},
+	{"inputs", "the kernel would read more than %s operands", func(f *fuser, n *ir.Node) (string, bool) {
+		for _, g := range f.consumerGroups(n) {
+			if f.operandsWith(g, n) > MaxKernelInputs {
+				return fmt.Sprint(MaxKernelInputs), true
+			}
+		}
+		return "", false
+	}},
+}
+
+// fusable reports whether a node can be computed inside an elementwise
+// kernel.
+func fusable(n *ir.Node) bool {
+	c := n.Info().Class
+	return c == ir.ClassElementwise || n.Op == ir.OpFull || n.Op == ir.OpArange
+}
+
+// reader is one use of a node: the consumer, and the view it reads through
+// (nil for a direct read).
+type reader struct {
+	node *ir.Node
+	view *ir.Node
+}
+
+type fuser struct {
+	s         *State
+	consumers [][]*ir.Node
+	outputs   map[*ir.Node]bool
+	groupsOf  [][]*Group // groups each node is computed in
+	members   map[*Group]map[*ir.Node]bool
+}
+
+func (f *fuser) readers(n *ir.Node) []reader {
+	var rs []reader
+	for _, c := range f.consumers[n.ID] {
+		if c.Op == ir.OpView {
+			for _, cc := range f.consumers[c.ID] {
+				rs = append(rs, reader{node: cc, view: c})
+			}
+			continue
+		}
+		rs = append(rs, reader{node: c})
+	}
+	return rs
+}
+
+func (f *fuser) consumerGroups(n *ir.Node) []*Group {
+	var gs []*Group
+	for _, r := range f.readers(n) {
+		for _, g := range f.groupsOf[r.node.ID] {
+			if !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
+		}
+	}
+	return gs
+}
+
+// cheap reports whether recomputing n in several kernels beats storing it
+// once and loading it in each: fills and arange cost no memory traffic, and a
+// single cheap op of a value loaded from memory costs one load either way.
+func (f *fuser) cheap(n *ir.Node) bool {
+	switch n.Op {
+	case ir.OpFull, ir.OpArange:
+		return true
+	case ir.OpCast, ir.OpCopy, ir.OpNeg, ir.OpAbs, ir.OpSqr, ir.OpAffine:
+		base, _ := n.Args[0].Base()
+		return !computes(base) || base.Op == ir.OpFull
+	}
+	return false
+}
+
+// operandsWith counts the distinct buffers group g would read if n joined it.
+func (f *fuser) operandsWith(g *Group, n *ir.Node) int {
+	in := map[*ir.Node]bool{}
+	reads := func(m *ir.Node) {
+		for _, a := range m.Args {
+			base, _ := a.Base()
+			if base != n && !f.members[g][base] {
+				in[base] = true
+			}
+		}
+	}
+	for m := range f.members[g] {
+		reads(m)
+	}
+	reads(n)
+	return len(in)
+}
+
+func (f *fuser) join(g *Group, n *ir.Node) {
+	g.Members = append(g.Members, n)
+	f.members[g][n] = true
+	f.groupsOf[n.ID] = append(f.groupsOf[n.ID], g)
+}
+
+// fuseElementwise groups elementwise DAGs into kernels. It walks nodes from
+// last to first; a node joins the group(s) of its consumers unless a break
+// rule applies, in which case it roots a new group and is stored. Because a
+// node joins only when every consumer is in that group (or it is cheap to
+// recompute in each), every group has exactly one stored value, its root.
+func fuseElementwise(s *State) error {
+	g := s.Graph
+	f := &fuser{s: s, consumers: g.Consumers(), outputs: map[*ir.Node]bool{}, groupsOf: make([][]*Group, len(g.Nodes)), members: map[*Group]map[*ir.Node]bool{}}
+	for _, o := range g.Outputs {
+		f.outputs[o.Node] = true
+	}
+	var groups []*Group
+	for i := len(g.Nodes) - 1; i >= 0; i-- {
+		n := g.Nodes[i]
+		if !computes(n) {
+			continue
+		}
+		broke := ""
+		for _, r := range breakRules {
+			if detail, b := r.check(f, n); b {
+				broke = fmt.Sprintf(r.reason, detail)
+				if r.name != "output" || len(f.consumers[n.ID]) > 0 {
+					s.Log.Add("group", n.ID, "%s stored, not fused: %s", n.Op, broke)
+				}
+				break
+			}
+		}
+		if broke == "" && len(f.consumerGroups(n)) > 0 {
+			for _, cg := range f.consumerGroups(n) {
+				f.join(cg, n)
+			}
+			continue
+		}
+		root := &Group{Root: n}
+		f.members[root] = map[*ir.Node]bool{}
+		f.join(root, n)
+		groups = append(groups, root)
+	}
+	for _, gr := range groups {
+		slices.SortFunc(gr.Members, func(a, b *ir.Node) int { return a.ID - b.ID })
+	}
+	slices.SortFunc(groups, func(a, b *Group) int { return a.Root.ID - b.Root.ID })
+	s.Groups = groups
+	return nil
+}

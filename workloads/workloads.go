@@ -1,0 +1,113 @@
+package workloads
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Size gives the problem size: Elems for the flat workloads (W1, W2), Rows ×
+// Cols for the row workloads (W3–W8).
+type Size struct {
+	Elems      int
+	Rows, Cols int
+}
+
+// Workload is one benchmark graph.
+type Workload struct {
+	ID    string
+	Desc  string
+	Build func(sz Size) (*graph.Graph, error)
+	// Skip, if set, says why the workload cannot run yet.
+	Skip string
+}
+
+// All lists W1–W8 in order.
+var All = []Workload{
+	{ID: "W1", Desc: "x:f16 → cast f32 → silu → affine(×2, +1) → where(y > 0, v, −v)", Build: w1},
+	{ID: "W2", Desc: "a = cast(x:f16)·0.5 + 0.25; g = gelu(a); s = sigmoid(y); where(z > 0, g·s + z, exp(−|g|))", Build: w2},
+	{ID: "W3", Desc: "softmax(x · 0.125) over the last dim", Skip: "needs reductions (softmax)"},
+	{ID: "W4", Desc: "layer_norm(x; w, b; eps 1e-5) over the last dim", Skip: "needs reductions (layer_norm)"},
+	{ID: "W5", Desc: "rms_norm(x; w; eps 1e-6) over the last dim", Skip: "needs reductions (rms_norm)"},
+	{ID: "W6", Desc: "gelu(x + bias[C]), bias broadcast over rows", Build: w6},
+	{ID: "W7", Desc: "sum over the last dim", Skip: "needs reductions (sum)"},
+	{ID: "W8", Desc: "argsort ascending over the last dim", Skip: "needs argsort"},
+}
+
+// ByID finds a workload.
+func ByID(id string) (Workload, error) {
+	for _, w := range All {
+		if w.ID == id {
+			return w, nil
+		}
+	}
+	return Workload{}, fmt.Errorf("workloads: unknown workload %q", id)
+}
+
+func w1(sz Size) (*graph.Graph, error) {
+	g := graph.New()
+	x := g.Input("x", dtype.F16, sz.Elems)
+	y := g.Input("y", dtype.F32, sz.Elems)
+	a := x.Cast(dtype.F32).Silu().Affine(2, 1)
+	g.Output("out", graph.Where(y.Gt(graph.Scalar(0)), a, a.Neg()))
+	return g, g.Err()
+}
+
+func w2(sz Size) (*graph.Graph, error) {
+	g := graph.New()
+	x := g.Input("x", dtype.F16, sz.Elems)
+	y := g.Input("y", dtype.F32, sz.Elems)
+	z := g.Input("z", dtype.F32, sz.Elems)
+	a := x.Cast(dtype.F32).Affine(0.5, 0.25)
+	gl := a.Gelu()
+	s := y.Sigmoid()
+	g.Output("out", graph.Where(z.Gt(graph.Scalar(0)), gl.Mul(s).Add(z), gl.Abs().Neg().Exp()))
+	return g, g.Err()
+}
+
+func w6(sz Size) (*graph.Graph, error) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, sz.Rows, sz.Cols)
+	b := g.Input("bias", dtype.F32, sz.Cols)
+	g.Output("out", x.Add(b).Gelu())
+	return g, g.Err()
+}
+
+// Inputs draws fresh random inputs for every input of g: normal-ish values
+// in (−4, 4), never zero.
+func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	in := map[string]*tensor.Tensor{}
+	for _, n := range g.IR().Inputs() {
+		vals := make([]float32, n.Numel())
+		for i := range vals {
+			v := float32(r.NormFloat64())
+			if v == 0 {
+				v = 0.5
+			}
+			vals[i] = v
+		}
+		t, err := tensor.FromFloat32s(n.DType, vals, n.Shape...)
+		if err != nil {
+			return nil, err
+		}
+		in[n.Name] = t
+	}
+	return in, nil
+}
+
+// Bytes is the minimum traffic of one run: every input read once and every
+// output written once.
+func Bytes(g *graph.Graph) int {
+	b := 0
+	for _, n := range g.IR().Inputs() {
+		b += n.Numel() * n.DType.Size()
+	}
+	for _, o := range g.IR().Outputs {
+		b += o.Node.Numel() * o.Node.DType.Size()
+	}
+	return b
+}
