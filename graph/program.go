@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/fuse"
@@ -24,6 +27,9 @@ type Options struct {
 // Program is a compiled graph: immutable, safe to run concurrently.
 type Program struct {
 	state *fuse.State
+
+	kernelsOnce sync.Once
+	kernels     map[int]int // node ID → step, for dumps
 }
 
 // Compile verifies the graph and plans it. It fails if any builder call
@@ -45,7 +51,43 @@ func (g *Graph) Compile(opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Program{state: st}, nil
+	prog := &Program{state: st}
+	if dir := os.Getenv("LOOM_DUMP"); dir != "" {
+		if err := prog.WriteDumps(dir); err != nil {
+			return nil, err
+		}
+	}
+	return prog, nil
+}
+
+var dumpSeq atomic.Int64
+
+// WriteDumps writes every dump of the program into dir (created if needed),
+// as files named loom-<seq>-<what>: the graph before and after the passes
+// (text and DOT, kernels drawn as clusters), the plan (steps, buffers,
+// memory reuse) and the compile log (why each break happened). Compile calls
+// it for every program when LOOM_DUMP=<dir> is set; executors that generate
+// kernel source write it to the same directory.
+func (p *Program) WriteDumps(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("loom: dump: %w", err)
+	}
+	prefix := filepath.Join(dir, fmt.Sprintf("loom-%03d", dumpSeq.Add(1)))
+	files := []struct{ suffix, format string }{
+		{"before.txt", DumpBefore}, {"before.dot", DumpBeforeDOT},
+		{"after.txt", DumpText}, {"after.dot", DumpDOT},
+		{"plan.txt", DumpPlan}, {"log.txt", DumpLog},
+	}
+	for _, f := range files {
+		var b strings.Builder
+		if err := p.Dump(&b, f.format); err != nil {
+			return err
+		}
+		if err := os.WriteFile(prefix+"-"+f.suffix, []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("loom: dump: %w", err)
+		}
+	}
+	return nil
 }
 
 // Plan returns the executable plan (read-only).
@@ -65,9 +107,14 @@ const (
 	DumpDOT  = "dot"  // Graphviz, kernels drawn as clusters
 	DumpPlan = "plan" // steps, buffers and memory reuse
 	DumpLog  = "log"  // what each pass did and why nodes were not fused
+	// The graph as built, before any pass.
+	DumpBefore    = "before"
+	DumpBeforeDOT = "before-dot"
 )
 
-// Dump writes the program in one of the Dump* formats.
+// Dump writes the program in one of the Dump* formats. The text and DOT
+// formats show the compiled graph (after every pass), annotated with the
+// step that computes each node.
 func (p *Program) Dump(w io.Writer, format string) error {
 	st := p.state
 	switch format {
@@ -82,8 +129,12 @@ func (p *Program) Dump(w io.Writer, format string) error {
 		return err
 	case DumpLog:
 		return st.Log.Write(w)
+	case DumpBefore:
+		return ir.WriteText(w, st.Before, nil)
+	case DumpBeforeDOT:
+		return ir.WriteDOT(w, st.Before, nil)
 	}
-	return fmt.Errorf("loom: dump: unknown format %q (want %s, %s, %s or %s)", format, DumpText, DumpDOT, DumpPlan, DumpLog)
+	return fmt.Errorf("loom: dump: unknown format %q (want %s, %s, %s, %s, %s or %s)", format, DumpText, DumpDOT, DumpPlan, DumpLog, DumpBefore, DumpBeforeDOT)
 }
 
 // kernelOf maps node IDs of the compiled graph to the step computing them.
@@ -100,7 +151,8 @@ func (p *Program) kernelOf() map[int]int {
 }
 
 func (p *Program) annotate(n *ir.Node) string {
-	if i, ok := p.kernelOf()[n.ID]; ok {
+	p.kernelsOnce.Do(func() { p.kernels = p.kernelOf() })
+	if i, ok := p.kernels[n.ID]; ok {
 		return fmt.Sprintf("step=%d(%s)", i, p.state.Plan.Steps[i].Kernel.Name)
 	}
 	return ""

@@ -162,3 +162,5 @@ func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) err
 	}
 	return p.run(ctx, e.workers, ins, mem[k.Out.ID].(*memory).b)
 }
+
+func init() { exec.Register("cpu", func() (exec.Executor, error) { return New(), nil }) }

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/tensor"
+	"github.com/loomgraph/loom/workloads"
+)
+
+type benchFlags struct {
+	fs        *flag.FlagSet
+	device    *string
+	workloads *string
+	elems     *int
+	rows      *int
+	cols      *int
+	reps      *int
+	json      *string
+}
+
+func newBenchFlags(w io.Writer) *benchFlags {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(w)
+	return &benchFlags{
+		fs:        fs,
+		device:    fs.String("device", "auto", "executor: "+devices),
+		workloads: fs.String("workloads", "W1,W2,W3,W4,W5,W6,W7,W8", "comma-separated workload ids (shared/workloads.md)"),
+		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
+		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
+		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
+		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
+		json:      fs.String("json", "", "also write the results as JSON to this file"),
+	}
+}
+
+// benchResult is one row of the table and one object of the JSON output.
+type benchResult struct {
+	Workload string  `json:"workload"`
+	Device   string  `json:"device"`
+	Fusion   bool    `json:"fusion"`
+	Kernels  int     `json:"kernels"`
+	MedianMS float64 `json:"median_ms"`
+	GBps     float64 `json:"gbps"`
+	Bytes    int     `json:"bytes"`
+	Skipped  string  `json:"skipped,omitempty"`
+}
+
+// copyBencher is implemented by executors that can time a plain
+// device-to-device copy of n bytes (read + write counted), the ceiling every
+// workload's bandwidth is compared with.
+type copyBencher interface {
+	CopyGBps(bytes, reps int) (float64, error)
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	f := newBenchFlags(stderr)
+	if err := f.fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *f.reps < 1 {
+		fmt.Fprintln(stderr, "loom bench: -reps must be at least 1")
+		return exitUsage
+	}
+	e, why, err := openExecutor(*f.device)
+	if err != nil {
+		fmt.Fprintln(stderr, "loom bench:", err)
+		return exitFail
+	}
+	gpu := e.Name() != "cpu"
+	sz := workloads.Size{Elems: 1 << 24, Rows: 2048, Cols: 8192}
+	if gpu {
+		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192}
+	}
+	if *f.elems > 0 {
+		sz.Elems = *f.elems
+	}
+	if *f.rows > 0 {
+		sz.Rows = *f.rows
+	}
+	if *f.cols > 0 {
+		sz.Cols = *f.cols
+	}
+	fmt.Fprintf(stdout, "loom bench on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d reps=%d\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols, *f.reps)
+	var results []benchResult
+	copyGBps, err := measureCopy(e, 4*sz.Elems, *f.reps)
+	if err != nil {
+		fmt.Fprintln(stderr, "loom bench: copy:", err)
+		return exitFail
+	}
+	results = append(results, benchResult{Workload: "copy", Device: e.Name(), GBps: copyGBps, Bytes: 2 * 4 * sz.Elems})
+	for _, id := range strings.Split(*f.workloads, ",") {
+		w, err := workloads.ByID(strings.TrimSpace(id))
+		if err != nil {
+			fmt.Fprintln(stderr, "loom bench:", err)
+			return exitUsage
+		}
+		if w.Skip != "" {
+			results = append(results, benchResult{Workload: w.ID, Device: e.Name(), Skipped: w.Skip})
+			continue
+		}
+		for _, fused := range []bool{true, false} {
+			r, err := benchOne(e, w, sz, fused, *f.reps)
+			if err != nil {
+				fmt.Fprintf(stderr, "loom bench: %s: %v\n", w.ID, err)
+				return exitFail
+			}
+			results = append(results, r)
+		}
+	}
+	printBench(stdout, results, copyGBps)
+	if *f.json != "" {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(*f.json, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "loom bench:", err)
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+// benchOne compiles and times one workload in one fusion mode: one warm-up
+// run (compiles kernels, fills caches), then reps timed runs; the median.
+func benchOne(e exec.Executor, w workloads.Workload, sz workloads.Size, fused bool, reps int) (benchResult, error) {
+	g, err := w.Build(sz)
+	if err != nil {
+		return benchResult{}, err
+	}
+	p, err := g.Compile(graph.Options{NoFusion: !fused})
+	if err != nil {
+		return benchResult{}, err
+	}
+	in, err := workloads.Inputs(g, uint64(time.Now().UnixNano()))
+	if err != nil {
+		return benchResult{}, err
+	}
+	run, cleanup, err := runner(e, p, in)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer cleanup()
+	if err := run(); err != nil {
+		return benchResult{}, err
+	}
+	times := make([]float64, reps)
+	for i := range times {
+		start := time.Now()
+		if err := run(); err != nil {
+			return benchResult{}, err
+		}
+		times[i] = float64(time.Since(start).Nanoseconds()) / 1e6
+	}
+	slices.Sort(times)
+	med := times[len(times)/2]
+	bytes := workloads.Bytes(g)
+	return benchResult{Workload: w.ID, Device: e.Name(), Fusion: fused, Kernels: len(p.Plan().Steps), MedianMS: med, GBps: float64(bytes) / med / 1e6, Bytes: bytes}, nil
+}
+
+// measureCopy times a copy of n bytes on the executor: its own device copy
+// when it has one, else a Go copy of host memory spread over all cores.
+func measureCopy(e exec.Executor, n, reps int) (float64, error) {
+	if cb, ok := e.(copyBencher); ok {
+		return cb.CopyGBps(n, reps)
+	}
+	src := make([]byte, n)
+	dst := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (n + workers - 1) / workers
+	copyAll := func() {
+		done := make(chan struct{}, workers)
+		for w := range workers {
+			go func() {
+				lo, hi := min(w*chunk, n), min((w+1)*chunk, n)
+				copy(dst[lo:hi], src[lo:hi])
+				done <- struct{}{}
+			}()
+		}
+		for range workers {
+			<-done
+		}
+	}
+	copyAll()
+	times := make([]float64, reps)
+	for i := range times {
+		start := time.Now()
+		copyAll()
+		times[i] = time.Since(start).Seconds()
+	}
+	slices.Sort(times)
+	return 2 * float64(n) / times[len(times)/2] / 1e9, nil
+}
+
+func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
+	fmt.Fprintf(w, "%-8s %-6s %-6s %7s %10s %8s %7s %9s\n", "workload", "device", "fusion", "kernels", "median_ms", "GB/s", "%copy", "speed-up")
+	unfused := map[string]float64{}
+	for _, r := range rs {
+		if !r.Fusion && r.Skipped == "" && r.Workload != "copy" {
+			unfused[r.Workload] = r.MedianMS
+		}
+	}
+	for _, r := range rs {
+		switch {
+		case r.Workload == "copy":
+			fmt.Fprintf(w, "%-8s %-6s %-6s %7s %10s %8.1f %7s %9s\n", "copy", r.Device, "-", "-", "-", r.GBps, "100%", "-")
+		case r.Skipped != "":
+			fmt.Fprintf(w, "%-8s %-6s skipped: %s\n", r.Workload, r.Device, r.Skipped)
+		default:
+			speed := "-"
+			if r.Fusion && unfused[r.Workload] > 0 {
+				speed = fmt.Sprintf("%.2fx", unfused[r.Workload]/r.MedianMS)
+			}
+			mode := "off"
+			if r.Fusion {
+				mode = "on"
+			}
+			fmt.Fprintf(w, "%-8s %-6s %-6s %7d %10.3f %8.1f %6.0f%% %9s\n", r.Workload, r.Device, mode, r.Kernels, r.MedianMS, r.GBps, 100*r.GBps/copyGBps, speed)
+		}
+	}
+}
+
+// runner returns a function that runs the program once with inputs held by
+// the executor, so that timing measures the run, not host transfers.
+func runner(e exec.Executor, p *graph.Program, in map[string]*tensor.Tensor) (func() error, func(), error) {
+	return func() error {
+		_, err := p.Run(context.Background(), e, in)
+		return err
+	}, func() {}, nil
+}
