@@ -34,7 +34,7 @@ func TestDemo(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
 			}
-			if device == "auto" && !strings.Contains(out, "no GPU executor built yet") {
+			if device == "auto" && !strings.Contains(out, "no GPU executor could open") {
 				t.Errorf("auto does not say why it chose the CPU:\n%s", out)
 			}
 		})
@@ -134,11 +134,13 @@ func TestBadArguments(t *testing.T) {
 
 func TestOpenExecutor(t *testing.T) {
 	e, why, err := openExecutor("auto")
-	if err != nil || e.Name() != "cpu" || !strings.Contains(why, "no GPU executor built yet") {
+	// This machine has no GPU: auto must fall back to the CPU and say why,
+	// and asking for rocm by name must fail rather than fall back.
+	if err != nil || e.Name() != "cpu" || !strings.Contains(why, "no GPU executor could open") {
 		t.Errorf("openExecutor(auto) = %v, %q, %v", e, why, err)
 	}
 	if _, _, err := openExecutor("rocm"); err == nil {
-		t.Error("openExecutor(rocm) succeeded; there is no GPU executor yet")
+		t.Skip("a GPU executor opened: this machine has a GPU")
 	}
 }
 
