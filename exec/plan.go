@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -63,13 +64,20 @@ type Operand struct {
 type Ref struct {
 	Operand bool
 	Index   int
+	// Broadcast marks a row value (one per row) read by a whole-row
+	// instruction: every element of the row sees its row's value.
+	Broadcast bool
 }
 
 func (r Ref) String() string {
+	s := fmt.Sprintf("t%d", r.Index)
 	if r.Operand {
-		return fmt.Sprintf("in%d", r.Index)
+		s = fmt.Sprintf("in%d", r.Index)
 	}
-	return fmt.Sprintf("t%d", r.Index)
+	if r.Broadcast {
+		s += "[row]"
+	}
+	return s
 }
 
 // Instr is one op of a kernel: the IR node it computes and where its args
@@ -79,12 +87,19 @@ type Instr struct {
 	Args []Ref
 }
 
-// Kernel is a fused group of elementwise ops over one output shape. Every
-// instruction produces Shape's numel elements in row-major order;
+// Kernel is a fused group of ops over one shape. Every elementwise
+// instruction produces Shape's numel elements in row-major order, and
 // Instrs[len-1] is stored into Out.
+//
+// A row kernel (RowAxes > 0) also reduces: Shape's trailing RowAxes dims form
+// a row. An instruction whose node has those dims at size 1 holds one value
+// per row (a row value); the others hold whole rows. Reductions turn whole
+// rows into row values, and whole-row instructions read row values through
+// broadcast refs — softmax, layer norm and sum(x·x) are each one kernel.
 type Kernel struct {
-	Name   string
-	Shape  []int
+	Name    string
+	Shape   []int
+	RowAxes int
 	Ins    []Operand
 	Instrs []Instr
 	Out    *Buffer
@@ -93,8 +108,26 @@ type Kernel struct {
 	Cache sync.Map
 }
 
-// Numel is the number of output elements.
+// Numel is the number of elements of a whole-shape value.
 func (k *Kernel) Numel() int { return ir.Numel(k.Shape) }
+
+// RowLen is the number of elements in a row (1 for a plain elementwise
+// kernel).
+func (k *Kernel) RowLen() int { return ir.Numel(k.Shape[len(k.Shape)-k.RowAxes:]) }
+
+// RowShape is the shape of a row value: Shape with the row dims set to 1.
+func (k *Kernel) RowShape() []int {
+	s := slices.Clone(k.Shape)
+	for d := len(s) - k.RowAxes; d < len(s); d++ {
+		s[d] = 1
+	}
+	return s
+}
+
+// IsRowValue reports whether a node in the kernel holds one value per row.
+func (k *Kernel) IsRowValue(n *ir.Node) bool {
+	return k.RowAxes > 0 && slices.Equal(n.Shape, k.RowShape()) && !slices.Equal(n.Shape, k.Shape)
+}
 
 // OpNames lists the kernel's ops in order, for names and dumps.
 func (k *Kernel) OpNames() []string {

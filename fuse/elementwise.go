@@ -36,10 +36,10 @@ var breakRules = []breakRule{
 		}
 		return "", false
 	}},
-	{"view", "read through a view (%s): a kernel computes values in its own row-major order, so a transposed, narrowed or broadcast read needs the value in memory", func(f *fuser, n *ir.Node) (string, bool) {
-		for _, c := range f.readers(n) {
-			if c.view != nil && !inlineView(c.view) {
-				return c.view.Layout.String(), true
+	{"domain", "%s", func(f *fuser, n *ir.Node) (string, bool) {
+		for _, g := range f.consumerGroups(n) {
+			if _, _, why := f.domainWith(g, n); why != "" {
+				return why, true
 			}
 		}
 		return "", false
@@ -58,11 +58,80 @@ var breakRules = []breakRule{
 	}},
 }
 
-// fusable reports whether a node can be computed inside an elementwise
-// kernel.
+// fusable reports whether a node can be computed inside a fused kernel.
 func fusable(n *ir.Node) bool {
 	c := n.Info().Class
-	return c == ir.ClassElementwise || n.Op == ir.OpFull || n.Op == ir.OpArange
+	return c == ir.ClassElementwise || c == ir.ClassReduce || n.Op == ir.OpFull || n.Op == ir.OpArange
+}
+
+// rowShape is shape with its trailing k dims set to 1.
+func rowShape(shape []int, k int) []int {
+	s := slices.Clone(shape)
+	for d := len(s) - k; d < len(s); d++ {
+		s[d] = 1
+	}
+	return s
+}
+
+// rowAxesOf returns k when narrow is wide with its trailing k dims at 1
+// (and at least one of them larger than 1 in wide), else 0.
+func rowAxesOf(narrow, wide []int) int {
+	if len(narrow) != len(wide) {
+		return 0
+	}
+	k := 0
+	for d := range wide {
+		if narrow[d] != wide[d] {
+			if narrow[d] != 1 {
+				return 0
+			}
+			k = len(wide) - d
+			break
+		}
+	}
+	if k == 0 || !slices.Equal(narrow, rowShape(wide, k)) {
+		return 0
+	}
+	return k
+}
+
+// domainWith returns the domain group g would have with n computed in it,
+// or why n cannot join. Element order is the constraint: a kernel computes
+// whole-shape values in row-major order and row values once per row, so n
+// must be read directly (or through a reshape), or — as a row value —
+// broadcast across the rows. A transposed, narrowed or other broadcast read
+// needs n in memory.
+func (f *fuser) domainWith(g *Group, n *ir.Node) ([]int, int, string) {
+	shape, k := g.Shape, g.RowAxes
+	if n.Info().Class == ir.ClassReduce {
+		w, nk := n.Args[0].Shape, n.ReduceAxes()
+		switch {
+		case k == 0 && slices.Equal(n.Shape, shape):
+			shape, k = w, nk // g's values become row values of the reduction
+		case k == 0 && slices.Equal(w, shape):
+			k = nk // g reads the reduction broadcast over its rows
+		case k != nk || !slices.Equal(w, shape):
+			return nil, 0, fmt.Sprintf("reduction over %v (%d axes) does not match the kernel's rows (%v, %d axes)", w, nk, shape, k)
+		}
+	}
+	for _, r := range f.readers(n) {
+		if !f.members[g][r.node] {
+			continue
+		}
+		if r.view == nil || inlineView(r.view) {
+			continue
+		}
+		rk := rowAxesOf(n.Shape, r.view.Shape)
+		want, err := ir.Contiguous(n.Shape).BroadcastTo(r.view.Shape)
+		if rk == 0 || err != nil || !want.Equal(*r.view.Layout) || !slices.Equal(r.view.Shape, shape) || (k != 0 && k != rk) {
+			return nil, 0, fmt.Sprintf("read through a view (%v) that is not a broadcast of row values: a kernel computes values in its own row-major order, so the value must be in memory", r.view.Layout)
+		}
+		k = rk
+	}
+	if !slices.Equal(n.Shape, shape) && !slices.Equal(n.Shape, rowShape(shape, k)) {
+		return nil, 0, fmt.Sprintf("shape %v is neither the kernel's %v nor its row shape", n.Shape, shape)
+	}
+	return shape, k, ""
 }
 
 // reader is one use of a node: the consumer, and the view it reads through
@@ -139,6 +208,7 @@ func (f *fuser) operandsWith(g *Group, n *ir.Node) int {
 }
 
 func (f *fuser) join(g *Group, n *ir.Node) {
+	g.Shape, g.RowAxes, _ = f.domainWith(g, n)
 	g.Members = append(g.Members, n)
 	f.members[g][n] = true
 	f.groupsOf[n.ID] = append(f.groupsOf[n.ID], g)
@@ -153,7 +223,7 @@ func fuseElementwise(s *State) error {
 	g := s.Graph
 	f := &fuser{s: s, consumers: g.Consumers(), outputs: map[*ir.Node]bool{}, groupsOf: make([][]*Group, len(g.Nodes)), members: map[*Group]map[*ir.Node]bool{}}
 	for _, o := range g.Outputs {
-		f.outputs[o.Node] = true
+		f.outputs[stored(o.Node)] = true
 	}
 	var groups []*Group
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
@@ -177,9 +247,9 @@ func fuseElementwise(s *State) error {
 			}
 			continue
 		}
-		root := &Group{Root: n}
-		f.members[root] = map[*ir.Node]bool{}
-		f.join(root, n)
+		root := newGroup(n)
+		f.members[root] = map[*ir.Node]bool{n: true}
+		f.groupsOf[n.ID] = append(f.groupsOf[n.ID], root)
 		groups = append(groups, root)
 	}
 	for _, gr := range groups {

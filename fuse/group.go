@@ -8,6 +8,20 @@ import "github.com/loomgraph/loom/ir"
 type Group struct {
 	Root    *ir.Node
 	Members []*ir.Node
+	// Shape and RowAxes are the kernel's domain: a plain elementwise kernel
+	// over Shape (RowAxes 0), or a row kernel whose rows are Shape's
+	// trailing RowAxes dims; members are whole-shape values or row values.
+	Shape   []int
+	RowAxes int
+}
+
+// newGroup starts a group rooted at n with n's natural domain.
+func newGroup(n *ir.Node) *Group {
+	g := &Group{Root: n, Members: []*ir.Node{n}, Shape: n.Shape}
+	if n.Info().Class == ir.ClassReduce {
+		g.Shape, g.RowAxes = n.Args[0].Shape, n.ReduceAxes()
+	}
+	return g
 }
 
 // group assigns compute nodes to kernel groups: every compute node is its
@@ -19,7 +33,7 @@ func group(s *State) error {
 	s.Groups = nil
 	for _, n := range s.Graph.Nodes {
 		if computes(n) {
-			s.Groups = append(s.Groups, &Group{Root: n, Members: []*ir.Node{n}})
+			s.Groups = append(s.Groups, newGroup(n))
 		}
 	}
 	return nil

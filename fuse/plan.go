@@ -30,8 +30,8 @@ func plan(s *State) error {
 	}
 	outName := map[*ir.Node]string{}
 	for _, o := range g.Outputs {
-		if _, dup := outName[o.Node]; !dup {
-			outName[o.Node] = o.Name
+		if _, dup := outName[stored(o.Node)]; !dup {
+			outName[stored(o.Node)] = o.Name
 		}
 	}
 	for _, gr := range s.Groups {
@@ -48,7 +48,7 @@ func plan(s *State) error {
 		p.Steps = append(p.Steps, &exec.Step{Kernel: k})
 	}
 	for _, o := range g.Outputs {
-		b := bufOf[o.Node.ID]
+		b := bufOf[stored(o.Node).ID]
 		if b == nil {
 			return fmt.Errorf("output %q (%v) has no buffer", o.Name, o.Node)
 		}
@@ -62,6 +62,7 @@ func plan(s *State) error {
 			p.Steps = append(p.Steps, &exec.Step{Kernel: k})
 			b = nb
 		}
+		b.Shape = slices.Clone(o.Node.Shape) // a reshape view's dims
 		p.Outputs = append(p.Outputs, b)
 	}
 	s.Plan = p
@@ -74,6 +75,13 @@ func copyNode(n *ir.Node) *ir.Node {
 	return &ir.Node{ID: -1, Op: ir.OpCopy, DType: n.DType, Shape: n.Shape, Args: []*ir.Node{n}}
 }
 
+// stored returns the node whose buffer holds an output: the output node, or
+// the base of a reshape view (graph.Output copies every other view).
+func stored(n *ir.Node) *ir.Node {
+	base, _ := n.Base()
+	return base
+}
+
 // inlineView reports whether a view of an in-group value can be read inside
 // the same kernel: only when it maps element i to element i (a reshape of a
 // contiguous value at offset 0), since a kernel computes every value in
@@ -82,15 +90,22 @@ func inlineView(v *ir.Node) bool {
 	return v.Layout.IsIdentity() && v.Layout.Numel() == v.Args[0].Numel()
 }
 
-// kernel builds the kernel of one group.
+// kernel builds the kernel of one group over the group's domain: a row
+// kernel's members are whole-row values (its shape) or row values (the
+// shape with the row dims at 1, such as a reduction's output).
 func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
 	out := gr.Root
-	k := &exec.Kernel{Shape: slices.Clone(out.Shape), Out: bufOf[out.ID]}
+	k := &exec.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, Out: bufOf[out.ID]}
 	index := map[*ir.Node]int{}
 	ref := func(a *ir.Node) (exec.Ref, error) {
 		base, layout := a.Base()
-		if i, ok := index[base]; ok && (a.Op != ir.OpView || inlineView(a)) {
-			return exec.Ref{Index: i}, nil
+		if i, ok := index[base]; ok {
+			switch {
+			case a.Op != ir.OpView || inlineView(a):
+				return exec.Ref{Index: i}, nil
+			case rowBroadcast(k, base, a):
+				return exec.Ref{Index: i, Broadcast: true}, nil
+			}
 		}
 		b := bufOf[base.ID]
 		if b == nil {
@@ -105,8 +120,11 @@ func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
 		return exec.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
 	}
 	for _, n := range gr.Members {
-		if !slices.Equal(n.Shape, out.Shape) {
-			return nil, fmt.Errorf("node %v in a kernel of shape %v", n, out.Shape)
+		if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
+			return nil, fmt.Errorf("node %v in a kernel of shape %v (row axes %d)", n, k.Shape, k.RowAxes)
+		}
+		if n.Info().Class == ir.ClassReduce && (!slices.Equal(n.Args[0].Shape, k.Shape) || n.ReduceAxes() != k.RowAxes) {
+			return nil, fmt.Errorf("reduction %v does not match its kernel's rows (shape %v, row axes %d)", n, k.Shape, k.RowAxes)
 		}
 		in := exec.Instr{Node: n}
 		for _, a := range n.Args {
@@ -126,9 +144,20 @@ func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
 	return k, nil
 }
 
+// rowBroadcast reports whether view v reads row value base across whole rows
+// of row kernel k: the row value's contiguous layout broadcast to k's shape.
+func rowBroadcast(k *exec.Kernel, base, v *ir.Node) bool {
+	if v.Op != ir.OpView || !k.IsRowValue(base) || !slices.Equal(v.Shape, k.Shape) {
+		return false
+	}
+	want, err := ir.Contiguous(base.Shape).BroadcastTo(k.Shape)
+	return err == nil && want.Equal(*v.Layout)
+}
+
 // kernelName says what a kernel does and how big it is, as
-// E_<op>_<op>…_<numel>, e.g. E_cast_silu_affine_where_16777216. Repeated
-// ops are kept so that the name reads as the chain.
+// E_<op>_<op>…_<numel>, e.g. E_cast_silu_affine_where_16777216, or for a
+// row kernel R_<ops>_<rows>x<rowlen>. Repeated ops are kept so that the name
+// reads as the chain.
 func kernelName(k *exec.Kernel) string {
 	var ops []string
 	for _, in := range k.Instrs {
@@ -136,6 +165,9 @@ func kernelName(k *exec.Kernel) string {
 			continue // constants are not work
 		}
 		ops = append(ops, in.Node.Op.String())
+	}
+	if k.RowAxes > 0 {
+		return "R_" + strings.Join(ops, "_") + fmt.Sprintf("_%dx%d", ir.Numel(k.RowShape()), k.RowLen())
 	}
 	return "E_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 }

@@ -183,7 +183,9 @@ func ceilDiv(a, b float64) float64 {
 }
 
 // Output names a result of the graph. Outputs are always fresh contiguous
-// buffers: a view or an input is copied.
+// buffers: an input, a constant or a view that reorders elements is copied;
+// a reshape of a computed value (such as a reduction with its reduced dims
+// dropped) is not, since the value's buffer already holds it in order.
 func (g *Graph) Output(name string, t *Tensor) {
 	if t.err != nil {
 		return // already recorded
@@ -197,7 +199,9 @@ func (g *Graph) Output(name string, t *Tensor) {
 		return
 	}
 	n := t.n
-	if n.Op == ir.OpView || n.Op == ir.OpInput || (n.Op == ir.OpFull && len(n.Shape) == 0) {
+	base, l := n.Base()
+	reshape := n.Op == ir.OpView && l.IsIdentity() && l.Numel() == base.Numel()
+	if base.Op == ir.OpInput || base.Op == ir.OpFull || (n.Op == ir.OpView && !reshape) {
 		n = g.intern(ir.OpCopy, n.DType, n.Shape, []*ir.Node{n}, nil, nil, "").n
 	}
 	g.mu.Lock()

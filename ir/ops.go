@@ -65,6 +65,14 @@ const (
 	OpGe
 	OpWhere
 
+	// Reductions over the trailing Params[0] axes of the argument; the
+	// output keeps those axes with size 1.
+	OpSum
+	OpMax
+	OpMin
+	OpArgmax // over exactly one trailing axis; u32 index
+	OpArgmin
+
 	NumOps
 )
 
@@ -76,10 +84,11 @@ const (
 	ClassSource      Class = iota // no arguments: Input, Full, Arange
 	ClassView                     // zero-cost view of its argument
 	ClassElementwise              // out[i] depends only on args at i (incl. cast, compare, where, copy)
+	ClassReduce                   // out[r] reduces row r: the arg's trailing Params[0] axes
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -132,6 +141,7 @@ const (
 	OutSame     OutRule = iota // the value arguments' dtype
 	OutU8                      // comparisons
 	OutDeclared                // chosen by the builder: Input, Full, Arange, Cast
+	OutU32                     // argmax, argmin
 )
 
 // OpInfo is one row of the op table.
@@ -207,6 +217,30 @@ var opTable = [NumOps]OpInfo{
 	OpGt:      compare("gt"),
 	OpGe:      compare("ge"),
 	OpWhere:   {Name: "where", Arity: 3, Class: ClassElementwise, In: AnyDType, Cond: true},
+
+	// Reductions. Sums of f16/bf16 accumulate in float32 (Candle accumulates
+	// half sums in half); max and min propagate NaN like maximum; argmax and
+	// argmin treat NaN as larger (argmax) or smaller (argmin) than every
+	// number, so both return the first NaN's index, and ties go to the first
+	// index. Sums of u8 and u32 wrap, like their arithmetic.
+	OpSum:    reduceOp("sum", OutSame),
+	OpMax:    reduceOp("max", OutSame),
+	OpMin:    reduceOp("min", OutSame),
+	OpArgmax: reduceOp("argmax", OutU32),
+	OpArgmin: reduceOp("argmin", OutU32),
+}
+
+func reduceOp(name string, out OutRule) OpInfo {
+	return OpInfo{Name: name, Arity: 1, Class: ClassReduce, In: AnyDType, Out: out, Params: []string{"axes"}}
+}
+
+// ReduceAxes returns how many trailing axes a reduction reduces.
+func (n *Node) ReduceAxes() int { return int(n.Params[0]) }
+
+// RowLen returns the number of elements each output of a reduction reduces.
+func (n *Node) RowLen() int {
+	a := n.Args[0].Shape
+	return Numel(a[len(a)-n.ReduceAxes():])
 }
 
 func unaryFloat(name string) OpInfo {
@@ -266,8 +300,11 @@ func (i *OpInfo) ValueArgs() int {
 // OutDType returns the dtype an op produces from value arguments of dtype in,
 // for rules other than OutDeclared.
 func (i *OpInfo) OutDType(in dtype.DType) dtype.DType {
-	if i.Out == OutU8 {
+	switch i.Out {
+	case OutU8:
 		return dtype.U8
+	case OutU32:
+		return dtype.U32
 	}
 	return in
 }

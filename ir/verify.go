@@ -74,6 +74,8 @@ func Verify(g *Graph) error {
 			verifyView(n, bad)
 		case ClassElementwise:
 			verifyElementwise(n, info, bad)
+		case ClassReduce:
+			verifyReduce(n, info, bad)
 		}
 	}
 	outs := map[string]bool{}
@@ -137,5 +139,27 @@ func verifyElementwise(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 	}
 	if info.Out != OutDeclared && n.DType != info.OutDType(in) {
 		bad(n, "output dtype %v, rule gives %v", n.DType, info.OutDType(in))
+	}
+}
+
+func verifyReduce(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
+	a := n.Args[0]
+	k := int(n.Params[0])
+	if k < 1 || k > len(a.Shape) || float64(k) != n.Params[0] {
+		bad(n, "reduces %v trailing axes of %v%v", n.Params[0], a.DType, a.Shape)
+		return
+	}
+	if (n.Op == OpArgmax || n.Op == OpArgmin) && k != 1 {
+		bad(n, "%s reduces exactly one axis, not %d", n.Op, k)
+	}
+	want := slices.Clone(a.Shape)
+	for d := len(want) - k; d < len(want); d++ {
+		want[d] = 1
+	}
+	if !slices.Equal(n.Shape, want) {
+		bad(n, "shape %v, reducing %d trailing axes of %v gives %v", n.Shape, k, a.Shape, want)
+	}
+	if n.DType != info.OutDType(a.DType) {
+		bad(n, "output dtype %v, rule gives %v", n.DType, info.OutDType(a.DType))
 	}
 }

@@ -13,7 +13,7 @@ import (
 // opFor returns the tile function of one instruction. Every op of the table
 // with class source or elementwise has a case here: this file is the CPU
 // twin, and so the spec, of each elementwise kernel.
-func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand) (opFunc, error) {
+func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand, rowLen int) (opFunc, error) {
 	argDT := func(i int) dtype.DType {
 		r := args[i]
 		if r.Operand {
@@ -39,6 +39,11 @@ func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand) (opFunc, 
 		return affineOp(n.DType, n.Params[0], n.Params[1]), nil
 	case ir.OpWhere:
 		return whereOp, nil
+	case ir.OpSum, ir.OpMax, ir.OpMin, ir.OpArgmax, ir.OpArgmin:
+		if k.RowAxes != n.ReduceAxes() || rowLen != n.RowLen() {
+			return nil, fmt.Errorf("%v reduces %d axes (%d elements) in a kernel with rows of %d axes (%d elements)", n, n.ReduceAxes(), n.RowLen(), k.RowAxes, rowLen)
+		}
+		return reduceOp(n.Op, argDT(0), rowLen), nil
 	}
 	if fn := binaryOp(n.Op); fn != nil {
 		return fn, nil

@@ -31,14 +31,14 @@ type tile struct {
 	i64 []int64
 }
 
-func newTile(k dtype.Kind) tile {
+func newTile(k dtype.Kind, n int) tile {
 	switch k {
 	case dtype.KF64:
-		return tile{f64: make([]float64, tileSize)}
+		return tile{f64: make([]float64, n)}
 	case dtype.KI64:
-		return tile{i64: make([]int64, tileSize)}
+		return tile{i64: make([]int64, n)}
 	}
-	return tile{f32: make([]float32, tileSize)}
+	return tile{f32: make([]float32, n)}
 }
 
 // slice returns the first n elements of every non-nil slice.
@@ -54,6 +54,7 @@ func (t tile) slice(n int) tile {
 
 // operand is how one kernel operand is read.
 type operand struct {
+	wide   bool // read as whole rows (else one value per row)
 	dt     dtype.DType
 	layout ir.Layout // reduced: unit dims dropped, mergeable dims merged
 	// direct: contiguous and stored in its compute kind (f32, f64, i64), so
@@ -66,6 +67,7 @@ type instr struct {
 	node *ir.Node
 	kind dtype.Kind
 	args []exec.Ref
+	wide bool // whole rows (else one value per row)
 	fn   opFunc
 	// round narrows results to the node's dtype (f16, bf16, u8, u32) so
 	// that fused and unfused execution agree bit for bit.
@@ -76,13 +78,19 @@ type instr struct {
 // index of the tile's first element (Arange needs it).
 type opFunc func(dst tile, args []tile, start int)
 
-// program is a kernel compiled for the CPU.
+// program is a kernel compiled for the CPU. It runs in tiles of whole rows:
+// a plain elementwise kernel has rows of one element, so a tile is
+// rowsPerTile elements; a row kernel's tile holds rowsPerTile rows of rowLen
+// elements (at least one row, however long).
 type program struct {
-	k       *exec.Kernel
-	ops     []operand
-	instrs  []instr
-	outDT   dtype.DType
-	outKind dtype.Kind
+	k           *exec.Kernel
+	rowLen      int
+	rows        int
+	rowsPerTile int
+	ops         []operand
+	instrs      []instr
+	outDT       dtype.DType
+	outKind     dtype.Kind
 	// direct: the last instruction writes straight into the output buffer.
 	direct  bool
 	scratch sync.Pool // *worker
@@ -90,28 +98,33 @@ type program struct {
 
 // worker holds one goroutine's scratch tiles, reused for every tile.
 type worker struct {
-	inBuf []tile // load buffers for non-direct operands
-	vals  []tile // per instruction
-	ins   []tile // per operand, the current tile (loaded or direct)
-	args  []tile // argument scratch
+	inBuf []tile   // load buffers for non-direct operands
+	vals  []tile   // per instruction
+	ins   []tile   // per operand, the current tile (loaded or direct)
+	args  []tile   // argument scratch
+	bcast [][]tile // per instruction and arg: row values expanded to rows
 	walk  walker
 }
 
 func compileKernel(k *exec.Kernel) (*program, error) {
-	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind()}
+	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind(), rowLen: k.RowLen()}
+	p.rows = ir.Numel(k.RowShape())
+	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1))
+	rowShape := k.RowShape()
 	for i, o := range k.Ins {
-		if !sameDims(o.Layout.Dims, k.Shape) {
+		wide := sameDims(o.Layout.Dims, k.Shape)
+		if !wide && !sameDims(o.Layout.Dims, rowShape) {
 			return nil, fmt.Errorf("cpu: kernel %s operand %d has dims %v, kernel shape %v", k.Name, i, o.Layout.Dims, k.Shape)
 		}
 		l := reduce(o.Layout)
-		p.ops = append(p.ops, operand{dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)})
+		p.ops = append(p.ops, operand{wide: wide || k.RowAxes == 0, dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)})
 	}
 	for _, in := range k.Instrs {
-		fn, err := opFor(in.Node, in.Args, k, p.ops)
+		fn, err := opFor(in.Node, in.Args, k, p.ops, p.rowLen)
 		if err != nil {
 			return nil, fmt.Errorf("cpu: kernel %s: %w", k.Name, err)
 		}
-		p.instrs = append(p.instrs, instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, fn: fn, round: rounder(in.Node.DType)})
+		p.instrs = append(p.instrs, instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, wide: !k.IsRowValue(in.Node), fn: fn, round: rounder(in.Node.DType)})
 	}
 	last := p.instrs[len(p.instrs)-1]
 	if last.node.DType != p.outDT {
@@ -158,26 +171,47 @@ func reduce(l ir.Layout) ir.Layout {
 }
 
 func (p *program) newWorker() *worker {
-	w := &worker{ins: make([]tile, len(p.ops)), vals: make([]tile, len(p.instrs)), inBuf: make([]tile, len(p.ops))}
+	wideN, rowN := p.rowsPerTile*max(p.rowLen, 1), p.rowsPerTile
+	size := func(wide bool) int {
+		if wide {
+			return wideN
+		}
+		return rowN
+	}
+	w := &worker{ins: make([]tile, len(p.ops)), vals: make([]tile, len(p.instrs)), inBuf: make([]tile, len(p.ops)), bcast: make([][]tile, len(p.instrs))}
 	for i, o := range p.ops {
 		if !o.direct {
-			w.inBuf[i] = newTile(o.dt.Kind())
+			w.inBuf[i] = newTile(o.dt.Kind(), size(o.wide))
 		}
 	}
 	maxArgs := 0
 	for i, in := range p.instrs {
 		if i < len(p.instrs)-1 || !p.direct {
-			w.vals[i] = newTile(in.kind)
+			w.vals[i] = newTile(in.kind, size(in.wide))
 		}
 		maxArgs = max(maxArgs, len(in.args))
+		w.bcast[i] = make([]tile, len(in.args))
+		for a, r := range in.args {
+			if r.Broadcast {
+				w.bcast[i][a] = newTile(p.argKind(r), wideN)
+			}
+		}
 	}
 	w.args = make([]tile, maxArgs)
 	return w
 }
 
+// argKind is the compute kind of a ref.
+func (p *program) argKind(r exec.Ref) dtype.Kind {
+	if r.Operand {
+		return p.ops[r.Index].dt.Kind()
+	}
+	return p.instrs[r.Index].kind
+}
+
 // run executes the kernel over its whole output.
 func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte) error {
-	n := p.k.Numel()
+	n := p.rows
 	if n == 0 {
 		return nil
 	}
@@ -186,12 +220,13 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 		srcs[i] = asBuf(b, p.ops[i].dt)
 	}
 	dst := asBuf(out, p.outDT)
-	tiles := (n + tileSize - 1) / tileSize
-	if n < serialBelow || workers == 1 || tiles == 1 {
+	per := p.rowsPerTile
+	tiles := (n + per - 1) / per
+	if n*max(p.rowLen, 1) < serialBelow || workers == 1 || tiles == 1 {
 		w := p.scratch.Get().(*worker)
 		defer p.scratch.Put(w)
 		for t := range tiles {
-			p.tile(w, srcs, dst, t*tileSize, min(n, (t+1)*tileSize))
+			p.tile(w, srcs, dst, t*per, min(n, (t+1)*per))
 		}
 		return nil
 	}
@@ -209,17 +244,25 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 				if t%64 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
-				p.tile(w, srcs, dst, t*tileSize, min(n, (t+1)*tileSize))
+				p.tile(w, srcs, dst, t*per, min(n, (t+1)*per))
 			}
 		})
 	}
 	return g.Wait()
 }
 
-// tile computes output elements [s, e).
-func (p *program) tile(w *worker, srcs []buf, dst buf, s, e int) {
-	n := e - s
+// tile computes rows [r0, r1): whole-row values cover flat elements
+// [r0·rowLen, r1·rowLen), row values [r0, r1).
+func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
+	L := max(p.rowLen, 1)
+	span := func(wide bool) (int, int) {
+		if wide {
+			return r0 * L, (r1 - r0) * L
+		}
+		return r0, r1 - r0
+	}
 	for i, o := range p.ops {
+		s, n := span(o.wide)
 		if o.direct {
 			w.ins[i] = srcs[i].tile(o.layout.Offset+s, n)
 			continue
@@ -230,6 +273,7 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, s, e int) {
 	lastI := len(p.instrs) - 1
 	for i := range p.instrs {
 		in := &p.instrs[i]
+		s, n := span(in.wide)
 		var out tile
 		if i == lastI && p.direct {
 			out = dst.tile(s, n)
@@ -237,11 +281,18 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, s, e int) {
 			out = w.vals[i].slice(n)
 		}
 		for a, r := range in.args {
+			var v tile
 			if r.Operand {
-				w.args[a] = w.ins[r.Index]
+				v = w.ins[r.Index]
 			} else {
-				w.args[a] = w.vals[r.Index]
+				v = w.vals[r.Index]
 			}
+			if r.Broadcast {
+				b := w.bcast[i][a].slice(n)
+				expand(b, v, L)
+				v = b
+			}
+			w.args[a] = v
 		}
 		in.fn(out, w.args[:len(in.args)], s)
 		if i < lastI && in.round != nil {
@@ -250,7 +301,26 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, s, e int) {
 		w.vals[i] = out
 	}
 	if !p.direct {
+		s, _ := span(p.instrs[lastI].wide)
 		store(dst, s, w.vals[lastI])
+	}
+}
+
+// expand writes each row value of v L times into b.
+func expand(b, v tile, L int) {
+	switch {
+	case b.f32 != nil:
+		expandRows(b.f32, v.f32, L)
+	case b.f64 != nil:
+		expandRows(b.f64, v.f64, L)
+	default:
+		expandRows(b.i64, v.i64, L)
+	}
+}
+
+func expandRows[T any](b, v []T, L int) {
+	for r := range len(b) / L {
+		splat(b[r*L:(r+1)*L], v[r])
 	}
 }
 

@@ -1,0 +1,140 @@
+package cpu
+
+import (
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
+)
+
+// reduceOp returns the tile function of a reduction: dst[r] reduces the
+// L elements of row r of a[0]. Semantics (see ir's op table): sums of
+// f16/bf16/f32 accumulate in float32 with eight interleaved partial sums
+// (pairwise-like error growth, and independent adds the CPU can overlap),
+// f64 in float64, integers in int64 (u8/u32 wrap when narrowed); max and
+// min propagate NaN; argmax/argmin return the first index of the extreme
+// value, NaN counting as the extreme; an empty row sums to 0.
+func reduceOp(op ir.Op, in dtype.DType, L int) opFunc {
+	return func(dst tile, a []tile, _ int) {
+		x := a[0]
+		rows := tileLen(dst)
+		for r := range rows {
+			lo, hi := r*L, (r+1)*L
+			switch op {
+			case ir.OpSum:
+				switch {
+				case x.f32 != nil:
+					dst.f32[r] = sum32(x.f32[lo:hi])
+				case x.f64 != nil:
+					dst.f64[r] = sum64(x.f64[lo:hi])
+				default:
+					var s int64
+					for _, v := range x.i64[lo:hi] {
+						s += v
+					}
+					dst.i64[r] = s
+				}
+			case ir.OpMax, ir.OpMin:
+				isMax := op == ir.OpMax
+				switch {
+				case x.f32 != nil:
+					dst.f32[r] = extreme(x.f32[lo:hi], isMax)
+				case x.f64 != nil:
+					dst.f64[r] = extreme(x.f64[lo:hi], isMax)
+				default:
+					dst.i64[r] = extremeInt(x.i64[lo:hi], isMax)
+				}
+			default: // argmax, argmin
+				isMax := op == ir.OpArgmax
+				switch {
+				case x.f32 != nil:
+					dst.i64[r] = argExtreme(x.f32[lo:hi], isMax)
+				case x.f64 != nil:
+					dst.i64[r] = argExtreme(x.f64[lo:hi], isMax)
+				default:
+					dst.i64[r] = argExtremeInt(x.i64[lo:hi], isMax)
+				}
+			}
+		}
+	}
+}
+
+func sum32(x []float32) float32 {
+	var s [8]float32
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		s[0] += x[i]
+		s[1] += x[i+1]
+		s[2] += x[i+2]
+		s[3] += x[i+3]
+		s[4] += x[i+4]
+		s[5] += x[i+5]
+		s[6] += x[i+6]
+		s[7] += x[i+7]
+	}
+	for ; i < len(x); i++ {
+		s[0] += x[i]
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))
+}
+
+func sum64(x []float64) float64 {
+	var s [4]float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s[0] += x[i]
+		s[1] += x[i+1]
+		s[2] += x[i+2]
+		s[3] += x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s[0] += x[i]
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+// extreme is the NaN-propagating max (or min) of a non-empty row.
+func extreme[T float32 | float64](x []T, isMax bool) T {
+	m := x[0]
+	for _, v := range x {
+		if v != v {
+			return v
+		}
+		if isMax && v > m || !isMax && v < m {
+			m = v
+		}
+	}
+	return m
+}
+
+func extremeInt(x []int64, isMax bool) int64 {
+	m := x[0]
+	for _, v := range x {
+		if isMax && v > m || !isMax && v < m {
+			m = v
+		}
+	}
+	return m
+}
+
+// argExtreme returns the first index of the max (min), or of the first NaN.
+func argExtreme[T float32 | float64](x []T, isMax bool) int64 {
+	best := 0
+	for i, v := range x {
+		if v != v {
+			return int64(i)
+		}
+		if isMax && v > x[best] || !isMax && v < x[best] {
+			best = i
+		}
+	}
+	return int64(best)
+}
+
+func argExtremeInt(x []int64, isMax bool) int64 {
+	best := 0
+	for i, v := range x {
+		if isMax && v > x[best] || !isMax && v < x[best] {
+			best = i
+		}
+	}
+	return int64(best)
+}

@@ -1,0 +1,178 @@
+package graph
+
+import (
+	"slices"
+
+	"github.com/loomgraph/loom/ir"
+)
+
+// reduce records a reduction of t over dims (negative dims count from the
+// end). The IR reduces trailing axes only, so t is first viewed with the
+// reduced dims moved last (a free permutation); the result, which keeps
+// the reduced axes as size 1 at the end and is contiguous, is then viewed
+// back in the caller's dim order — with size-1 dims where the reduced dims
+// were (keepdim) or without them. Both views are reshapes of a contiguous
+// buffer and cost nothing.
+func (t *Tensor) reduce(op ir.Op, dims []int, keepdim bool) *Tensor {
+	name := op.String()
+	if r, ok := t.ready(name); !ok {
+		return r
+	}
+	rank := t.Rank()
+	if len(dims) == 0 {
+		return t.g.fail(opErr(name, "no dims given for %v%v", t.n.DType, t.n.Shape))
+	}
+	var red []int
+	for _, d := range dims {
+		nd, err := t.normDim(name, d, rank)
+		if err != nil {
+			return t.g.fail(err)
+		}
+		if slices.Contains(red, nd) {
+			return t.g.fail(opErr(name, "dim %d given twice for %v%v", d, t.n.DType, t.n.Shape))
+		}
+		red = append(red, nd)
+	}
+	slices.Sort(red)
+	if (op == ir.OpArgmax || op == ir.OpArgmin) && len(red) != 1 {
+		return t.g.fail(opErr(name, "reduces exactly one dim, got %v for %v%v", dims, t.n.DType, t.n.Shape))
+	}
+	for _, d := range red {
+		if t.n.Shape[d] == 0 && op != ir.OpSum {
+			return t.g.fail(opErr(name, "dim %d of %v%v is empty: %s of no elements is undefined", d, t.n.DType, t.n.Shape, name))
+		}
+	}
+	perm := make([]int, 0, rank)
+	for d := range rank {
+		if !slices.Contains(red, d) {
+			perm = append(perm, d)
+		}
+	}
+	perm = append(perm, red...)
+	src := t.Permute(perm...)
+	if src.err != nil {
+		return src
+	}
+	shape := slices.Clone(src.n.Shape)
+	for d := rank - len(red); d < rank; d++ {
+		shape[d] = 1
+	}
+	out := t.g.intern(op, op.Info().OutDType(t.n.DType), shape, []*ir.Node{src.n}, []float64{float64(len(red))}, nil, "")
+	final := make([]int, 0, rank)
+	for d := range rank {
+		switch {
+		case !slices.Contains(red, d):
+			final = append(final, t.n.Shape[d])
+		case keepdim:
+			final = append(final, 1)
+		}
+	}
+	return out.Reshape(final...)
+}
+
+// Sum adds over dims, dropping them.
+func (t *Tensor) Sum(dims ...int) *Tensor { return t.reduce(ir.OpSum, dims, false) }
+
+// SumKeepDim adds over dims, keeping them with size 1.
+func (t *Tensor) SumKeepDim(dims ...int) *Tensor { return t.reduce(ir.OpSum, dims, true) }
+
+// Max is the largest element over dims (NaN if any is NaN).
+func (t *Tensor) Max(keepdim bool, dims ...int) *Tensor { return t.reduce(ir.OpMax, dims, keepdim) }
+
+// Min is the smallest element over dims (NaN if any is NaN).
+func (t *Tensor) Min(keepdim bool, dims ...int) *Tensor { return t.reduce(ir.OpMin, dims, keepdim) }
+
+// Argmax is the u32 index of the largest element along dim: the first one
+// on ties, the first NaN if there is one.
+func (t *Tensor) Argmax(dim int, keepdim bool) *Tensor {
+	return t.reduce(ir.OpArgmax, []int{dim}, keepdim)
+}
+
+// Argmin is the u32 index of the smallest element along dim: the first one
+// on ties, the first NaN if there is one.
+func (t *Tensor) Argmin(dim int, keepdim bool) *Tensor {
+	return t.reduce(ir.OpArgmin, []int{dim}, keepdim)
+}
+
+// count returns the number of elements reduced over dims (validated later
+// by reduce).
+func (t *Tensor) count(dims []int) int {
+	n := 1
+	for _, d := range dims {
+		if d < 0 {
+			d += t.Rank()
+		}
+		if d >= 0 && d < t.Rank() {
+			n *= t.n.Shape[d]
+		}
+	}
+	return n
+}
+
+// floatOnly fails for non-float tensors.
+func (t *Tensor) floatOnly(op string) (*Tensor, bool) {
+	if r, ok := t.ready(op); !ok {
+		return r, false
+	}
+	if !t.n.DType.IsFloat() {
+		return t.g.fail(opErr(op, "needs a float dtype, got %v%v", t.n.DType, t.n.Shape)), false
+	}
+	return nil, true
+}
+
+// Mean is Sum(dims)·(1/n), a composite (floats only).
+func (t *Tensor) Mean(keepdim bool, dims ...int) *Tensor {
+	if r, ok := t.floatOnly("mean"); !ok {
+		return r
+	}
+	return t.reduce(ir.OpSum, dims, keepdim).Affine(1/float64(t.count(dims)), 0)
+}
+
+// Var is the population variance over dims, two-pass: mean((x − mean)²).
+func (t *Tensor) Var(keepdim bool, dims ...int) *Tensor {
+	if r, ok := t.floatOnly("var"); !ok {
+		return r
+	}
+	c := t.Sub(t.Mean(true, dims...))
+	return c.Sqr().Mean(keepdim, dims...)
+}
+
+// Softmax over dim, the numerically stable composite
+// exp(x − max) / Σ exp(x − max). Fusion turns it into one row kernel.
+func (t *Tensor) Softmax(dim int) *Tensor {
+	if r, ok := t.floatOnly("softmax"); !ok {
+		return r
+	}
+	e := t.Sub(t.Max(true, dim)).Exp()
+	return e.Div(e.SumKeepDim(dim))
+}
+
+// LogSoftmax over dim: (x − max) − log Σ exp(x − max).
+func (t *Tensor) LogSoftmax(dim int) *Tensor {
+	if r, ok := t.floatOnly("log_softmax"); !ok {
+		return r
+	}
+	c := t.Sub(t.Max(true, dim))
+	return c.Sub(c.Exp().SumKeepDim(dim).Log())
+}
+
+// LayerNorm normalises over the last dim: (x − mean)/√(var + eps)·w + b,
+// with the two-pass variance (Candle's kernel uses E[x²] − mean², which
+// cancels badly when |mean| ≫ std). w and b have the last dim's size.
+func (t *Tensor) LayerNorm(w, b *Tensor, eps float64) *Tensor {
+	if r, ok := t.floatOnly("layer_norm"); !ok {
+		return r
+	}
+	c := t.Sub(t.Mean(true, -1))
+	inv := c.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
+	return c.Mul(inv).Mul(w).Add(b)
+}
+
+// RmsNorm normalises over the last dim: x / √(mean(x²) + eps) · w.
+func (t *Tensor) RmsNorm(w *Tensor, eps float64) *Tensor {
+	if r, ok := t.floatOnly("rms_norm"); !ok {
+		return r
+	}
+	inv := t.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
+	return t.Mul(inv).Mul(w)
+}
