@@ -166,6 +166,9 @@ func kernelName(k *exec.Kernel) string {
 		}
 		ops = append(ops, in.Node.Op.String())
 	}
+	if len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {
+		return "I_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
+	}
 	if k.RowAxes > 0 {
 		return "R_" + strings.Join(ops, "_") + fmt.Sprintf("_%dx%d", ir.Numel(k.RowShape()), k.RowLen())
 	}

@@ -73,6 +73,16 @@ const (
 	OpArgmax // over exactly one trailing axis; u32 index
 	OpArgmin
 
+	// Indexing, sorting and data movement: each runs as its own step.
+	OpIndexSelect // (src, ids) Params: dim
+	OpGather      // (src, ids) Params: dim; output has the ids' shape
+	OpScatter     // (dst, ids, src) Params: dim; out = dst with src written at ids
+	OpScatterAdd  // (dst, ids, src) Params: dim; out = dst with src added at ids
+	OpIndexAdd    // (dst, ids, src) Params: dim; ids is 1-D along dim
+	OpCat         // (a, b, …) Params: dim
+	OpSliceAssign // (dst, src) Params: dim, start; out = dst with src written at [start, start+len)
+	OpArgsort     // (x) Params: descending (0|1); u32 indices along the last dim, stable
+
 	NumOps
 )
 
@@ -85,10 +95,11 @@ const (
 	ClassView                     // zero-cost view of its argument
 	ClassElementwise              // out[i] depends only on args at i (incl. cast, compare, where, copy)
 	ClassReduce                   // out[r] reduces row r: the arg's trailing Params[0] axes
+	ClassIndex                    // indexing, sorting and data movement: a barrier to fusion
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise", "reduce"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce", "index"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -228,6 +239,41 @@ var opTable = [NumOps]OpInfo{
 	OpMin:    reduceOp("min", OutSame),
 	OpArgmax: reduceOp("argmax", OutU32),
 	OpArgmin: reduceOp("argmin", OutU32),
+
+	OpIndexSelect: indexOp("index_select", 2, OutSame, "dim"),
+	OpGather:      indexOp("gather", 2, OutSame, "dim"),
+	OpScatter:     indexOp("scatter", 3, OutSame, "dim"),
+	OpScatterAdd:  indexOp("scatter_add", 3, OutSame, "dim"),
+	OpIndexAdd:    indexOp("index_add", 3, OutSame, "dim"),
+	OpCat:         indexOp("cat", -1, OutSame, "dim"),
+	OpSliceAssign: indexOp("slice_assign", 2, OutSame, "dim", "start"),
+	// argsort is stable: equal keys keep their order; NaN sorts last
+	// ascending and first descending (descending is the reverse order of
+	// ascending keys, with ties still in index order).
+	OpArgsort: indexOp("argsort", 1, OutU32, "descending"),
+}
+
+// IDArg returns the index of an indexing op's ids argument, or -1.
+func (i *OpInfo) IDArg() int {
+	switch i.Name {
+	case "index_select", "gather", "scatter", "scatter_add", "index_add":
+		return 1
+	}
+	return -1
+}
+
+// Indexing ops follow Candle's indexing.cu, sort.cu and fill.cu (see
+// shared/candle-kernels.md §6, §8, §10): ids are u8, u32 or i64 and Args[1]
+// of the ops that take them; an id equal to its dtype's maximum value is a
+// sentinel (reads give 0, writes are skipped); any other id outside
+// [0, dim size) — negative i64 ids included — is an error on every executor
+// (Candle trips a device assert and aborts; Loom's run returns an error
+// naming the op and the id). gather follows Candle's CPU convention: the
+// output has the ids' shape, and ids match src on every dim but dim.
+// Duplicate ids: scatter keeps the last write, scatter_add and index_add
+// add every contribution in order.
+func indexOp(name string, arity int, out OutRule, params ...string) OpInfo {
+	return OpInfo{Name: name, Arity: arity, Class: ClassIndex, In: AnyDType, Out: out, Params: params}
 }
 
 func reduceOp(name string, out OutRule) OpInfo {

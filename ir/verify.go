@@ -2,7 +2,9 @@ package ir
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/loomgraph/loom/dtype"
 	"slices"
 )
 
@@ -36,7 +38,7 @@ func Verify(g *Graph) error {
 			bad(n, "duplicates an earlier node (not interned)")
 		}
 		seen[k] = true
-		if len(n.Args) != info.Arity {
+		if len(n.Args) != info.Arity && !(info.Arity < 0 && len(n.Args) > 0) {
 			bad(n, "has %d args, op %s takes %d", len(n.Args), n.Op, info.Arity)
 			continue
 		}
@@ -76,6 +78,8 @@ func Verify(g *Graph) error {
 			verifyElementwise(n, info, bad)
 		case ClassReduce:
 			verifyReduce(n, info, bad)
+		case ClassIndex:
+			verifyIndex(n, info, bad)
 		}
 	}
 	outs := map[string]bool{}
@@ -161,5 +165,30 @@ func verifyReduce(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 	}
 	if n.DType != info.OutDType(a.DType) {
 		bad(n, "output dtype %v, rule gives %v", n.DType, info.OutDType(a.DType))
+	}
+}
+
+// verifyIndex checks the dtype rules of indexing ops: ids in IDDTypes, the
+// value arguments sharing the output's dtype (argsort: u32 output). Shape
+// rules are checked by the builder, which states them per op.
+func verifyIndex(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
+	ids := info.IDArg()
+	for i, a := range n.Args {
+		switch {
+		case i == ids:
+			if !IDDTypes.Has(a.DType) {
+				bad(n, "ids dtype %v not in {%v}", a.DType, IDDTypes)
+			}
+		case n.Op == OpArgsort:
+			if n.DType != dtype.U32 {
+				bad(n, "argsort must produce u32, not %v", n.DType)
+			}
+		case a.DType != n.DType:
+			bad(n, "value arg %v has dtype %v, output %v", a, a.DType, n.DType)
+		}
+	}
+	dim := int(n.Params[0])
+	if n.Op != OpArgsort && (dim < 0 || dim >= len(n.Shape)) {
+		bad(n, "dim %v out of range for rank %d", n.Params[0], len(n.Shape))
 	}
 }

@@ -16,7 +16,6 @@ import (
 type Executor struct {
 	workers  int
 	poison   int      // -1: off; else the byte every new allocation is filled with
-	programs sync.Map // *exec.Kernel → *program
 	pool     pool
 }
 
@@ -147,13 +146,16 @@ func (e *Executor) Sync() error { return nil }
 // Run executes one step.
 func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
 	k := s.Kernel
-	pi, ok := e.programs.Load(k)
+	if isIndexKernel(k) {
+		return e.runIndex(k, mem)
+	}
+	pi, ok := k.Cache.Load(e)
 	if !ok {
 		p, err := compileKernel(k)
 		if err != nil {
 			return err
 		}
-		pi, _ = e.programs.LoadOrStore(k, p)
+		pi, _ = k.Cache.LoadOrStore(e, p)
 	}
 	p := pi.(*program)
 	ins := make([][]byte, len(k.Ins))
