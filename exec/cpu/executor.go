@@ -14,9 +14,9 @@ import (
 
 // Executor runs plans on the CPU with all cores.
 type Executor struct {
-	workers  int
-	poison   int      // -1: off; else the byte every new allocation is filled with
-	pool     pool
+	workers int
+	poison  int // -1: off; else the byte every new allocation is filled with
+	pool    pool
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
