@@ -6,3 +6,5 @@ require (
 	github.com/ebitengine/purego v0.11.3
 	golang.org/x/sync v0.24.0
 )
+
+require golang.org/x/sys v0.49.0 // indirect

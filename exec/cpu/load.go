@@ -72,6 +72,10 @@ func fill(dst tile, src buf, pos, stride, j, run int) {
 	case dtype.F64:
 		gather(dst.f64[j:j+run], src.f64, pos, stride, func(v float64) float64 { return v })
 	case dtype.F16:
+		if stride == 1 {
+			widenF16(dst.f32[j:j+run], src.f16[pos:pos+run])
+			return
+		}
 		gather(dst.f32[j:j+run], src.f16, pos, stride, func(v dtype.Float16) float32 { return f16ToF32[v] })
 	case dtype.BF16:
 		gather(dst.f32[j:j+run], src.b16, pos, stride, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
@@ -116,10 +120,7 @@ func store(dst buf, s int, v tile) {
 	case dtype.I64:
 		copy(dst.i64[s:], v.i64)
 	case dtype.F16:
-		out := dst.f16[s : s+len(v.f32)]
-		for k, x := range v.f32 {
-			out[k] = dtype.ToF16(x)
-		}
+		narrowF16(dst.f16[s:s+len(v.f32)], v.f32)
 	case dtype.BF16:
 		out := dst.b16[s : s+len(v.f32)]
 		for k, x := range v.f32 {
@@ -144,8 +145,11 @@ func rounder(dt dtype.DType) func(tile) {
 	switch dt {
 	case dtype.F16:
 		return func(t tile) {
-			for k, x := range t.f32 {
-				t.f32[k] = f16ToF32[dtype.ToF16(x)]
+			var h [tileSize]dtype.Float16
+			for s := 0; s < len(t.f32); s += tileSize {
+				part := t.f32[s:min(s+tileSize, len(t.f32))]
+				narrowF16(h[:len(part)], part)
+				widenF16(part, h[:len(part)])
 			}
 		}
 	case dtype.BF16:

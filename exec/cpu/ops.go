@@ -133,10 +133,10 @@ func whereOp(dst tile, a []tile, _ int) {
 	c := a[0].i64[:tileLen(dst)]
 	switch {
 	case dst.f32 != nil:
-		t, f := a[1].f32[:len(c)], a[2].f32[:len(c)]
-		for i := range c {
-			m := -uint32(b2i(c[i] != 0))
-			dst.f32[i] = math.Float32frombits(math.Float32bits(t[i])&m | math.Float32bits(f[i])&^m)
+		t, f, d := a[1].f32[:len(c)], a[2].f32[:len(c)], dst.f32[:len(c)]
+		for i, ci := range c {
+			m := uint32((ci | -ci) >> 63) // all ones iff ci != 0
+			d[i] = math.Float32frombits(math.Float32bits(t[i])&m | math.Float32bits(f[i])&^m)
 		}
 	case dst.f64 != nil:
 		t, f := a[1].f64[:len(c)], a[2].f64[:len(c)]
@@ -380,11 +380,11 @@ func compareOp(op ir.Op) opFunc {
 	case ir.OpNe:
 		return cmpOp(func(a, b float32) bool { return a != b }, func(a, b float64) bool { return a != b }, func(a, b int64) bool { return a != b })
 	case ir.OpLt:
-		return cmpOp(func(a, b float32) bool { return a < b }, func(a, b float64) bool { return a < b }, func(a, b int64) bool { return a < b })
+		return withF32(cmpLt32, cmpOp(func(a, b float32) bool { return a < b }, func(a, b float64) bool { return a < b }, func(a, b int64) bool { return a < b }))
 	case ir.OpLe:
 		return cmpOp(func(a, b float32) bool { return a <= b }, func(a, b float64) bool { return a <= b }, func(a, b int64) bool { return a <= b })
 	case ir.OpGt:
-		return cmpOp(func(a, b float32) bool { return a > b }, func(a, b float64) bool { return a > b }, func(a, b int64) bool { return a > b })
+		return withF32(cmpGt32, cmpOp(func(a, b float32) bool { return a > b }, func(a, b float64) bool { return a > b }, func(a, b int64) bool { return a > b }))
 	case ir.OpGe:
 		return cmpOp(func(a, b float32) bool { return a >= b }, func(a, b float64) bool { return a >= b }, func(a, b int64) bool { return a >= b })
 	}
@@ -403,6 +403,36 @@ func cmpOp(f32 func(a, b float32) bool, f64 func(a, b float64) bool, i64 func(a,
 		default:
 			cmpLoop(dst.i64, a[0].i64, a[1].i64, i64)
 		}
+	}
+}
+
+// cmpGt32 and cmpLt32 are the float32 comparisons written out: masks like
+// y > 0 are the most common comparison in fused graphs, and the generic
+// loop calls its predicate per element.
+func cmpGt32(dst tile, a []tile, _ int) {
+	out := dst.i64
+	x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
+	for i := range out {
+		out[i] = b2i(x[i] > y[i])
+	}
+}
+
+func cmpLt32(dst tile, a []tile, _ int) {
+	out := dst.i64
+	x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
+	for i := range out {
+		out[i] = b2i(x[i] < y[i])
+	}
+}
+
+// withF32 uses fast for float32 operands and general otherwise.
+func withF32(fast, general opFunc) opFunc {
+	return func(dst tile, a []tile, s int) {
+		if a[0].f32 != nil {
+			fast(dst, a, s)
+			return
+		}
+		general(dst, a, s)
 	}
 }
 
@@ -538,7 +568,20 @@ func unaryOp(op ir.Op, params []float64) opFunc {
 // unary32Loops are the float32 loops of the ops that dominate fused
 // elementwise work, written out so the math is called directly rather than
 // through a function value per element.
-var unary32Loops = map[ir.Op]func(dst, x []float32){
+var unary32Loops = func() map[ir.Op]func(dst, x []float32) {
+	m := scalar32Loops
+	if hasVMath {
+		m[ir.OpExp] = func(dst, x []float32) { vmath(dst, x, vExp) }
+		m[ir.OpSigmoid] = func(dst, x []float32) { vmath(dst, x, vSigmoid) }
+		m[ir.OpSilu] = func(dst, x []float32) { vmath(dst, x, vSilu) }
+		m[ir.OpGelu] = func(dst, x []float32) { vmath(dst, x, vGelu) }
+	}
+	return m
+}()
+
+// scalar32Loops are the portable float32 loops; the vector kernels replace
+// the exp family where the CPU has AVX2 and FMA.
+var scalar32Loops = map[ir.Op]func(dst, x []float32){
 	ir.OpExp: func(dst, x []float32) {
 		for i, v := range x {
 			dst[i] = float32(expFast(float64(v)))
