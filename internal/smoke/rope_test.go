@@ -1,0 +1,109 @@
+package smoke
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Candle's index formulas (candle-kernels §9.5), one pair per idx.
+func ropeRef(kind string, x, c, s []float64, b, h, t, d int, batched bool) []float64 {
+	out := make([]float64, len(x))
+	td := t * d
+	for idx := 0; idx < b*h*t*d/2; idx++ {
+		var i1, i2, cs, bIdx int
+		switch kind {
+		case "rope_i":
+			bIdx = 2 * idx / (h * td)
+			i1, i2, cs = 2*idx, 2*idx+1, idx%(td/2)
+		case "rope":
+			bIdx = 2 * idx / (h * td)
+			iBH, iTD := idx/(td/2), idx%(td/2)
+			iT, iD := iTD/(d/2), iTD%(d/2)
+			i1 = iBH*td + iT*d + iD
+			i2, cs = i1+d/2, iT*(d/2)+iD
+		case "rope_thd":
+			bIdx = 2 * idx / (h * td)
+			iBTH, iD := idx/(d/2), idx%(d/2)
+			iT := (iBTH / h) % t
+			i1 = iBTH*d + iD
+			i2, cs = i1+d/2, iT*(d/2)+iD
+		}
+		if batched {
+			cs += bIdx * (td / 2)
+		}
+		x0, x1 := x[i1], x[i2]
+		out[i1] = x0*c[cs] - x1*s[cs]
+		out[i2] = x0*s[cs] + x1*c[cs]
+	}
+	return out
+}
+
+func TestRopeSmoke(t *testing.T) {
+	B, H, T, D := 2, 3, 5, 8
+	for _, kind := range []string{"rope_i", "rope", "rope_thd"} {
+		for _, batched := range []bool{false, true} {
+			g := graph.New()
+			shape := []int{B, H, T, D}
+			if kind == "rope_thd" {
+				shape = []int{B, T, H, D}
+			}
+			cshape := []int{T + 2, D / 2}
+			if batched {
+				cshape = []int{B, T, D / 2}
+			}
+			x := g.Input("x", dtype.F32, shape...)
+			c := g.Input("cos", dtype.F32, cshape...)
+			s := g.Input("sin", dtype.F32, cshape...)
+			var y *graph.Tensor
+			switch kind {
+			case "rope_i":
+				y = x.RopeI(c, s)
+			case "rope":
+				y = x.Rope(c, s)
+			default:
+				y = x.RopeThd(c, s)
+			}
+			g.Output("y", y)
+			p, err := g.Compile(graph.Options{Check: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := B * H * T * D
+			xv, cv, sv := make([]float32, n), make([]float32, tensor.Numel(cshape)), make([]float32, tensor.Numel(cshape))
+			for i := range xv {
+				xv[i] = float32(math.Sin(float64(i)*0.7)) + 0.1
+			}
+			for i := range cv {
+				cv[i], sv[i] = float32(math.Cos(float64(i)*0.3)), float32(math.Sin(float64(i)*0.3))
+			}
+			xt, _ := tensor.New(xv, shape...)
+			ct, _ := tensor.New(cv, cshape...)
+			st, _ := tensor.New(sv, cshape...)
+			out, err := p.Run(context.Background(), cpu.New().Poison(0xff), map[string]*tensor.Tensor{"x": xt, "cos": ct, "sin": st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f64 := func(v []float32) []float64 {
+				o := make([]float64, len(v))
+				for i := range v {
+					o[i] = float64(v[i])
+				}
+				return o
+			}
+			want := ropeRef(kind, f64(xv), f64(cv), f64(sv), B, H, T, D, batched)
+			got := out["y"].Float64s()
+			for i := range want {
+				if math.Abs(got[i]-want[i]) > 1e-6 {
+					t.Fatalf("%s batched=%v: [%d] = %v want %v", kind, batched, i, got[i], want[i])
+				}
+			}
+			t.Logf("%s batched=%v: %d steps", kind, batched, len(p.Plan().Steps))
+		}
+	}
+}
