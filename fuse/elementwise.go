@@ -189,14 +189,15 @@ func (f *fuser) cheap(n *ir.Node) bool {
 	return false
 }
 
-// operandsWith counts the distinct buffers group g would read if n joined it.
+// operandsWith counts the operands group g would have if n joined it: one
+// per distinct (buffer, layout) read, as plan makes them.
 func (f *fuser) operandsWith(g *Group, n *ir.Node) int {
-	in := map[*ir.Node]bool{}
+	in := map[string]bool{}
 	reads := func(m *ir.Node) {
 		for _, a := range m.Args {
-			base, _ := a.Base()
+			base, l := a.Base()
 			if base != n && !f.members[g][base] {
-				in[base] = true
+				in[fmt.Sprint(base.ID, l)] = true
 			}
 		}
 	}

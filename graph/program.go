@@ -158,12 +158,19 @@ func (p *Program) annotate(n *ir.Node) string {
 	return ""
 }
 
+// clusters draws each fused kernel (two or more ops) as a cluster. A cheap
+// node recomputed in several kernels is drawn once, in the first.
 func (p *Program) clusters() []ir.DOTCluster {
 	var cs []ir.DOTCluster
+	drawn := map[*ir.Node]bool{}
 	for _, s := range p.state.Plan.Steps {
+		if len(s.Kernel.Instrs) < 2 {
+			continue
+		}
 		c := ir.DOTCluster{Label: s.Kernel.Name}
 		for _, in := range s.Kernel.Instrs {
-			if in.Node.ID >= 0 {
+			if in.Node.ID >= 0 && !drawn[in.Node] {
+				drawn[in.Node] = true
 				c.Nodes = append(c.Nodes, in.Node)
 			}
 		}

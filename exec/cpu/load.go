@@ -25,6 +25,9 @@ type walker struct {
 // through layout l, widening to dst's kind.
 func (w *walker) load(dst tile, src buf, l ir.Layout, s, n int) {
 	r := len(l.Dims)
+	if n == 0 {
+		return
+	}
 	if r == 0 { // a single element broadcast to the whole tile
 		fill(dst, src, l.Offset, 0, 0, n)
 		return

@@ -43,7 +43,7 @@ func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand, rowLen in
 		if k.RowAxes != n.ReduceAxes() || rowLen != n.RowLen() {
 			return nil, fmt.Errorf("%v reduces %d axes (%d elements) in a kernel with rows of %d axes (%d elements)", n, n.ReduceAxes(), n.RowLen(), k.RowAxes, rowLen)
 		}
-		return reduceOp(n.Op, argDT(0), rowLen), nil
+		return reduceOp(n.Op, argDT(0)), nil
 	}
 	if fn := binaryOp(n.Op); fn != nil {
 		return fn, nil

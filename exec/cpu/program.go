@@ -109,7 +109,7 @@ type worker struct {
 func compileKernel(k *exec.Kernel) (*program, error) {
 	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind(), rowLen: k.RowLen()}
 	p.rows = ir.Numel(k.RowShape())
-	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1))
+	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1)) // rows of 0: tileSize rows a tile
 	rowShape := k.RowShape()
 	for i, o := range k.Ins {
 		wide := sameDims(o.Layout.Dims, k.Shape)
@@ -171,7 +171,10 @@ func reduce(l ir.Layout) ir.Layout {
 }
 
 func (p *program) newWorker() *worker {
-	wideN, rowN := p.rowsPerTile*max(p.rowLen, 1), p.rowsPerTile
+	wideN, rowN := p.rowsPerTile*p.rowLen, p.rowsPerTile
+	if p.k.RowAxes == 0 {
+		wideN = p.rowsPerTile
+	}
 	size := func(wide bool) int {
 		if wide {
 			return wideN
@@ -254,7 +257,10 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 // tile computes rows [r0, r1): whole-row values cover flat elements
 // [r0·rowLen, r1·rowLen), row values [r0, r1).
 func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
-	L := max(p.rowLen, 1)
+	L := p.rowLen // 0 for empty rows: whole-row values are empty
+	if p.k.RowAxes == 0 {
+		L = 1
+	}
 	span := func(wide bool) (int, int) {
 		if wide {
 			return r0 * L, (r1 - r0) * L
@@ -288,7 +294,10 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
 				v = w.vals[r.Index]
 			}
 			if r.Broadcast {
-				b := w.bcast[i][a].slice(n)
+				// Expanded to whole rows, whatever the reader (a reduction
+				// reads whole rows and writes row values).
+				_, wn := span(true)
+				b := w.bcast[i][a].slice(wn)
 				expand(b, v, L)
 				v = b
 			}
@@ -319,6 +328,9 @@ func expand(b, v tile, L int) {
 }
 
 func expandRows[T any](b, v []T, L int) {
+	if L == 0 {
+		return
+	}
 	for r := range len(b) / L {
 		splat(b[r*L:(r+1)*L], v[r])
 	}

@@ -12,18 +12,20 @@ import (
 // f64 in float64, integers in int64 (u8/u32 wrap when narrowed); max and
 // min propagate NaN; argmax/argmin return the first index of the extreme
 // value, NaN counting as the extreme; an empty row sums to 0.
-func reduceOp(op ir.Op, in dtype.DType, L int) opFunc {
+func reduceOp(op ir.Op, in dtype.DType) opFunc {
 	return func(dst tile, a []tile, _ int) {
 		x := a[0]
 		rows := tileLen(dst)
+		L := tileLen(x) / max(rows, 1) // rows in this tile, each of L elements
 		for r := range rows {
 			lo, hi := r*L, (r+1)*L
 			switch op {
 			case ir.OpSum:
+				// Switch on dst: an empty row's x may be a nil slice.
 				switch {
-				case x.f32 != nil:
+				case dst.f32 != nil:
 					dst.f32[r] = sum32(x.f32[lo:hi])
-				case x.f64 != nil:
+				case dst.f64 != nil:
 					dst.f64[r] = sum64(x.f64[lo:hi])
 				default:
 					var s int64
