@@ -100,9 +100,9 @@ type Kernel struct {
 	Name    string
 	Shape   []int
 	RowAxes int
-	Ins    []Operand
-	Instrs []Instr
-	Out    *Buffer
+	Ins     []Operand
+	Instrs  []Instr
+	Out     *Buffer
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor, so they live exactly as long as the plan.
 	Cache sync.Map
