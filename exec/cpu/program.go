@@ -92,7 +92,12 @@ type program struct {
 	outDT       dtype.DType
 	outKind     dtype.Kind
 	// direct: the last instruction writes straight into the output buffer.
-	direct  bool
+	direct bool
+	// chunked: a long-row reduction (one reduction, the last instruction)
+	// runs in two stages: chunks of tileSize elements of every row reduce
+	// in parallel to partials, which then combine in chunk order. Both the
+	// scratch memory and the parallelism then stop depending on row length.
+	chunked bool
 	scratch sync.Pool // *worker
 }
 
@@ -131,8 +136,19 @@ func compileKernel(k *exec.Kernel) (*program, error) {
 		return nil, fmt.Errorf("cpu: kernel %s stores %v into a %v buffer", k.Name, last.node.DType, p.outDT)
 	}
 	p.direct = native(p.outDT)
+	p.chunked = p.rowLen > tileSize && reductions(p.instrs) == 1 && last.node.Info().Class == ir.ClassReduce
 	p.scratch.New = func() any { return p.newWorker() }
 	return p, nil
+}
+
+func reductions(ins []instr) int {
+	n := 0
+	for _, in := range ins {
+		if in.node.Info().Class == ir.ClassReduce {
+			n++
+		}
+	}
+	return n
 }
 
 func sameDims(a, b []int) bool {
@@ -175,6 +191,9 @@ func (p *program) newWorker() *worker {
 	if p.k.RowAxes == 0 {
 		wideN = p.rowsPerTile
 	}
+	if p.chunked {
+		wideN = tileSize // a chunk of a long row
+	}
 	size := func(wide bool) int {
 		if wide {
 			return wideN
@@ -189,7 +208,7 @@ func (p *program) newWorker() *worker {
 	}
 	maxArgs := 0
 	for i, in := range p.instrs {
-		if i < len(p.instrs)-1 || !p.direct {
+		if i < len(p.instrs)-1 || !p.direct || p.chunked {
 			w.vals[i] = newTile(in.kind, size(in.wide))
 		}
 		maxArgs = max(maxArgs, len(in.args))
@@ -223,6 +242,9 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 		srcs[i] = asBuf(b, p.ops[i].dt)
 	}
 	dst := asBuf(out, p.outDT)
+	if p.chunked {
+		return p.runChunked(ctx, workers, srcs, dst)
+	}
 	per := p.rowsPerTile
 	tiles := (n + per - 1) / per
 	if n*max(p.rowLen, 1) < serialBelow || workers == 1 || tiles == 1 {
@@ -261,11 +283,20 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
 	if p.k.RowAxes == 0 {
 		L = 1
 	}
+	p.span(w, srcs, dst, r0*L, (r1-r0)*L, r0, r1-r0, L, true)
+}
+
+// span computes whole-row values over flat elements [ws, ws+wn) and row
+// values over rows [rs, rs+rn), where each row contributes L elements of the
+// whole-row span (a tile of rows, or with rn = 1 one chunk of a long row).
+// With store, the last instruction's values go to dst; otherwise they stay
+// in w.vals (a chunk's partial reduction).
+func (p *program) span(w *worker, srcs []buf, dst buf, ws, wn, rs, rn, L int, storeOut bool) {
 	span := func(wide bool) (int, int) {
 		if wide {
-			return r0 * L, (r1 - r0) * L
+			return ws, wn
 		}
-		return r0, r1 - r0
+		return rs, rn
 	}
 	for i, o := range p.ops {
 		s, n := span(o.wide)
@@ -281,7 +312,7 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
 		in := &p.instrs[i]
 		s, n := span(in.wide)
 		var out tile
-		if i == lastI && p.direct {
+		if i == lastI && p.direct && storeOut {
 			out = dst.tile(s, n)
 		} else {
 			out = w.vals[i].slice(n)
@@ -309,7 +340,7 @@ func (p *program) tile(w *worker, srcs []buf, dst buf, r0, r1 int) {
 		}
 		w.vals[i] = out
 	}
-	if !p.direct {
+	if !p.direct && storeOut {
 		s, _ := span(p.instrs[lastI].wide)
 		store(dst, s, w.vals[lastI])
 	}
