@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -83,6 +84,20 @@ func (g *Graph) Err() error {
 	return errors.Join(g.errs...)
 }
 
+// record adds err to the graph's errors unless it is there already: errors
+// made where no graph was known (ops on untyped scalars, operands from two
+// graphs) reach the graph when the tensor carrying them is used as an output.
+func (g *Graph) record(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.errs {
+		if e == err {
+			return
+		}
+	}
+	g.errs = append(g.errs, err)
+}
+
 // fail records an error against the graph and returns a tensor carrying it.
 func (g *Graph) fail(err error) *Tensor {
 	g.mu.Lock()
@@ -122,15 +137,18 @@ func (g *Graph) Input(name string, dt dtype.DType, shape ...int) *Tensor {
 	if err := checkDims("input", shape); err != nil {
 		return g.fail(err)
 	}
+	// Check and intern under one lock: two goroutines declaring the same
+	// name must not both succeed.
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, n := range g.ir.Inputs() {
 		if n.Name == name {
-			g.mu.Unlock()
-			return g.fail(opErr("input", "name %q declared twice (%v%v and %v%v)", name, n.DType, n.Shape, dt, shape))
+			err := opErr("input", "name %q declared twice (%v%v and %v%v)", name, n.DType, n.Shape, dt, shape)
+			g.errs = append(g.errs, err)
+			return &Tensor{g: g, err: err}
 		}
 	}
-	g.mu.Unlock()
-	return g.intern(ir.OpInput, dt, shape, nil, nil, nil, name)
+	return &Tensor{g: g, n: g.ir.Intern(ir.OpInput, dt, shape, nil, nil, nil, name)}
 }
 
 // Full returns a tensor of the given dtype and shape with every element v
@@ -162,24 +180,15 @@ func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
 	if step == 0 || step != step || start != start || stop != stop {
 		return g.fail(opErr("arange", "bad range start=%g stop=%g step=%g", start, stop, step))
 	}
-	n := 0
-	if (stop-start)/step > 0 {
-		n = int(ceilDiv(stop-start, step))
+	count := 0.0
+	if q := (stop - start) / step; q > 0 {
+		count = math.Ceil(q)
 	}
-	if n > 1<<40 {
-		return g.fail(opErr("arange", "%g elements is too many", float64(n)))
+	if count > 1<<40 { // also catches +Inf
+		return g.fail(opErr("arange", "[%g, %g) in steps of %g has %g elements: too many", start, stop, step, count))
 	}
+	n := int(count)
 	return g.intern(ir.OpArange, dt, []int{n}, nil, []float64{start, step}, nil, "")
-}
-
-// ceilDiv is ceil(a/b) for a/b > 0, exact for integer-valued ranges.
-func ceilDiv(a, b float64) float64 {
-	q := a / b
-	n := float64(int64(q))
-	if n < q {
-		n++
-	}
-	return n
 }
 
 // Output names a result of the graph. Outputs are always fresh contiguous
@@ -188,7 +197,8 @@ func ceilDiv(a, b float64) float64 {
 // dropped) is not, since the value's buffer already holds it in order.
 func (g *Graph) Output(name string, t *Tensor) {
 	if t.err != nil {
-		return // already recorded
+		g.record(t.err)
+		return
 	}
 	if t.n == nil {
 		g.fail(opErr("output", "%q: an untyped scalar cannot be an output; use Full", name))

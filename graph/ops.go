@@ -57,6 +57,9 @@ func (t *Tensor) Powf(e float64) *Tensor { return t.unary(ir.OpPowf, e) }
 
 // Affine is x·mul + add, computed in the tensor's dtype (for integers, mul
 // and add are first converted to it with Rust `as` semantics, like Candle).
+// Chains of affines on f32/f64 are folded into one at compile time (package
+// fuse, fold.go): the chain then rounds once, and an intermediate overflow
+// such as (x·1e30)·1e-30 disappears.
 func (t *Tensor) Affine(mul, add float64) *Tensor { return t.unary(ir.OpAffine, mul, add) }
 
 // Cast converts to dt. Float → float rounds to nearest even; float → int

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -238,13 +239,38 @@ func castOp(from, to dtype.DType) opFunc {
 		return func(dst tile, a []tile, _ int) {
 			for i, v := range a[0].i64[:len(dst.f32)] {
 				if half {
-					dst.f32[i] = dtype.F32RoundOdd(float64(v))
+					dst.f32[i] = i64RoundOdd(v)
 				} else {
 					dst.f32[i] = float32(v)
 				}
 			}
 		}
 	}
+}
+
+// i64RoundOdd converts v to float32 rounding to odd (truncate, then set the
+// last mantissa bit if anything was dropped), straight from the integer: a
+// detour through float64 would already round above 2^53.
+func i64RoundOdd(v int64) float32 {
+	u := uint64(v)
+	if v < 0 {
+		u = -u // two's complement magnitude; MinInt64 gives 2^63
+	}
+	var f float32
+	if n := bits.Len64(u); n <= 24 {
+		f = float32(u) // exact
+	} else {
+		shift := n - 24
+		m := u >> shift
+		if u&(1<<shift-1) != 0 {
+			m |= 1
+		}
+		f = float32(math.Ldexp(float64(m), shift)) // m < 2^24: exact
+	}
+	if v < 0 {
+		return -f
+	}
+	return f
 }
 
 func intRange(d dtype.DType) (lo, hi int64) {

@@ -1,0 +1,21 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/loomgraph/loom/exec"
+)
+
+// RunValues executes the program on e with inputs that are host tensors or
+// tensors resident on e (see exec.RunValues). With keep, an executor that
+// can hold tensors (exec.Resident, such as rocm) returns the outputs resident
+// in its memory, so a caller can chain programs or keep weights on the
+// device without copies; the caller then frees them. Without keep, or on an
+// executor that cannot, the outputs are host *tensor.Tensor values.
+func (p *Program) RunValues(ctx context.Context, e exec.Executor, inputs map[string]exec.Value, keep bool) (map[string]exec.Value, error) {
+	if e == nil {
+		return nil, fmt.Errorf("loom: run: nil executor")
+	}
+	return exec.RunValues(ctx, e, p.state.Plan, inputs, keep)
+}

@@ -1,0 +1,56 @@
+// Package conformance is Loom's executor conformance suite: exported test
+// groups that every exec.Executor runs (the pattern of gonum's testblas).
+//
+// Every case builds a graph, compiles it with the IR verifier on after each
+// pass, verifies the builder graph and the compiled graph once more with
+// ir.Verify, runs the program on two executors whose fresh memory is
+// poisoned with different bytes (0xFF, then 0x00: an element that a kernel
+// never writes is NaN or 0xFF… in one run and 0 in the other, so it cannot
+// match the reference in both), and compares every output with a reference
+// computed here in float64 (floats) or exact int64 (integers). The reference
+// does not call exec/cpu: it is written from the op semantics documented in
+// ir/ops.go, graph/ops.go and shared/candle-kernels.md.
+//
+// Groups (each takes the executor factory and the compile options):
+//
+//	Elementwise  every op × every dtype its row in the op table claims × layouts
+//	Chains       random multi-op graphs over exactly rounded ops (what fusion
+//	             must keep bit for bit)
+//	Views        reshape/permute/narrow/broadcast/squeeze chains, copies
+//	Graph        hash-consing, verifier, compile snapshots, concurrent runs
+//	Errors       every builder, compile and run error: message content, no panics
+//	Formulas     known points of gelu, normcdf, round, casts …
+//	Large        300k-element cases: many tiles, all workers
+//
+// Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
+// from the clock (or LOOM_SEED), logged when a group fails; each case derives
+// its own generator from the seed and its test name, so `go test -run` with
+// the same LOOM_SEED reproduces one case alone. (go test caches passing
+// results: use -count=1 for fresh inputs.)
+//
+// An executor's test calls All, or the groups one by one:
+//
+//	func TestMine(t *testing.T) {
+//		newExec := func(p byte) exec.Executor { return mine.New().Poison(p) }
+//		conformance.All(t, newExec, graph.Options{})
+//		conformance.All(t, newExec, graph.Options{NoFusion: true})
+//	}
+package conformance
+
+import (
+	"testing"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+)
+
+// All runs every group as a subtest.
+func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Options) {
+	t.Run("Elementwise", func(t *testing.T) { Elementwise(t, newExec, opts) })
+	t.Run("Chains", func(t *testing.T) { Chains(t, newExec, opts) })
+	t.Run("Views", func(t *testing.T) { Views(t, newExec, opts) })
+	t.Run("Graph", func(t *testing.T) { Graph(t, newExec, opts) })
+	t.Run("Errors", func(t *testing.T) { Errors(t, newExec) })
+	t.Run("Formulas", func(t *testing.T) { Formulas(t, newExec, opts) })
+	t.Run("Large", func(t *testing.T) { Large(t, newExec, opts) })
+}
