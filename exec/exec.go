@@ -41,14 +41,20 @@ type Executor interface {
 // CheckInputs checks inputs against the plan's declared names, dtypes and
 // shapes and reports every problem in one error.
 func CheckInputs(p *Plan, inputs map[string]*tensor.Tensor) error {
+	return CheckValues(p, hostValues(inputs))
+}
+
+// CheckValues is CheckInputs for values that may be host tensors or
+// executor-resident tensors.
+func CheckValues(p *Plan, inputs map[string]Value) error {
 	var errs []error
 	for _, b := range p.Inputs {
-		t, ok := inputs[b.Name]
+		v, ok := inputs[b.Name]
 		switch {
-		case !ok || t == nil:
+		case !ok || isNil(v):
 			errs = append(errs, fmt.Errorf("loom: run: missing input %q (%v%v)", b.Name, b.DType, b.Shape))
-		case t.DType() != b.DType || !slices.Equal(t.Shape(), b.Shape):
-			errs = append(errs, fmt.Errorf("loom: run: input %q is %v%v, graph declares %v%v", b.Name, t.DType(), t.Shape(), b.DType, b.Shape))
+		case v.DType() != b.DType || !slices.Equal(v.Shape(), b.Shape):
+			errs = append(errs, fmt.Errorf("loom: run: input %q is %v%v, graph declares %v%v", b.Name, v.DType(), v.Shape(), b.DType, b.Shape))
 		}
 	}
 	for name := range inputs {
@@ -59,20 +65,62 @@ func CheckInputs(p *Plan, inputs map[string]*tensor.Tensor) error {
 	return errors.Join(errs...)
 }
 
+// isNil reports a nil Value, including a nil *tensor.Tensor in an interface.
+func isNil(v Value) bool {
+	if v == nil {
+		return true
+	}
+	t, ok := v.(*tensor.Tensor)
+	return ok && t == nil
+}
+
+// hostValues views a map of host tensors as values (nil tensors stay nil).
+func hostValues(inputs map[string]*tensor.Tensor) map[string]Value {
+	vals := make(map[string]Value, len(inputs))
+	for name, t := range inputs {
+		if t == nil {
+			vals[name] = nil
+		} else {
+			vals[name] = t
+		}
+	}
+	return vals
+}
+
 // Run executes a plan on an executor and returns its named outputs.
-func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
-	if err := CheckInputs(p, inputs); err != nil {
+func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	vals, err := run(ctx, e, p, hostValues(inputs), false)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*tensor.Tensor, len(vals))
+	for name, v := range vals {
+		out[name] = v.(*tensor.Tensor) // keep=false: always downloaded
+	}
+	return out, nil
+}
+
+// run is the one plan runner behind Run and RunValues. Inputs are adopted
+// (resident tensors of e, no copy) or uploaded (host tensors); outputs are
+// downloaded, or with keep handed over as resident values when e is Resident.
+// Everything the run allocated or uploaded is released on every path, except
+// the output memory handed over to resident values.
+func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep bool) (out map[string]Value, err error) {
+	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
 	mem := make([]Memory, len(p.Buffers))
 	slots := make([]Memory, len(p.SlotBytes))
 	var uploaded, allocated []Memory
+	outIndex := map[int]int{} // buffer ID → index in allocated
 	defer func() {
 		for _, m := range uploaded {
 			e.Release(m)
 		}
 		for _, m := range allocated {
-			e.Free(m)
+			if m != nil {
+				e.Free(m)
+			}
 		}
 	}()
 	for i, n := range p.SlotBytes {
@@ -86,18 +134,21 @@ func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Ten
 	for _, b := range p.Buffers {
 		switch b.Kind {
 		case BufInput:
-			m, err := e.Upload(inputs[b.Name])
+			m, up, err := bindInput(e, inputs[b.Name])
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: input %q: %w", e.Name(), b.Name, err)
 			}
 			mem[b.ID] = m
-			uploaded = append(uploaded, m)
+			if up {
+				uploaded = append(uploaded, m)
+			}
 		case BufOutput:
 			m, err := e.Alloc(b.Bytes(), BufOutput)
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 			}
 			mem[b.ID] = m
+			outIndex[b.ID] = len(allocated)
 			allocated = append(allocated, m)
 		case BufTemp:
 			mem[b.ID] = slots[b.Slot]
@@ -114,7 +165,21 @@ func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Ten
 	if err := e.Sync(); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
 	}
-	out = make(map[string]*tensor.Tensor, len(p.Outputs))
+	out = make(map[string]Value, len(p.Outputs))
+	if r, ok := e.(Resident); ok && keep {
+		for _, b := range p.Outputs {
+			v, err := r.Wrap(mem[b.ID], b)
+			if err != nil {
+				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
+			}
+			out[b.Name] = v
+		}
+		// Every output is wrapped: the values own their memory now.
+		for _, b := range p.Outputs {
+			allocated[outIndex[b.ID]] = nil
+		}
+		return out, nil
+	}
 	for _, b := range p.Outputs {
 		t, err := e.Download(mem[b.ID], b)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/loomgraph/loom/exec"
 	// Executors register themselves with exec.Open.
 	_ "github.com/loomgraph/loom/exec/cpu"
+	_ "github.com/loomgraph/loom/exec/rocm"
 )
 
 // devices lists the values -device accepts.

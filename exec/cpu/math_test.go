@@ -132,3 +132,24 @@ func TestF16Conversions(t *testing.T) {
 		}
 	}
 }
+
+func TestVMathExtremes(t *testing.T) {
+	if !hasVMath {
+		t.Skip("no AVX2/FMA")
+	}
+	xs := []float32{-1e30, -1e10, -200, 1e30, 200}
+	for mode, want := range map[int][]float64{
+		vExp:     {0, 0, 0, math.Inf(1), math.Inf(1)},
+		vSigmoid: {0, 0, 0, 1, 1},
+		vSilu:    {0, 0, 0, 1e30, 200},
+		vGelu:    {0, 0, 0, 1e30, 200},
+	} {
+		out := make([]float32, len(xs))
+		vmath(out, xs, mode)
+		for i := range xs {
+			if float64(out[i]) != float64(float32(want[i])) {
+				t.Errorf("mode %d x=%v: got %v want %v", mode, xs[i], out[i], want[i])
+			}
+		}
+	}
+}

@@ -54,8 +54,12 @@ haveT:
 	VORPS        Y2, Y1, Y1
 
 clamp:
-	// Clamp (NaN lanes are restored at the end).
+	// Clamp (NaN lanes are restored at the end). Below -104, e^t is 0 in
+	// float32 even after any scaling: remember those lanes (Y9) and zero
+	// them at the end, since the clamped value is not 0 and N·e could
+	// bring it back into range (silu(-1e30) must be -0).
 	VBROADCASTSS lo<>(SB), Y2
+	VCMPPS       $1, Y2, Y1, Y9 // zero: t < -104
 	VMAXPS       Y2, Y1, Y1     // t ≥ -104
 	VBROADCASTSS hi<>(SB), Y3
 	VCMPPS       $14, Y3, Y1, Y12 // big: t > 88.7228
@@ -100,6 +104,8 @@ clamp:
 	VBROADCASTSS tiny<>(SB), Y2
 	VBLENDVPS    Y13, Y2, Y14, Y3 // scale: small ? 2^-64 : 1 (kept for the numerator)
 	VMOVAPS      Y5, Y10          // unscaled e
+	VANDNPS      Y10, Y9, Y10     // e^t underflowed: 0
+	VANDNPS      Y5, Y9, Y5
 	VMULPS       Y3, Y5, Y5
 	VBROADCASTSS inf<>(SB), Y2
 	VBLENDVPS    Y12, Y2, Y5, Y5

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"syscall"
 	"unsafe"
 )
 
@@ -97,10 +98,12 @@ type Device struct {
 type Module struct {
 	d *Device
 	h uintptr // 0 once unloaded
-	// image is the module's copy of the code object, pinned and kept until
-	// UnloadModule: hipModuleLoadData may refer to the image after it returns.
+	// image is the module's copy of the code object, kept until
+	// UnloadModule: hipModuleLoadData may refer to the image after it
+	// returns. It lives in an anonymous mapping, outside the Go heap, so a
+	// Module that is dropped without UnloadModule leaks the mapping but
+	// never trips the runtime's check for pinned memory left pinned.
 	image []byte
-	pin   runtime.Pinner
 }
 
 // Function is a kernel of a loaded module.
@@ -225,13 +228,17 @@ func (d *Device) LoadModule(code []byte) (*Module, error) {
 	if len(code) == 0 {
 		return nil, errors.New("hip: LoadModule: empty code object")
 	}
-	m := &Module{d: d, image: append([]byte(nil), code...)}
-	m.pin.Pin(&m.image[0])
-	err := d.do(func(a *runtimeAPI) error {
+	image, err := syscall.Mmap(-1, 0, len(code), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("hip: LoadModule: mapping %d bytes for the code object: %w", len(code), err)
+	}
+	copy(image, code)
+	m := &Module{d: d, image: image}
+	err = d.do(func(a *runtimeAPI) error {
 		return a.status(a.moduleLoadData.name, a.moduleLoadData.fn(&m.h, unsafe.Pointer(&m.image[0])))
 	})
 	if err != nil {
-		m.pin.Unpin()
+		_ = syscall.Munmap(image)
 		return nil, err
 	}
 	return m, nil
@@ -261,7 +268,9 @@ func (d *Device) UnloadModule(m *Module) error {
 		}
 		err := a.status(a.moduleUnload.name, a.moduleUnload.fn(m.h))
 		m.h = 0
-		m.pin.Unpin()
+		if uerr := syscall.Munmap(m.image); err == nil && uerr != nil {
+			err = fmt.Errorf("hip: UnloadModule: unmapping the code object: %w", uerr)
+		}
 		m.image = nil
 		return err
 	})

@@ -55,9 +55,9 @@
 // (pageable, garbage-collected) Go memory that must not be touched by the GPU
 // after the call. Go memory that the C side sees during a call (host buffers,
 // the kernel-argument array and values, compiler option strings) is pinned
-// with runtime.Pinner for the call; a loaded module keeps a pinned copy of
-// its code object until UnloadModule, since hipModuleLoadData may refer to
-// the image after it returns.
+// with runtime.Pinner for the call; a loaded module keeps a copy of its code
+// object, in an anonymous mapping outside the Go heap, until UnloadModule,
+// since hipModuleLoadData may refer to the image after it returns.
 //
 // # Compiling
 //

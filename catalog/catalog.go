@@ -1,0 +1,152 @@
+package catalog
+
+import (
+	"fmt"
+
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/workloads"
+)
+
+// Entry is one kernel of the catalog.
+type Entry struct {
+	// Label says where the kernel comes from: "add f32", "cast f16→u8",
+	// "W1 fused".
+	Label  string
+	Kernel *exec.Kernel
+}
+
+// unfusedSize is the element count of the per-op kernels: odd, so the
+// vector paths' tails are compiled too.
+const unfusedSize = 1003
+
+// Kernels returns the catalog: per-op kernels first (in op-table order),
+// then the fused workload kernels.
+func Kernels() ([]Entry, error) {
+	var out []Entry
+	add := func(label string, build func(g *graph.Graph) *graph.Tensor, op ir.Op) error {
+		g := graph.New()
+		g.Output("o", build(g))
+		p, err := g.Compile(graph.Options{NoFusion: true})
+		if err != nil {
+			return fmt.Errorf("catalog: %s: %w", label, err)
+		}
+		for _, s := range p.Plan().Steps {
+			if s.Kernel.Instrs[len(s.Kernel.Instrs)-1].Node.Op == op {
+				out = append(out, Entry{Label: label, Kernel: s.Kernel})
+				return nil
+			}
+		}
+		return fmt.Errorf("catalog: %s: no %s kernel in the plan", label, op)
+	}
+	for _, op := range ir.Ops() {
+		info := op.Info()
+		for _, dt := range info.In.List() {
+			var err error
+			in := func(g *graph.Graph, name string, d dtype.DType) *graph.Tensor {
+				return g.Input(name, d, unfusedSize)
+			}
+			switch {
+			case op == ir.OpCast:
+				for _, to := range dtype.All {
+					if to == dt {
+						continue
+					}
+					if err = add(fmt.Sprintf("cast %v→%v", dt, to), func(g *graph.Graph) *graph.Tensor { return in(g, "x", dt).Cast(to) }, op); err != nil {
+						return nil, err
+					}
+				}
+			case op == ir.OpWhere:
+				for _, c := range ir.IDDTypes.List() {
+					err = add(fmt.Sprintf("where %v ? %v", c, dt), func(g *graph.Graph) *graph.Tensor {
+						return graph.Where(in(g, "c", c), in(g, "t", dt), in(g, "f", dt))
+					}, op)
+					if err != nil {
+						return nil, err
+					}
+				}
+			case op == ir.OpFull:
+				err = add("full "+dt.String(), func(g *graph.Graph) *graph.Tensor {
+					return g.Full(dt, 1.5, unfusedSize).Contiguous().Add(in(g, "x", dt))
+				}, ir.OpAdd)
+			case op == ir.OpArange:
+				err = add("arange "+dt.String(), func(g *graph.Graph) *graph.Tensor { return g.Arange(dt, 0, unfusedSize, 1) }, op)
+			case op == ir.OpCopy:
+				err = add("copy "+dt.String(), func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 17, 59).T().Contiguous()
+				}, op)
+			case info.Class == ir.ClassElementwise && info.Arity == 1:
+				params := make([]float64, len(info.Params))
+				for i := range params {
+					params[i] = 0.5 + float64(i)
+				}
+				err = add(fmt.Sprintf("%s %v", op, dt), func(g *graph.Graph) *graph.Tensor { return unary(in(g, "x", dt), op, params) }, op)
+			case info.Class == ir.ClassElementwise && info.Arity == 2:
+				err = add(fmt.Sprintf("%s %v", op, dt), func(g *graph.Graph) *graph.Tensor { return binary(in(g, "a", dt), in(g, "b", dt), op) }, op)
+			default:
+				continue // reductions and indexing ops have kernels of their own
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, id := range []string{"W1", "W2", "W6"} {
+		w, err := workloads.ByID(id)
+		if err != nil {
+			return nil, err
+		}
+		g, err := w.Build(workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192})
+		if err != nil {
+			return nil, err
+		}
+		p, err := g.Compile(graph.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %s: %w", id, err)
+		}
+		for i, s := range p.Plan().Steps {
+			out = append(out, Entry{Label: fmt.Sprintf("%s fused (step %d)", id, i), Kernel: s.Kernel})
+		}
+	}
+	return out, nil
+}
+
+// unary applies a one-argument op through the graph API.
+func unary(x *graph.Tensor, op ir.Op, p []float64) *graph.Tensor {
+	switch op {
+	case ir.OpAffine:
+		return x.Affine(p[0], p[1])
+	case ir.OpElu:
+		return x.Elu(p[0])
+	case ir.OpPowf:
+		return x.Powf(p[0])
+	}
+	fns := map[ir.Op]func() *graph.Tensor{
+		ir.OpExp: x.Exp, ir.OpLog: x.Log, ir.OpSin: x.Sin, ir.OpCos: x.Cos, ir.OpTanh: x.Tanh,
+		ir.OpRecip: x.Recip, ir.OpSqrt: x.Sqrt, ir.OpCeil: x.Ceil, ir.OpFloor: x.Floor, ir.OpRound: x.Round,
+		ir.OpErf: x.Erf, ir.OpGelu: x.Gelu, ir.OpGeluErf: x.GeluErf, ir.OpSilu: x.Silu, ir.OpSigmoid: x.Sigmoid,
+		ir.OpNormcdf: x.Normcdf, ir.OpNeg: x.Neg, ir.OpSqr: x.Sqr, ir.OpAbs: x.Abs, ir.OpSign: x.Sign, ir.OpRelu: x.Relu,
+	}
+	return fns[op]()
+}
+
+// binary applies a two-argument op through the graph API.
+func binary(a, b *graph.Tensor, op ir.Op) *graph.Tensor {
+	fns := map[ir.Op]func(*graph.Tensor) *graph.Tensor{
+		ir.OpAdd: a.Add, ir.OpSub: a.Sub, ir.OpMul: a.Mul, ir.OpDiv: a.Div, ir.OpMaximum: a.Maximum, ir.OpMinimum: a.Minimum,
+		ir.OpEq: a.Eq, ir.OpNe: a.Ne, ir.OpLt: a.Lt, ir.OpLe: a.Le, ir.OpGt: a.Gt, ir.OpGe: a.Ge,
+	}
+	return fns[op](b)
+}
+
+// Render returns the source of an entry for a target.
+func Render(e Entry, t codegen.Target) (name, code string, err error) {
+	src, err := codegen.Elementwise(e.Kernel, t)
+	if err != nil {
+		return "", "", err
+	}
+	return src.Name, src.Code, nil
+}

@@ -1,0 +1,179 @@
+package codegen
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomgraph/loom/exec/rocm/hip"
+)
+
+// amdCompiler returns hiprtc; without it the test fails when CI=true and is
+// skipped otherwise.
+func amdCompiler(t *testing.T) hip.Compiler {
+	t.Helper()
+	c, err := hip.LoadCompiler(hip.AMD)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but hiprtc is unavailable: %v", err)
+		}
+		t.Skipf("hiprtc unavailable (install libamdhip64-5), AMD compile tests skipped: %v", err)
+	}
+	return c
+}
+
+// batchSize is how many kernel bodies share one translation unit in the
+// bulk compile tests: hiprtc spends most of a small compile on the prelude
+// and its own startup, so batching cuts the op×dtype sweep several-fold.
+const batchSize = 40
+
+// compileAll compiles srcs for arch, batched, and checks that every entry
+// point is in the code objects. It returns the number of translation units.
+func compileAll(t *testing.T, c hip.Compiler, tg Target, arch string, srcs []*Source) int {
+	t.Helper()
+	machine := elf.EM_AMDGPU
+	if tg.Platform == NVIDIA {
+		machine = elf.EM_CUDA
+	}
+	units := 0
+	for lo := 0; lo < len(srcs); lo += batchSize {
+		batch := srcs[lo:min(lo+batchSize, len(srcs))]
+		var b strings.Builder
+		b.WriteString(Prelude(tg))
+		var names []string
+		for _, s := range batch {
+			b.WriteString(s.Body)
+			names = append(names, s.Name)
+		}
+		units++
+		code, log, err := c.Compile(b.String(), fmt.Sprintf("batch%d.hip", lo/batchSize), arch, nil)
+		if err != nil {
+			// Find the culprits: compile each kernel of the batch alone.
+			t.Errorf("batch of %d kernels for %s failed; compiling them one by one", len(batch), arch)
+			for _, s := range batch {
+				if _, _, err := c.Compile(s.Code, s.Name+".hip", arch, nil); err != nil {
+					t.Errorf("%s:\n%v\n--- source body ---\n%s", s.Name, err, s.Body)
+				}
+			}
+			continue
+		}
+		if log != "" && strings.Contains(log, "warning") {
+			t.Logf("%s batch log: %s", arch, log)
+		}
+		checkCodeObject(t, code, machine, names)
+	}
+	return units
+}
+
+// checkCodeObject checks the ELF magic and machine and that every name is a
+// symbol (and, on AMD, has its kernel descriptor name.kd).
+func checkCodeObject(t *testing.T, code []byte, machine elf.Machine, names []string) {
+	t.Helper()
+	if !bytes.HasPrefix(code, []byte("\x7fELF")) {
+		t.Errorf("code object (%d bytes) does not start with the ELF magic: % x", len(code), code[:min(len(code), 8)])
+		return
+	}
+	f, err := elf.NewFile(bytes.NewReader(code))
+	if err != nil {
+		t.Errorf("code object is not a readable ELF: %v", err)
+		return
+	}
+	if f.Machine != machine {
+		t.Errorf("ELF machine %v, want %v", f.Machine, machine)
+	}
+	syms := map[string]bool{}
+	all, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(all, dyn...) {
+		syms[s.Name] = true
+	}
+	for _, n := range names {
+		if !syms[n] || !bytes.Contains(code, []byte(n)) {
+			t.Errorf("entry point %s is not a symbol of the code object", n)
+		}
+		if machine == elf.EM_AMDGPU && !syms[n+".kd"] {
+			t.Errorf("kernel descriptor %s.kd is missing", n)
+		}
+	}
+}
+
+// standalone are the cases whose one-kernel sources (Code) are compiled on
+// their own, besides the batches: the workloads at full size and the big
+// variants.
+func standalone() []graphCase {
+	var cs []graphCase
+	for _, c := range allCases(true) {
+		if c.big {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+func TestCompileAMD(t *testing.T) {
+	c := amdCompiler(t)
+	t.Logf("%s", c.Version())
+	for _, arch := range []string{"gfx90a", "gfx1030"} {
+		t.Run(arch, func(t *testing.T) {
+			t.Parallel()
+			tg := Target{Platform: AMD, Arch: arch}
+			start := time.Now()
+			srcs := renderAll(t, allCases(true), tg)
+			units := compileAll(t, c, tg, arch, srcs)
+			t.Logf("%d kernels in %d translation units: %v", len(srcs), units, time.Since(start).Round(time.Millisecond))
+			start = time.Now()
+			one := renderAll(t, standalone(), tg)
+			for _, s := range one {
+				code, _, err := c.Compile(s.Code, s.Name+".hip", arch, nil)
+				if err != nil {
+					t.Errorf("%s: %v", s.Name, err)
+					continue
+				}
+				checkCodeObject(t, code, elf.EM_AMDGPU, []string{s.Name})
+			}
+			t.Logf("%d one-kernel sources: %v", len(one), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestCompileNVIDIA compiles the same sources with NVRTC for sm_90 (and
+// sm_80); it runs where libnvrtc loads (the GPU machine) and is skipped
+// elsewhere.
+func TestCompileNVIDIA(t *testing.T) {
+	c, err := hip.LoadCompiler(hip.NVIDIA)
+	if err != nil {
+		t.Skipf("NVRTC unavailable, NVIDIA compile tests skipped: %v", err)
+	}
+	t.Logf("%s", c.Version())
+	var mu sync.Mutex
+	for _, arch := range []string{"sm_90", "sm_80"} {
+		t.Run(arch, func(t *testing.T) {
+			tg := Target{Platform: NVIDIA, Arch: arch}
+			start := time.Now()
+			srcs := renderAll(t, allCases(true), tg)
+			units := compileAll(t, c, tg, arch, srcs)
+			t.Logf("%d kernels in %d translation units: %v", len(srcs), units, time.Since(start).Round(time.Millisecond))
+			start = time.Now()
+			one := renderAll(t, standalone(), tg)
+			for _, s := range one {
+				code, log, err := c.Compile(s.Code, s.Name+".cu", arch, nil)
+				if err != nil {
+					t.Errorf("%s: %v", s.Name, err)
+					continue
+				}
+				if log != "" {
+					mu.Lock()
+					t.Logf("%s log: %s", s.Name, log)
+					mu.Unlock()
+				}
+				checkCodeObject(t, code, elf.EM_CUDA, []string{s.Name})
+			}
+			t.Logf("%d one-kernel sources: %v", len(one), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}

@@ -1,0 +1,120 @@
+// Package codegen renders planned elementwise kernels (exec.Kernel) as HIP
+// C++ source for the runtime compilers of package hip: hiprtc (AMD, ROCm 5.2
+// and later) and NVRTC (NVIDIA, HIP's NVIDIA platform spoken directly).
+//
+// # Contract
+//
+// Elementwise(k, t) returns a Source: a complete translation unit (Code =
+// Prelude(t) + Body) with one extern "C" entry point, Name, and its launch
+// shape (Block, Grid). The kernel takes exactly one device pointer per
+// operand, in k.Ins order, then the output pointer (Params); each pointer is
+// the base of the operand's buffer, whose layout offset is baked into the
+// code. Buffers must be at least 16-byte aligned (device allocations are
+// 256-byte aligned). Nothing else is passed: no sizes, no layout array.
+// Compile with the compilers' defaults; never with fast-math options
+// (-ffast-math, --use_fast_math, -ftz=true), which would change results.
+//
+// Name is the kernel name made a C identifier plus 8 hex digits of a hash
+// of the whole source: equal sources get equal names, distinct sources
+// distinct ones, so a cache keyed by source (or name) never confuses two
+// kernels. Body can be concatenated with other bodies for the same target
+// after one Prelude (the per-kernel helpers live in a namespace named after
+// the kernel), which the tests use to compile hundreds of kernels quickly.
+//
+// Errors: Elementwise refuses, naming the op and dtype, anything outside the
+// op table's contract (a view or input op as an instruction, a dtype the op
+// does not accept, mismatched argument dtypes, an operand layout whose dims
+// are not the kernel shape or that reads past its buffer, an output dtype
+// that is not the last instruction's).
+//
+// # Semantics
+//
+// The CPU twin (exec/cpu) is the spec; every op follows it:
+//
+//   - compute types: f32, f16 and bf16 compute in float, f64 in double,
+//     i64 in long long with wrapping arithmetic (through unsigned), u8 and
+//     u32 in unsigned int; every intermediate is rounded to its node's dtype
+//     (f16/bf16 round-tripped through half precision, u8 masked), the last
+//     one by the store, so fused and unfused kernels agree bit for bit;
+//   - f16 and bf16 live in memory as unsigned short. The prelude's
+//     conversions are exact: widening is exact (an f16 NaN becomes the
+//     twin's 0x7fc00000), narrowing rounds to nearest even, overflows to
+//     infinity and makes a NaN a quiet NaN with its sign (dtype.ToF16,
+//     dtype.ToBF16). On AMD they are integer code; on NVIDIA the f16 ones are
+//     the cvt.rn instructions (bit-identical) plus the NaN fix-up;
+//   - casts are Rust `as` casts: float → int truncates and saturates, NaN →
+//     0; int → int wraps; f64 → f16/bf16 and int → f16/bf16 go through an
+//     f32 rounded to odd, so the final rounding is a single correct one;
+//   - affine computes x·mul + add in the dtype (f32 parameters for
+//     f16/bf16; for integers the parameters are converted to the dtype
+//     first, with `as`);
+//   - maximum, minimum and relu propagate NaN; sign(±0) = ±0 and
+//     sign(NaN) = NaN; integer division by zero is 0 (and i64 MIN / -1 is
+//     MIN, like Go);
+//   - no fused multiply-add where the twin rounds twice: the prelude's
+//     loom_add/sub/mul/div are __fadd_rn & co. on NVIDIA (never contracted,
+//     IEEE whatever -prec-div says) and plain operators under
+//     `#pragma clang fp contract(off)` on AMD (hiprtc contracts across
+//     statements by default). Division and square root are correctly
+//     rounded (AMD's v_sqrt_f32 is not, so f32 sqrt goes through the
+//     correctly rounded f64 one: the double rounding is innocuous);
+//   - transcendentals use the vendor libm's accurate functions (expf,
+//     logf, erfcf, …, never __expf): about 1–4 ulp in f32, a few ulp in
+//     f64. Where a float formula would amplify rounding — the exp argument
+//     of gelu (computed in double and split into float hi + lo), normcdf and
+//     gelu_erf below -3, silu, sigmoid and gelu where the result falls to
+//     the subnormal range — the function computes in double for those
+//     inputs only, so the f32 results stay within a few ulp of the twin's
+//     (which computes them in double) over the whole range.
+//
+// Exact (bit for bit, NaN payloads aside where the hardware makes its own):
+// integers, comparisons, where, casts, copies, full, arange, affine,
+// add/sub/mul/div, maximum/minimum, neg/abs/sqr/sign/relu, ceil/floor/round,
+// recip and sqrt. The host emulation test (emulate_test.go) runs every
+// rendered kernel on the CPU through a small shim and checks exactly that
+// against the twin, and the rest against its tolerances.
+//
+// # Kernel shape
+//
+// Dims, strides, offsets and the element count are compile-time constants.
+// Plans are compiled once for fixed shapes, so constant index math (the
+// compiler turns division by a constant into a multiply-high and shifts) is
+// cheaper than Candle's device-side info array and needs no extra copy or
+// parameter; the cost is one compile per distinct layout, which the kernel
+// cache (keyed by source) absorbs.
+//
+// Index arithmetic is 32-bit (unsigned int) when the element count and
+// every operand's largest address are below 2^31, else 64-bit.
+//
+// Each operand's layout is first reduced (unit dims dropped, dims that
+// address memory as one merged). A thread computes Elems consecutive output
+// elements (the vector path), chosen so that the narrowest wide access —
+// the output, or an operand whose innermost stride is 1 — is 16 bytes, and
+// capped so that no operand moves more than 64 bytes per thread: f32 →
+// 4, f16 → 8, u8 → 16, f16 in and f32 out → 8. Operands are read
+//
+//   - contiguous (or, more generally, along an innermost dim of stride 1
+//     whose length is a multiple of Elems, like a bias broadcast over rows)
+//     with 16-byte loads (8 for 8 u8s) when the baked offset and the outer
+//     strides keep that alignment, else with scalar loads;
+//   - broadcast (innermost stride 0) with one load per thread;
+//   - at a constant stride along the innermost dim: one address
+//     decomposition per thread, then a + j·stride;
+//   - otherwise (the innermost dim is not a multiple of Elems) with an
+//     address decomposed from each element's flat index.
+//
+// The output is contiguous and always written with 16-byte stores (8 for
+// eight u8). The last count mod Elems elements (the tail) are computed by one
+// thread with scalar loads and stores.
+//
+// Launch: 256 threads per block (a multiple of both wave sizes) and an exact
+// grid, one vector per thread, plus one thread for the tail; an exact grid
+// has no loop overhead and gives the hardware scheduler the whole kernel to
+// balance. Kernels needing more than 2^31 threads (AMD counts a grid in
+// work-items, a 32-bit number) instead get a grid-stride loop over 2^22
+// blocks. A kernel with no elements still gets one block, which does
+// nothing.
+//
+// Not done: tiled (shared-memory) transposes — a transposed operand is read
+// with a stride, so its reads are uncoalesced; streaming cache hints.
+package codegen

@@ -1,0 +1,456 @@
+package rocm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Executor runs plans on one GPU through package hip. It is safe for
+// concurrent use.
+type Executor struct {
+	dev    *hip.Device
+	info   hip.DeviceInfo
+	comp   hip.Compiler
+	target codegen.Target
+	opts   []string // compiler options
+	stream hip.Stream
+	alloc  *allocator
+	codes  *codeCache
+
+	launchMu sync.Mutex // launches are serialised on the one stream
+	poison   atomic.Int32
+
+	modMu sync.Mutex
+	mods  map[string]*hip.Module  // code-object key → module loaded here
+	fns   map[string]hip.Function // key + "\x00" + name → function
+
+	moduleLoads, moduleNs, ready, launches atomic.Int64
+	closed                                 atomic.Bool
+}
+
+// Interface checks.
+var (
+	_ exec.Executor = (*Executor)(nil)
+	_ exec.Resident = (*Executor)(nil)
+)
+
+func init() {
+	exec.Register("rocm", func() (exec.Executor, error) {
+		e, err := Open()
+		if err != nil {
+			return nil, err
+		}
+		return e, nil
+	})
+}
+
+// Open opens the first GPU of the first platform with a device (hip.Load:
+// AMD, then NVIDIA) and its runtime compiler. The error says why no GPU
+// could be used.
+func Open() (*Executor, error) {
+	p, err := hip.Load()
+	if err != nil {
+		return nil, fmt.Errorf("rocm: %w", err)
+	}
+	comp, err := p.Compiler()
+	if err != nil {
+		return nil, fmt.Errorf("rocm: %s platform has a device but no runtime compiler: %w", p.Name(), err)
+	}
+	dev, err := p.OpenDevice(0)
+	if err != nil {
+		return nil, fmt.Errorf("rocm: open %s device 0: %w", p.Name(), err)
+	}
+	e, err := newExecutor(dev, comp)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func newExecutor(dev *hip.Device, comp hip.Compiler) (*Executor, error) {
+	info := dev.Info()
+	s, err := dev.NewStream()
+	if err != nil {
+		return nil, fmt.Errorf("rocm: create stream on %s: %w", info.Name, err)
+	}
+	e := &Executor{
+		dev: dev, info: info, comp: comp, stream: s, codes: shared,
+		target: codegen.Target{Platform: info.Platform, Arch: info.Arch, WaveSize: info.WaveSize},
+		opts:   compileOptions(info.Platform),
+		mods:   map[string]*hip.Module{}, fns: map[string]hip.Function{},
+	}
+	e.poison.Store(-1)
+	e.alloc = newAllocator(dev, e.Sync, dev.MemInfo)
+	open.Store(e, struct{}{})
+	return e, nil
+}
+
+// open holds every executor until Close. A loaded hip.Module keeps its code
+// object pinned (runtime.Pinner) until it is unloaded, and the runtime panics
+// when it collects a Pinner that still pins: an executor dropped without
+// Close must therefore never be collected. It lives (with its device memory)
+// until the process exits, as it would in C.
+var open sync.Map // *Executor → struct{}
+
+// compileOptions are the options every kernel is compiled with: no
+// contraction of a·b + c into a fused multiply-add, so that results match the
+// CPU executor (which rounds every product) bit for bit.
+func compileOptions(platform string) []string {
+	if platform == hip.NVIDIA {
+		return []string{"--fmad=false"}
+	}
+	return []string{"-ffp-contract=off"}
+}
+
+// Name is "rocm".
+func (e *Executor) Name() string { return "rocm" }
+
+// Info describes the device.
+func (e *Executor) Info() hip.DeviceInfo { return e.info }
+
+// Target is the code generation target of the device.
+func (e *Executor) Target() codegen.Target { return e.target }
+
+// Compiler is the runtime compiler kernels are compiled with.
+func (e *Executor) Compiler() hip.Compiler { return e.comp }
+
+func (e *Executor) String() string {
+	return fmt.Sprintf("rocm executor %p (%s device %d: %s, %s)", e, e.info.Platform, e.info.Index, e.info.Name, e.info.Arch)
+}
+
+// Poison makes every later allocation of temporaries and outputs start with
+// every byte set to b (a MemsetD8 queued before the memory is used), so that
+// tests can tell elements a kernel never wrote. It returns e.
+func (e *Executor) Poison(b byte) *Executor {
+	e.poison.Store(int32(b))
+	return e
+}
+
+// Stats is a snapshot of the executor's counters.
+type Stats struct {
+	Memory  AllocStats
+	Kernels KernelStats
+}
+
+// Stats returns the allocator's and the kernel cache's counters.
+func (e *Executor) Stats() Stats {
+	k := e.codes.stats()
+	k.ModuleLoads = e.moduleLoads.Load()
+	k.ModuleTime = time.Duration(e.moduleNs.Load())
+	k.KernelsReady = e.ready.Load()
+	k.Launches = e.launches.Load()
+	return Stats{Memory: e.alloc.stats(), Kernels: k}
+}
+
+// Trim returns every cached device block to the driver (after waiting for
+// queued work) and reports how many bytes it returned.
+func (e *Executor) Trim() (int64, error) { return e.alloc.trim() }
+
+// memory is the executor's exec.Memory: a block of device memory.
+type memory struct {
+	e   *Executor
+	blk *block
+}
+
+func (e *Executor) mem(m exec.Memory) (*memory, error) {
+	mm, ok := m.(*memory)
+	if !ok || mm == nil {
+		return nil, fmt.Errorf("rocm: memory %T is not from a rocm executor", m)
+	}
+	if mm.e != e {
+		return nil, fmt.Errorf("rocm: memory belongs to %v, not %v", mm.e, e)
+	}
+	return mm, nil
+}
+
+func (e *Executor) checkOpen() error {
+	if e.closed.Load() {
+		return errors.New("rocm: executor is closed")
+	}
+	return nil
+}
+
+// Alloc returns device memory for n bytes from the caching allocator;
+// temporaries and outputs are poisoned when Poison is set.
+func (e *Executor) Alloc(n int, kind exec.BufferKind) (exec.Memory, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	b, err := e.alloc.alloc(int64(n))
+	if err != nil {
+		return nil, err
+	}
+	m := &memory{e: e, blk: b}
+	if p := e.poison.Load(); p >= 0 && n > 0 && kind != exec.BufInput {
+		if err := e.dev.MemsetD8(b.ptr, byte(p), uint64(n), e.stream); err != nil {
+			e.alloc.release(b)
+			return nil, fmt.Errorf("rocm: poison %d bytes: %w", n, err)
+		}
+	}
+	return m, nil
+}
+
+// Free returns memory to the allocator's cache. Work already queued on it
+// finishes first (one stream orders everything).
+func (e *Executor) Free(m exec.Memory) {
+	if mm, err := e.mem(m); err == nil {
+		e.alloc.release(mm.blk)
+	}
+}
+
+// Upload copies a host tensor into new device memory; the copy is finished
+// when Upload returns.
+func (e *Executor) Upload(t *tensor.Tensor) (exec.Memory, error) {
+	src := t.Bytes()
+	m, err := e.Alloc(len(src), exec.BufInput)
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > 0 {
+		mm := m.(*memory)
+		if err := e.dev.MemcpyHtoD(mm.blk.ptr, unsafe.Pointer(&src[0]), uint64(len(src)), e.stream); err != nil {
+			e.Free(m)
+			return nil, fmt.Errorf("rocm: upload %v: %w", t, err)
+		}
+	}
+	return m, nil
+}
+
+// Release frees uploaded memory.
+func (e *Executor) Release(m exec.Memory) { e.Free(m) }
+
+// Download copies b's contents from device memory into a new host tensor,
+// after the work queued before it (the copy is ordered on the stream and
+// waits for it).
+func (e *Executor) Download(m exec.Memory, b *exec.Buffer) (*tensor.Tensor, error) {
+	mm, err := e.mem(m)
+	if err != nil {
+		return nil, err
+	}
+	return e.download(mm.blk, b.DType, b.Shape)
+}
+
+// Sync waits for all work queued on the executor's stream.
+func (e *Executor) Sync() error {
+	if err := e.dev.Synchronize(e.stream); err != nil {
+		return fmt.Errorf("rocm: synchronize: %w", err)
+	}
+	return nil
+}
+
+// Close waits for queued work, returns cached memory, unloads the modules
+// and releases the device. Memory still held (resident tensors) is released
+// with the device's context; using the executor afterwards is an error. An
+// executor that is never closed stays alive until the process exits.
+func (e *Executor) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	defer open.Delete(e)
+	errs := []error{e.Sync()}
+	_, err := e.alloc.trim()
+	errs = append(errs, err)
+	e.modMu.Lock()
+	for _, m := range e.mods {
+		errs = append(errs, e.dev.UnloadModule(m))
+	}
+	clear(e.mods)
+	clear(e.fns)
+	e.modMu.Unlock()
+	errs = append(errs, e.dev.DestroyStream(e.stream), e.dev.Close())
+	return errors.Join(errs...)
+}
+
+// kernel is a plan kernel prepared for this executor: its generated source
+// and the loaded function. It is kept in exec.Kernel.Cache under the
+// executor.
+type kernel struct {
+	fn    hip.Function
+	grid  [3]uint32
+	block [3]uint32
+	empty bool    // no elements: nothing to launch
+	need  []int64 // bytes each operand's layout reaches (then the output)
+}
+
+// Run queues one step on the stream: the step's kernel, generated by
+// codegen and compiled on first use. It does not wait for the kernel.
+func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	k := s.Kernel
+	kp, err := e.prepare(k)
+	if err != nil {
+		return err
+	}
+	if kp.empty {
+		return nil
+	}
+	var args hip.Args
+	ptr := func(b *exec.Buffer, need int64) error {
+		mm, err := e.mem(mem[b.ID])
+		if err != nil {
+			return fmt.Errorf("buffer b%d: %w", b.ID, err)
+		}
+		if !mm.blk.live {
+			return fmt.Errorf("buffer b%d: memory was freed", b.ID)
+		}
+		if mm.blk.n < need {
+			return fmt.Errorf("buffer b%d: kernel reaches %d bytes of a %d-byte allocation", b.ID, need, mm.blk.n)
+		}
+		args.Ptr(mm.blk.ptr)
+		return nil
+	}
+	for i, op := range k.Ins {
+		if err := ptr(op.Buf, kp.need[i]); err != nil {
+			return fmt.Errorf("rocm: kernel %s operand %d: %w", k.Name, i, err)
+		}
+	}
+	if err := ptr(k.Out, kp.need[len(k.Ins)]); err != nil {
+		return fmt.Errorf("rocm: kernel %s output: %w", k.Name, err)
+	}
+	e.launchMu.Lock()
+	err = e.dev.Launch(kp.fn, kp.grid, kp.block, 0, e.stream, &args)
+	e.launchMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("rocm: launch %s (grid %v, block %v): %w", k.Name, kp.grid, kp.block, err)
+	}
+	e.launches.Add(1)
+	return nil
+}
+
+// prepare returns k's prepared form, from k.Cache or by generating,
+// compiling (or finding in the code cache) and loading it.
+func (e *Executor) prepare(k *exec.Kernel) (*kernel, error) {
+	if v, ok := k.Cache.Load(e); ok {
+		return v.(*kernel), nil
+	}
+	kp, err := e.build(k)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := k.Cache.LoadOrStore(e, kp)
+	return v.(*kernel), nil
+}
+
+func (e *Executor) build(k *exec.Kernel) (*kernel, error) {
+	kp := &kernel{}
+	for _, op := range k.Ins {
+		_, hi := op.Layout.Span()
+		if op.Layout.Numel() == 0 {
+			hi = 0
+		}
+		kp.need = append(kp.need, int64(hi)*int64(op.Buf.DType.Size()))
+	}
+	kp.need = append(kp.need, int64(k.Out.Bytes()))
+	if k.Numel() == 0 {
+		kp.empty = true
+		return kp, nil
+	}
+	src, obj, err := e.compileKernel(k)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := e.function(obj, src.Name)
+	if err != nil {
+		return nil, err
+	}
+	kp.fn, kp.grid, kp.block = fn, src.Grid, src.Block
+	e.ready.Add(1)
+	return kp, nil
+}
+
+// compileKernel generates k's source and finds its code object in the
+// code cache (memory, then disk) or compiles it. It needs the compiler but
+// not the device. With LOOM_DUMP set it writes the source and the compile
+// log there.
+func (e *Executor) compileKernel(k *exec.Kernel) (*codegen.Source, *codeObject, error) {
+	src, err := codegen.Elementwise(k, e.target)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rocm: generate kernel %s: %w", k.Name, err)
+	}
+	if len(src.Params) != len(k.Ins)+1 {
+		return nil, nil, fmt.Errorf("rocm: kernel %s: generated source takes %d parameters, want %d (operands and output)", src.Name, len(src.Params), len(k.Ins)+1)
+	}
+	for d := range 3 {
+		if src.Grid[d] == 0 || src.Block[d] == 0 {
+			return nil, nil, fmt.Errorf("rocm: kernel %s: generated launch grid %v, block %v has a zero dimension", src.Name, src.Grid, src.Block)
+		}
+	}
+	dump := os.Getenv(DumpEnv)
+	if dump != "" {
+		writeDump(dump, src.Name+".hip", src.Code)
+	}
+	obj, how, err := e.codes.get(e.comp, CacheDir(), src.Code, src.Name, e.info.Arch, e.opts)
+	if dump != "" {
+		writeDump(dump, src.Name+".log", dumpLog(e, src.Name, obj, how, err))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, obj, nil
+}
+
+// function returns the function name of a code object, loading the module
+// once per executor.
+func (e *Executor) function(obj *codeObject, name string) (hip.Function, error) {
+	e.modMu.Lock()
+	defer e.modMu.Unlock()
+	if err := e.checkOpen(); err != nil {
+		return hip.Function{}, err
+	}
+	fk := obj.key + "\x00" + name
+	if f, ok := e.fns[fk]; ok {
+		return f, nil
+	}
+	m := e.mods[obj.key]
+	if m == nil {
+		t0 := time.Now()
+		var err error
+		m, err = e.dev.LoadModule(obj.code)
+		if err != nil {
+			return hip.Function{}, fmt.Errorf("rocm: load module of kernel %s (%d bytes): %w", name, len(obj.code), err)
+		}
+		e.moduleLoads.Add(1)
+		e.moduleNs.Add(int64(time.Since(t0)))
+		e.mods[obj.key] = m
+	}
+	f, err := m.Function(name)
+	if err != nil {
+		return hip.Function{}, fmt.Errorf("rocm: kernel %s: %w", name, err)
+	}
+	e.fns[fk] = f
+	return f, nil
+}
+
+// writeDump writes one LOOM_DUMP file; failures are reported on stderr
+// (dumps are a debugging aid, never a reason to fail a run).
+func writeDump(dir, name, text string) {
+	if err := writeAtomic(filepath.Join(dir, name), []byte(text)); err != nil {
+		fmt.Fprintf(os.Stderr, "loom: %s: %v\n", DumpEnv, err)
+	}
+}
+
+func dumpLog(e *Executor, name string, obj *codeObject, how string, err error) string {
+	s := fmt.Sprintf("kernel %s\ncompiler %s, arch %s, options %q\n", name, e.comp.Version(), e.info.Arch, e.opts)
+	switch {
+	case err != nil:
+		return s + "result: FAILED\n" + err.Error() + "\n"
+	case how == fromCompile:
+		return s + "result: compiled\n--- log ---\n" + obj.log + "\n"
+	}
+	return s + "result: code object from the " + how + " cache (no compile, no log)\n"
+}

@@ -1,0 +1,127 @@
+package rocm
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Tensor is a tensor resident in an executor's device memory: a contiguous
+// row-major array. Plans run with exec.RunValues (or graph's
+// Program.RunValues) with keep return their outputs as Tensors, and take
+// Tensors of the same executor as inputs without a copy. A Tensor owns its
+// memory until Free; it must not be freed while a run that reads it is in
+// progress.
+type Tensor struct {
+	e     *Executor
+	dt    dtype.DType
+	shape []int
+
+	mu  sync.Mutex
+	blk *block // nil once freed
+}
+
+var _ exec.ResidentValue = (*Tensor)(nil)
+
+// DType is the element type.
+func (t *Tensor) DType() dtype.DType { return t.dt }
+
+// Shape returns a copy of the dims.
+func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+
+// Numel is the number of elements.
+func (t *Tensor) Numel() int { return tensor.Numel(t.shape) }
+
+// Owner is the executor whose memory holds the tensor.
+func (t *Tensor) Owner() exec.Executor { return t.e }
+
+func (t *Tensor) String() string {
+	return fmt.Sprintf("rocm.Tensor(%v, %v)", t.dt, t.shape)
+}
+
+// ToHost copies the tensor into a new host tensor, after the work queued
+// before it.
+func (t *Tensor) ToHost() (*tensor.Tensor, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blk == nil {
+		return nil, fmt.Errorf("rocm: ToHost of %v: the tensor was freed", t)
+	}
+	return t.e.download(t.blk, t.dt, t.shape)
+}
+
+// Free returns the tensor's memory to its executor's cache. It is
+// idempotent.
+func (t *Tensor) Free() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blk != nil {
+		t.e.alloc.release(t.blk)
+		t.blk = nil
+	}
+}
+
+// FromHost copies a host tensor into a new resident Tensor (weights that
+// many runs read, for example).
+func (e *Executor) FromHost(h *tensor.Tensor) (*Tensor, error) {
+	m, err := e.Upload(h)
+	if err != nil {
+		return nil, err
+	}
+	return &Tensor{e: e, dt: h.DType(), shape: h.Shape(), blk: m.(*memory).blk}, nil
+}
+
+// Adopt returns the memory of a Tensor of this executor without a copy. A
+// value that is not a Tensor of e is not adopted (ok false); a freed Tensor
+// of e is an error.
+func (e *Executor) Adopt(v exec.Value) (exec.Memory, bool, error) {
+	t, ok := v.(*Tensor)
+	if !ok || t == nil || t.e != e {
+		return nil, false, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blk == nil {
+		return nil, false, fmt.Errorf("rocm: %v was freed", t)
+	}
+	return &memory{e: e, blk: t.blk}, true, nil
+}
+
+// Wrap hands output memory over to a resident Tensor holding buffer b.
+func (e *Executor) Wrap(m exec.Memory, b *exec.Buffer) (exec.ResidentValue, error) {
+	mm, err := e.mem(m)
+	if err != nil {
+		return nil, err
+	}
+	if mm.blk.n < int64(b.Bytes()) {
+		return nil, fmt.Errorf("rocm: wrap %v: %d bytes of memory for %d bytes of data", b, mm.blk.n, b.Bytes())
+	}
+	return &Tensor{e: e, dt: b.DType, shape: slices.Clone(b.Shape), blk: mm.blk}, nil
+}
+
+// download copies a block into a new host tensor.
+func (e *Executor) download(blk *block, dt dtype.DType, shape []int) (*tensor.Tensor, error) {
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	t, err := tensor.Zeros(dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	dst := t.Bytes()
+	if len(dst) == 0 {
+		return t, nil
+	}
+	if blk.n < int64(len(dst)) {
+		return nil, fmt.Errorf("rocm: download %v%v: %d bytes of device memory for %d bytes", dt, shape, blk.n, len(dst))
+	}
+	if err := e.dev.MemcpyDtoH(unsafe.Pointer(&dst[0]), blk.ptr, uint64(len(dst)), e.stream); err != nil {
+		return nil, fmt.Errorf("rocm: download %v%v: %w", dt, shape, err)
+	}
+	return t, nil
+}
