@@ -158,6 +158,12 @@ func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loom: run on %s: cancelled before step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
 		}
+		if fb, why := fallbackFor(e, s.Kernel); fb != nil {
+			if err := runFallback(ctx, fb, s, mem); err != nil {
+				return nil, fmt.Errorf("loom: run on %s: step %d (%s) on %s (%s): %w", e.Name(), i, s.Kernel.Name, fb.Fallback().Name(), why, err)
+			}
+			continue
+		}
 		if err := e.Run(ctx, s, mem); err != nil {
 			return nil, fmt.Errorf("loom: run on %s: step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
 		}

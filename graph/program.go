@@ -180,3 +180,8 @@ func (p *Program) clusters() []ir.DOTCluster {
 	}
 	return cs
 }
+
+// Placement says where each step runs on e: on e itself, or — for steps e
+// has no kernel for (exec.Fallbacker) — on its fallback executor, with the
+// transfers the runner makes around them.
+func (p *Program) Placement(e exec.Executor) string { return exec.Placement(p.state.Plan, e) }

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/workloads"
 )
 
 // The size the dump subcommand compiles the demo graph at: small, since the
@@ -21,11 +22,24 @@ const (
 
 // dumpFormats are the formats graph.Program.Dump accepts, checked before
 // compiling so that a typo is a usage error.
-var dumpFormats = []string{graph.DumpText, graph.DumpDOT, graph.DumpPlan, graph.DumpLog}
+var dumpFormats = []string{graph.DumpText, graph.DumpDOT, graph.DumpPlan, graph.DumpLog, graph.DumpBefore, graph.DumpBeforeDOT, "placement"}
 
 // dumpGraphs are the graphs dump can compile, by -graph name.
 var dumpGraphs = map[string]func() *graph.Graph{
 	"demo": func() *graph.Graph { return demoGraph(dumpRows, dumpCols) },
+}
+
+func init() {
+	// The benchmark workloads that can be built, at a small size.
+	for _, w := range workloads.All {
+		if w.Build == nil {
+			continue
+		}
+		dumpGraphs[w.ID] = func() *graph.Graph {
+			g, _ := w.Build(workloads.Size{Elems: dumpRows * dumpCols, Rows: dumpRows, Cols: dumpCols})
+			return g
+		}
+	}
 }
 
 // dumpFlags are the dump subcommand's flags.
@@ -35,6 +49,7 @@ type dumpFlags struct {
 	out    *string
 	fusion *bool
 	graph  *string
+	device *string
 }
 
 func newDumpFlags(stderr io.Writer) *dumpFlags {
@@ -44,7 +59,8 @@ func newDumpFlags(stderr io.Writer) *dumpFlags {
 		format: fs.String("format", graph.DumpText, "the dump `format`: text (the compiled graph), dot (Graphviz), plan (steps and buffers) or log (what each compiler pass did)"),
 		out:    fs.String("o", "", "write to `FILE` instead of stdout"),
 		fusion: fs.Bool("fusion", true, "fuse elementwise chains (false: one step per op; LOOM_FUSION=0 also turns fusion off)"),
-		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`; the only one is demo (the demo graph at %d×%d)", dumpRows, dumpCols)),
+		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
+		device: fs.String("device", "auto", "for -format placement: the executor whose placement to show ("+devices+")"),
 	}
 }
 
@@ -59,12 +75,21 @@ func runDump(args []string, stdout, stderr io.Writer) int {
 	}
 	build, ok := dumpGraphs[*f.graph]
 	if !ok {
-		return usageErr(f.fs, "-graph %q: the only graph is demo", *f.graph)
+		return usageErr(f.fs, "-graph %q: want demo or a workload id", *f.graph)
 	}
 	prog, err := build().Compile(graph.Options{NoFusion: !*f.fusion})
 	if err != nil {
 		fmt.Fprintf(stderr, "loom dump: %v\n", err)
 		return exitFail
+	}
+	if *f.format == "placement" {
+		e, _, err := openExecutor(*f.device)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom dump: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprint(stdout, prog.Placement(e))
+		return exitOK
 	}
 	if err := writeDump(prog, *f.format, *f.out, stdout); err != nil {
 		fmt.Fprintf(stderr, "loom dump: %v\n", err)

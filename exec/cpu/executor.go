@@ -166,3 +166,16 @@ func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) err
 }
 
 func init() { exec.Register("cpu", func() (exec.Executor, error) { return New(), nil }) }
+
+// Write copies a host tensor's bytes into memory from Alloc.
+func (e *Executor) Write(m exec.Memory, t *tensor.Tensor) error {
+	mm, ok := m.(*memory)
+	if !ok {
+		return fmt.Errorf("cpu: write into memory of another executor (%T)", m)
+	}
+	if len(t.Bytes()) > len(mm.b) {
+		return fmt.Errorf("cpu: write of %d bytes into %d", len(t.Bytes()), len(mm.b))
+	}
+	copy(mm.b, t.Bytes())
+	return nil
+}

@@ -1,0 +1,81 @@
+package exec_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// picky is an executor that refuses row kernels and indexing ops, like a GPU
+// executor before those kernels exist; it must never be asked to run one.
+type picky struct {
+	*cpu.Executor
+	host *cpu.Executor
+	t    *testing.T
+}
+
+func (p *picky) Supports(k *exec.Kernel) error {
+	if k.RowAxes > 0 || k.Instrs[0].Node.Info().Class == ir.ClassIndex {
+		return errors.New("no row or indexing kernels here")
+	}
+	return nil
+}
+
+func (p *picky) Fallback() exec.Executor { return p.host }
+
+func (p *picky) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
+	if err := p.Supports(s.Kernel); err != nil {
+		p.t.Errorf("picky asked to run %s", s.Kernel.Name)
+	}
+	return p.Executor.Run(ctx, s, mem)
+}
+
+// TestFallback forces the fallback path: reductions and indexing steps run on
+// the fallback executor with transfers, elementwise steps on the executor,
+// and the results equal a plain CPU run.
+func TestFallback(t *testing.T) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 4, 33)
+	ids := g.Input("ids", dtype.U32, 3)
+	sm := x.Affine(0.5, 1).Softmax(-1)
+	g.Output("out", sm.IndexSelect(ids, 1).Exp().Add(x.Sum(0).Narrow(0, 0, 3)))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := make([]float32, 4*33)
+	for i := range xs {
+		xs[i] = float32(i%7) - 2.5
+	}
+	xt, _ := tensor.New(xs, 4, 33)
+	it, _ := tensor.New([]uint32{5, 0, 32}, 3)
+	in := map[string]*tensor.Tensor{"x": xt, "ids": it}
+	e := &picky{Executor: cpu.New().Poison(0xff), host: cpu.New().Poison(0xee), t: t}
+	got, err := p.Run(context.Background(), e, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(context.Background(), cpu.New(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got["out"].Bytes(), want["out"].Bytes()) {
+		t.Fatalf("fallback run differs:\n%v\n%v", got["out"].Float64s(), want["out"].Float64s())
+	}
+	pl := exec.Placement(p.Plan(), e)
+	for _, s := range []string{"on cpu (fallback: no row or indexing kernels here)", "transfer b", "→ cpu", "cpu → cpu"} {
+		if !strings.Contains(pl, s) {
+			t.Errorf("placement lacks %q:\n%s", s, pl)
+		}
+	}
+	t.Log(pl)
+}

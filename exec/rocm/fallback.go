@@ -1,0 +1,118 @@
+package rocm
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/tensor"
+)
+
+var _ exec.Fallbacker = (*Executor)(nil)
+
+// The kernels the GPU executor generates today are the elementwise ones.
+// Row kernels (reductions, normalisations) and indexing ops run on the CPU
+// through the runner's fallback (exec.Fallbacker), with explicit transfers
+// that Placement shows.
+var (
+	errRows  = errors.New("row kernels (reductions) have no GPU code generator yet")
+	errIndex = errors.New("indexing and sorting ops have no GPU kernels yet")
+)
+
+// Supports reports whether the executor runs k on the GPU.
+func (e *Executor) Supports(k *exec.Kernel) error {
+	switch {
+	case k.RowAxes > 0:
+		return errRows
+	case len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex:
+		return errIndex
+	}
+	return nil
+}
+
+var (
+	hostOnce sync.Once
+	host     *cpu.Executor
+)
+
+// Fallback is the CPU executor that runs unsupported steps (one per
+// process: it holds no device state).
+func (e *Executor) Fallback() exec.Executor {
+	hostOnce.Do(func() { host = cpu.New() })
+	return host
+}
+
+// Write copies a host tensor into device memory from Alloc; the copy is
+// finished when Write returns.
+func (e *Executor) Write(m exec.Memory, t *tensor.Tensor) error {
+	mm, err := e.mem(m)
+	if err != nil {
+		return err
+	}
+	src := t.Bytes()
+	if int64(len(src)) > mm.blk.size {
+		return fmt.Errorf("rocm: write of %d bytes into a %d-byte block", len(src), mm.blk.size)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return e.dev.MemcpyHtoD(mm.blk.ptr, unsafe.Pointer(&src[0]), uint64(len(src)), e.stream)
+}
+
+// CopyGBps times a device-to-device copy of n bytes (median of reps, with
+// device events) and returns its bandwidth counting bytes read plus bytes
+// written: the ceiling `loom bench` compares every workload with.
+func (e *Executor) CopyGBps(n, reps int) (float64, error) {
+	src, err := e.alloc.alloc(int64(n))
+	if err != nil {
+		return 0, err
+	}
+	defer e.alloc.release(src)
+	dst, err := e.alloc.alloc(int64(n))
+	if err != nil {
+		return 0, err
+	}
+	defer e.alloc.release(dst)
+	if err := e.dev.MemsetD8(src.ptr, 0x3c, uint64(n), e.stream); err != nil {
+		return 0, err
+	}
+	start, err := e.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e.dev.DestroyEvent(start)
+	end, err := e.dev.NewEvent()
+	if err != nil {
+		return 0, err
+	}
+	defer e.dev.DestroyEvent(end)
+	times := make([]float64, 0, reps)
+	for i := range reps + 1 {
+		if err := e.dev.Record(start, e.stream); err != nil {
+			return 0, err
+		}
+		if err := e.dev.MemcpyDtoD(dst.ptr, src.ptr, uint64(n), e.stream); err != nil {
+			return 0, err
+		}
+		if err := e.dev.Record(end, e.stream); err != nil {
+			return 0, err
+		}
+		if err := e.dev.EventSynchronize(end); err != nil {
+			return 0, err
+		}
+		ms, err := e.dev.ElapsedMs(start, end)
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 { // the first copy warms up
+			times = append(times, float64(ms))
+		}
+	}
+	slices.Sort(times)
+	return 2 * float64(n) / (times[len(times)/2] / 1e3) / 1e9, nil
+}
