@@ -171,8 +171,8 @@ func (g *Graph) Zeros(dt dtype.DType, shape ...int) *Tensor { return g.Full(dt, 
 // Ones is Full(dt, 1, shape...).
 func (g *Graph) Ones(dt dtype.DType, shape ...int) *Tensor { return g.Full(dt, 1, shape...) }
 
-// Arange returns [start, start+step, …) up to but excluding stop, computed in
-// f64 and converted to dt.
+// Arange returns start + i·step for i = 0, 1, … while the value (computed
+// in f64) is strictly before stop, converted to dt.
 func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
 	if !dt.Valid() {
 		return g.fail(opErr("arange", "invalid dtype %v", dt))
@@ -187,7 +187,19 @@ func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
 	if count > 1<<40 { // also catches +Inf
 		return g.fail(opErr("arange", "[%g, %g) in steps of %g has %g elements: too many", start, stop, step, count))
 	}
+	// The elements are start + i·step (in f64) strictly before stop: the
+	// quotient's rounding can make ceil one off either way, so check.
+	before := func(i int) bool {
+		v := start + float64(i)*step
+		return step > 0 && v < stop || step < 0 && v > stop
+	}
 	n := int(count)
+	for n > 0 && !before(n-1) {
+		n--
+	}
+	for before(n) {
+		n++
+	}
 	return g.intern(ir.OpArange, dt, []int{n}, nil, []float64{start, step}, nil, "")
 }
 

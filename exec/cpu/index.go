@@ -3,7 +3,10 @@ package cpu
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -37,7 +40,7 @@ func (e *Executor) runIndex(k *exec.Kernel, mem []exec.Memory) error {
 	var err error
 	switch n.Op {
 	case ir.OpArgsort:
-		argsort(out.i64, argOf(0), n.Args[0].Shape, n.Params[0] == 1)
+		argsort(out.i64, argOf(0), n.Args[0].Shape, n.Params[0] == 1, e.workers)
 	case ir.OpCat:
 		vals := make([]tile, len(n.Args))
 		for j := range n.Args {
@@ -184,36 +187,101 @@ func sliceAssign(out, dst, src tile, n *ir.Node) {
 	}
 }
 
-// argsort stably sorts each row of the last dim. NaN compares greater than
-// every number, so it sorts last ascending and first descending.
-func argsort(out []int64, x tile, shape []int, desc bool) {
+// argsort stably sorts each row of the last dim, rows spread over workers.
+// NaN compares greater than every number, so it sorts last ascending and
+// first descending; −0 and +0 are equal (ties keep index order).
+func argsort(out []int64, x tile, shape []int, desc bool, workers int) {
 	c := shape[len(shape)-1]
 	if c == 0 {
 		return
 	}
 	rows := ir.Numel(shape) / c
-	idx := make([]int64, c)
-	for row := range rows {
-		for i := range idx {
-			idx[i] = int64(i)
-		}
-		base := row * c
-		var less func(a, b int64) int
-		switch {
-		case x.f32 != nil:
-			less = func(a, b int64) int { return cmpNaNLast(float64(x.f32[base+int(a)]), float64(x.f32[base+int(b)])) }
-		case x.f64 != nil:
-			less = func(a, b int64) int { return cmpNaNLast(x.f64[base+int(a)], x.f64[base+int(b)]) }
-		default:
-			less = func(a, b int64) int { return cmp.Compare(x.i64[base+int(a)], x.i64[base+int(b)]) }
-		}
-		if desc {
-			asc := less
-			less = func(a, b int64) int { return asc(b, a) }
-		}
-		slices.SortStableFunc(idx, less)
-		copy(out[base:base+c], idx)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, rows) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys := make([]uint64, c)
+			idx := make([]int64, c)
+			for {
+				row := int(next.Add(1) - 1)
+				if row >= rows {
+					return
+				}
+				sortRow(out[row*c:(row+1)*c], x, row*c, c, desc, keys, idx)
+			}
+		}()
 	}
+	wg.Wait()
+}
+
+// sortRow sorts one row. Keys that fit 32 bits (float32 kind, and u8/u32
+// values) are mapped to order-preserving unsigned ints and packed with
+// their index, key high and index low, into uint64s: one plain sort of
+// those is a stable argsort (equal keys order by index). Other keys (f64,
+// i64) use a stable comparison sort.
+func sortRow(out []int64, x tile, base, c int, desc bool, keys []uint64, idx []int64) {
+	fits := x.f32 != nil
+	if x.i64 != nil {
+		fits = true
+		for _, v := range x.i64[base : base+c] {
+			if v < 0 || v > math.MaxUint32 {
+				fits = false
+				break
+			}
+		}
+	}
+	if fits {
+		for i := range c {
+			var k uint32
+			if x.f32 != nil {
+				k = sortKey32(x.f32[base+i])
+			} else {
+				k = uint32(x.i64[base+i])
+			}
+			if desc {
+				k = ^k
+			}
+			keys[i] = uint64(k)<<32 | uint64(i)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			out[i] = int64(uint32(k))
+		}
+		return
+	}
+	for i := range idx {
+		idx[i] = int64(i)
+	}
+	var cmpf func(a, b int64) int
+	if x.f64 != nil {
+		cmpf = func(a, b int64) int { return cmpNaNLast(x.f64[base+int(a)], x.f64[base+int(b)]) }
+	} else {
+		cmpf = func(a, b int64) int { return cmp.Compare(x.i64[base+int(a)], x.i64[base+int(b)]) }
+	}
+	if desc {
+		asc := cmpf
+		cmpf = func(a, b int64) int { return asc(b, a) }
+	}
+	slices.SortStableFunc(idx, cmpf)
+	copy(out, idx)
+}
+
+// sortKey32 maps a float32 to a uint32 with the same order: NaN (every
+// payload) above +Inf, −0 equal to +0.
+func sortKey32(v float32) uint32 {
+	if v != v {
+		return math.MaxUint32
+	}
+	if v == 0 {
+		v = 0 // −0 → +0
+	}
+	b := math.Float32bits(v)
+	if b&(1<<31) != 0 {
+		return ^b
+	}
+	return b | 1<<31
 }
 
 // cmpNaNLast orders floats with NaN after every number (NaNs equal).
