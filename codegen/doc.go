@@ -15,17 +15,21 @@
 // (-ffast-math, --use_fast_math, -ftz=true), which would change results.
 //
 // Name is the kernel name made a C identifier plus 8 hex digits of a hash
-// of the whole source: equal sources get equal names, distinct sources
-// distinct ones, so a cache keyed by source (or name) never confuses two
-// kernels. Body can be concatenated with other bodies for the same target
-// after one Prelude (the per-kernel helpers live in a namespace named after
-// the kernel), which the tests use to compile hundreds of kernels quickly.
+// of the whole source: equal sources get equal names, and distinct sources
+// distinct ones (barring a 32-bit hash collision between kernels of the same
+// ops and size), so the executor's cache, keyed by source, and the loaded
+// functions, looked up by name, agree. Body can be concatenated with other
+// bodies for the same target after one Prelude (the per-kernel helpers live
+// in a namespace named after the kernel); the tests compile hundreds of
+// kernels that way.
 //
-// Errors: Elementwise refuses, naming the op and dtype, anything outside the
-// op table's contract (a view or input op as an instruction, a dtype the op
-// does not accept, mismatched argument dtypes, an operand layout whose dims
-// are not the kernel shape or that reads past its buffer, an output dtype
-// that is not the last instruction's).
+// Elementwise is a pure function of the kernel and the target, safe for
+// concurrent use. It refuses, naming the op and dtype, anything outside the
+// op table's contract: reduction and indexing ops and row kernels (not
+// elementwise), a view or input op as an instruction, a dtype the op does
+// not accept, mismatched argument dtypes, an operand layout whose dims are
+// not the kernel shape or that reads past its buffer, an output buffer
+// whose dtype is not the last instruction's.
 //
 // # Semantics
 //
@@ -60,12 +64,18 @@
 //     correctly rounded f64 one: the double rounding is innocuous);
 //   - transcendentals use the vendor libm's accurate functions (expf,
 //     logf, erfcf, …, never __expf): about 1–4 ulp in f32, a few ulp in
-//     f64. Where a float formula would amplify rounding — the exp argument
-//     of gelu (computed in double and split into float hi + lo), normcdf and
-//     gelu_erf below -3, silu, sigmoid and gelu where the result falls to
-//     the subnormal range — the function computes in double for those
-//     inputs only, so the f32 results stay within a few ulp of the twin's
-//     (which computes them in double) over the whole range.
+//     f64. Where a float formula would amplify rounding, the prelude takes
+//     care: gelu's exp argument -2u = C·x·(1 + a·x²) is computed as a float
+//     pair hi + lo with error-free transformations (fma, Fast2Sum), as
+//     accurate as double arithmetic but without the f32↔f64 conversions and
+//     f64 operations that throttle GPUs (they made W6 compute-bound); normcdf
+//     and gelu_erf below -3, and silu, sigmoid and gelu where the result
+//     falls to the subnormal range, compute in double for those inputs only.
+//     The f32 results stay within a few ulp of the float64 definitions over
+//     the whole range (the emulation test sweeps 500,000 inputs per op;
+//     worst: normcdf and gelu_erf about 6e-7 relative, the rest below 3e-7).
+//     The divisions inside gelu use a 2-ulp division (__fdividef on NVIDIA)
+//     whose divisor is known to lie in [1, e^80].
 //
 // Exact (bit for bit, NaN payloads aside where the hardware makes its own):
 // integers, comparisons, where, casts, copies, full, arange, affine,
@@ -114,6 +124,13 @@
 // work-items, a 32-bit number) instead get a grid-stride loop over 2^22
 // blocks. A kernel with no elements still gets one block, which does
 // nothing.
+//
+// Measured on an NVIDIA H200 (device-to-device copy 4240 GB/s), fused, in
+// GB/s of inputs read once plus output written once: W1 4297 (101% of
+// copy), W2 3937 (93%), W6 3667 (86.5%), a generated f32 copy 4258 (100%).
+// 32 bytes per thread and grid-stride loops over 8 blocks per SM were
+// slower in every case. Those W2 and W6 figures predate the float-pair gelu
+// argument, which removes the f64 work from their main path.
 //
 // Not done: tiled (shared-memory) transposes — a transposed operand is read
 // with a stride, so its reads are uncoalesced; streaming cache hints.

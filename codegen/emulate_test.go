@@ -42,6 +42,7 @@ static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4)
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
 struct longlong2 { long long x, y; };
@@ -262,6 +263,12 @@ func TestEmulate(t *testing.T) {
 	e := getEmulator(t)
 	t.Logf("emulator built in %v", emu.took.Round(time.Millisecond))
 	checkCases(t, e, emuTarget, runnableCases())
+}
+
+// TestEmulateMath sweeps the float transcendentals (with the host's libm
+// standing in for the device's).
+func TestEmulateMath(t *testing.T) {
+	checkMath(t, getEmulator(t), emuTarget)
 }
 
 // TestEmulateOptions checks that the other vector widths and grid-stride

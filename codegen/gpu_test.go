@@ -157,6 +157,7 @@ func TestGPU(t *testing.T) {
 	t.Logf("%s: %d kernels compiled and loaded in %v", gpu.tg, len(r.fns), time.Since(start).Round(time.Millisecond))
 	checkCases(t, r, gpu.tg, runnableCases())
 	t.Run("options", func(t *testing.T) { checkOptions(t, r, gpu.tg) })
+	t.Run("math", func(t *testing.T) { checkMath(t, r, gpu.tg) })
 }
 
 // TestGPUBandwidth times W1, W2 (2^28 elements) and W6 (8192×8192) fused,

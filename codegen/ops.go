@@ -136,7 +136,10 @@ func castExpr(from, to dtype.DType, x string) string {
 		return "(double)" + x
 	}
 	// int → f32, f16, bf16
-	if half {
+	switch {
+	case half && from == dtype.I64:
+		return "loom_i64_round_odd(" + x + ")"
+	case half: // u8, u32: exact in f64
 		return "loom_f32_round_odd((double)" + x + ")"
 	}
 	return "(float)" + x

@@ -95,6 +95,23 @@ LOOM_DEV float loom_f32_round_odd(double v) {
   return __uint_as_float(u | 1u);
 }
 
+// i64 → f32 rounding to odd, straight from the integer (the twin's
+// i64RoundOdd): going through f64 would already round above 2^53.
+LOOM_DEV float loom_i64_round_odd(long long v) {
+  const unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  const int n = u == 0ull ? 0 : 64 - __clzll((long long)u); // significant bits
+  float f;
+  if (n <= 24) {
+    f = (float)u; // exact
+  } else {
+    const int shift = n - 24;
+    unsigned long long m = u >> shift;
+    if ((u & ((1ull << shift) - 1ull)) != 0ull) m |= 1ull; // sticky bit
+    f = (float)m * __uint_as_float((unsigned int)(127 + shift) << 23); // m < 2^24, times 2^shift: exact
+  }
+  return v < 0 ? -f : f;
+}
+
 // bfloat16 is the top half of a float32: widening is exact, narrowing rounds
 // to nearest even; a NaN stays a NaN, quieted, sign kept (dtype.ToBF16).
 LOOM_DEV float loom_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
