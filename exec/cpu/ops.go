@@ -360,15 +360,50 @@ func binaryOp(op ir.Op) opFunc {
 			}
 		}
 	case ir.OpSub:
-		f = fns{func(a, b float32) float32 { return a - b }, func(a, b float64) float64 { return a - b }, func(a, b int64) int64 { return a - b }}
+		return func(dst tile, a []tile, _ int) {
+			switch {
+			case dst.f32 != nil:
+				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
+				for i := range dst.f32 {
+					dst.f32[i] = x[i] - y[i]
+				}
+			case dst.f64 != nil:
+				x, y := a[0].f64[:len(dst.f64)], a[1].f64[:len(dst.f64)]
+				for i := range dst.f64 {
+					dst.f64[i] = x[i] - y[i]
+				}
+			default:
+				x, y := a[0].i64[:len(dst.i64)], a[1].i64[:len(dst.i64)]
+				for i := range dst.i64 {
+					dst.i64[i] = x[i] - y[i]
+				}
+			}
+		}
 	case ir.OpDiv:
 		// Integer division by zero yields 0 (see the op table).
-		f = fns{func(a, b float32) float32 { return a / b }, func(a, b float64) float64 { return a / b }, func(a, b int64) int64 {
-			if b == 0 {
-				return 0
+		return func(dst tile, a []tile, _ int) {
+			switch {
+			case dst.f32 != nil:
+				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
+				for i := range dst.f32 {
+					dst.f32[i] = x[i] / y[i]
+				}
+			case dst.f64 != nil:
+				x, y := a[0].f64[:len(dst.f64)], a[1].f64[:len(dst.f64)]
+				for i := range dst.f64 {
+					dst.f64[i] = x[i] / y[i]
+				}
+			default:
+				x, y := a[0].i64[:len(dst.i64)], a[1].i64[:len(dst.i64)]
+				for i := range dst.i64 {
+					if y[i] != 0 {
+						dst.i64[i] = x[i] / y[i]
+					} else {
+						dst.i64[i] = 0
+					}
+				}
 			}
-			return a / b
-		}}
+		}
 	case ir.OpMaximum:
 		f = fns{max32, max64, func(a, b int64) int64 { return max(a, b) }}
 	case ir.OpMinimum:

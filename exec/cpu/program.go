@@ -60,6 +60,9 @@ type operand struct {
 	// direct: contiguous and stored in its compute kind (f32, f64, i64), so
 	// a tile is a sub-slice of the buffer itself, with no copy.
 	direct bool
+	// innerRun, for a native dtype whose innermost stride is 1, is the
+	// innermost dim's size: a span inside one such run is read in place.
+	innerRun int
 }
 
 // instr is one compiled instruction.
@@ -122,7 +125,11 @@ func compileKernel(k *exec.Kernel) (*program, error) {
 			return nil, fmt.Errorf("cpu: kernel %s operand %d has dims %v, kernel shape %v", k.Name, i, o.Layout.Dims, k.Shape)
 		}
 		l := reduce(o.Layout)
-		p.ops = append(p.ops, operand{wide: wide || k.RowAxes == 0, dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)})
+		op := operand{wide: wide || k.RowAxes == 0, dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)}
+		if r := len(l.Dims); r > 0 && native(o.Buf.DType) && l.Strides[r-1] == 1 {
+			op.innerRun = l.Dims[r-1]
+		}
+		p.ops = append(p.ops, op)
 	}
 	for _, in := range k.Instrs {
 		fn, err := opFor(in.Node, in.Args, k, p.ops, p.rowLen)
@@ -302,6 +309,13 @@ func (p *program) span(w *worker, srcs []buf, dst buf, ws, wn, rs, rn, L int, st
 		s, n := span(o.wide)
 		if o.direct {
 			w.ins[i] = srcs[i].tile(o.layout.Offset+s, n)
+			continue
+		}
+		if D := o.innerRun; D > 0 && n > 0 && s%D+n <= D {
+			// The span lies in one contiguous run of the innermost dim
+			// (a bias row broadcast over rows, a row of a narrowed
+			// tensor): read it in place.
+			w.ins[i] = srcs[i].tile(o.layout.Index(s), n)
 			continue
 		}
 		w.ins[i] = w.inBuf[i].slice(n)
