@@ -1,0 +1,89 @@
+// Package kernels holds Loom's hand-written GPU kernels for the indexing,
+// sorting and data-movement ops (index_select, gather, scatter, scatter_add,
+// index_add, cat, slice_assign, argsort) and plans their launches.
+//
+// The kernels are HIP C++ (index.hip, argsort.hip, embedded with go:embed);
+// the same text compiles with hiprtc (AMD) and NVRTC (NVIDIA) after
+// codegen.Prelude, which supplies the platform macros (LOOM_AMD or
+// LOOM_NVIDIA, LOOM_WAVE), the f16/bf16 ↔ float conversions and the
+// arithmetic helpers (loom_add, …) shared with the elementwise kernels.
+// Their Go twins, the executable spec, are in exec/cpu/index.go; the GPU
+// results equal the CPU's bit for bit (float adds aside, where NaN payloads
+// follow the hardware).
+//
+// # Contract
+//
+// Plan(k, target) takes a planned step whose kernel has exactly one
+// instruction, an indexing op, and returns the launches that compute it, in
+// order, and the scratch buffers they need. Each Launch names its entry point
+// and carries the complete source (the prelude included); the launches of
+// one step share one source, so the executor compiles it once (its code
+// cache is keyed by the source). Every kernel parameter is a device pointer,
+// listed by Launch.Args: an operand (Kernel.Ins[i], at its buffer's base),
+// the output (contiguous, the node's shape), the error flag, or a scratch
+// buffer. Launches use static shared memory only (SharedMem is 0) and must
+// run in order on one stream. An empty output needs no launch.
+//
+// Error flag: ErrorFlagWords int64s, zeroed before the step. The first
+// thread that meets an id outside [0, dim) that is not the ids dtype's
+// sentinel swaps word 0 from 0 to that sentinel (atomicCAS; the sentinel is
+// never 0) and writes word 1 = the id, word 2 = its position (flat index
+// into the ids tensor), word 3 = the dim size. After the step the executor
+// reads the flag back; DecodeError formats the CPU executor's message from
+// it. Kernels skip a bad id and go on, so the output is then garbage and
+// must not be used. With several bad ids, which one is reported is up to
+// the hardware.
+//
+// # Decisions
+//
+//   - Layouts are baked in: dims, strides, offsets and sizes are constants
+//     of the source (as in codegen), so each distinct op × value dtype × ids
+//     dtype × layout is its own source, named loom_<op>_<dtypes>_<hash of the
+//     source> (plus an entry suffix when a step has several launches).
+//     Operands may be strided, offset or broadcast views; every read goes
+//     through at_<operand>(flat index), whose dims are reduced first (unit
+//     dims dropped, mergeable dims merged: a contiguous operand costs one add).
+//   - Index arithmetic is 32-bit unless some tensor, operand span or scratch
+//     buffer reaches 2^31 elements, then 64-bit.
+//   - Values move through the CPU twin's load and store: f16/bf16 are
+//     widened to float and rounded once on store (so a NaN becomes the
+//     canonical NaN the CPU produces); u8/u32 adds wrap; i64 adds wrap
+//     through unsigned arithmetic.
+//   - index_select, gather, cat, slice_assign: one thread per output element
+//     (grid-stride loops, blocks of 256).
+//   - scatter, scatter_add, index_add: an init launch copies dst into the
+//     output (one thread per element); then one thread per (left, right)
+//     position loops over the source's dim in increasing order. Duplicates
+//     therefore resolve exactly as on the CPU (the last write wins, adds in
+//     order), deterministically and without atomics. For f16/bf16 adds the
+//     loop accumulates in a float scratch buffer and a third launch rounds
+//     it into the output, as the CPU accumulates in float and rounds once.
+//     The loop is serial along the dim: a scatter into a 1-D tensor runs on
+//     one thread.
+//   - argsort (stable, u32 indices along the last dim): each value becomes
+//     an unsigned key whose integer order is the spec's (floats: sign-
+//     magnitude bits flipped, -0 equal to +0, every NaN the largest key;
+//     descending: the bitwise not, so NaN comes first and ties stay in index
+//     order), paired with its column. Pairs compare by key, then column, so
+//     all pairs are distinct and any correct sort gives the stable order: a
+//     32-bit key and its column pack into one 64-bit word (one comparison);
+//     64-bit keys (f64, i64) use a 16-byte pair. A row that fits one block
+//     (its length padded to a power of two: at most 4096 pairs of 32-bit
+//     keys or 2048 of 64-bit keys, 32 KiB of shared memory) is sorted by a
+//     bitonic network in one kernel, one block per row (or several short
+//     rows per block): each thread holds E = 8 consecutive pairs in
+//     registers; compare-exchanges at distance < E happen in registers,
+//     partners in the same wave are reached with shuffles (LOOM_WAVE lanes,
+//     32 or 64), farther ones through shared memory. Padding pairs are all
+//     ones and sort last. A longer row is cut into tiles of that size, each
+//     sorted by the same kernel into a scratch buffer of pairs; merge passes
+//     (one thread per pair: its rank in its run plus a binary search for its
+//     rank in the other run) double the sorted runs, ping-ponging between
+//     two scratch buffers, and the last pass writes the indices.
+//   - Kernels are written for any wave size: nothing assumes 32 lanes.
+//
+// # Missing from codegen's prelude
+//
+// The wave shuffle (as_shfl32 in argsort.hip: __shfl_xor_sync on NVIDIA,
+// __shfl_xor on AMD) is defined here, since the prelude has none.
+package kernels
