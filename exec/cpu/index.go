@@ -111,13 +111,12 @@ func indexOp(n *ir.Node, out tile, argOf func(int) tile) error {
 			for j := range m {
 				for ri := range r {
 					o := (li*m+j)*r + ri
-					var id int64
+					pos := j // the position in ids, as the GPU kernels report it
 					if n.Op == ir.OpGather {
-						id = ids[o]
-					} else {
-						id = ids[j]
+						pos = o
 					}
-					ok, err := idCheck(n.Op, id, idDT, s, o)
+					id := ids[pos]
+					ok, err := idCheck(n.Op, id, idDT, s, pos)
 					if err != nil {
 						return err
 					}
@@ -136,11 +135,12 @@ func indexOp(n *ir.Node, out tile, argOf func(int) tile) error {
 			for j := range s {
 				for ri := range r {
 					si := (li*s+j)*r + ri
-					id := ids[j]
-					if n.Op != ir.OpIndexAdd {
-						id = ids[si]
+					pos := si // the position in ids
+					if n.Op == ir.OpIndexAdd {
+						pos = j
 					}
-					ok, err := idCheck(n.Op, id, idDT, d, si)
+					id := ids[pos]
+					ok, err := idCheck(n.Op, id, idDT, d, pos)
 					if err != nil {
 						return err
 					}

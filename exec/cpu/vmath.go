@@ -41,12 +41,18 @@ func widenF16(dst []float32, src []dtype.Float16) {
 }
 
 // narrowF16 rounds float32 values to f16, nearest even. The hardware and
-// dtype.ToF16 agree on every number; NaNs stay NaN (the hardware keeps the
-// payload's top bits, dtype.ToF16 gives the canonical quiet NaN).
+// dtype.ToF16 agree on every number; NaNs become the canonical quiet NaN
+// (sign kept) on both paths, as on the GPU (the hardware alone would keep the
+// payload's top bits).
 func narrowF16(dst []dtype.Float16, src []float32) {
 	n := len(src) &^ 7
 	if hasF16C && n > 0 {
 		f32to16((*uint16)(&dst[0]), &src[0], n)
+		for i, v := range src[:n] {
+			if v != v {
+				dst[i] = dst[i]&0x8000 | 0x7e00
+			}
+		}
 	} else {
 		n = 0
 	}
