@@ -292,6 +292,9 @@ func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) err
 		return err
 	}
 	k := s.Kernel
+	if isIndexKernel(k) {
+		return e.runIndex(ctx, k, mem)
+	}
 	kp, err := e.prepare(k)
 	if err != nil {
 		return err

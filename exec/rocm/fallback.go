@@ -9,28 +9,21 @@ import (
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
-	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/tensor"
 )
 
 var _ exec.Fallbacker = (*Executor)(nil)
 
-// The kernels the GPU executor generates today are the elementwise ones.
-// Row kernels (reductions, normalisations) and indexing ops run on the CPU
+// The GPU executor runs elementwise kernels (codegen) and indexing ops
+// (package kernels). Row kernels (reductions, normalisations) run on the CPU
 // through the runner's fallback (exec.Fallbacker), with explicit transfers
 // that Placement shows.
-var (
-	errRows  = errors.New("row kernels (reductions) have no GPU code generator yet")
-	errIndex = errors.New("indexing and sorting ops have no GPU kernels yet")
-)
+var errRows = errors.New("row kernels (reductions) have no GPU code generator yet")
 
 // Supports reports whether the executor runs k on the GPU.
 func (e *Executor) Supports(k *exec.Kernel) error {
-	switch {
-	case k.RowAxes > 0:
+	if k.RowAxes > 0 {
 		return errRows
-	case len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex:
-		return errIndex
 	}
 	return nil
 }
