@@ -8,6 +8,7 @@ import (
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/workloads"
 )
 
@@ -24,7 +25,8 @@ type Entry struct {
 const unfusedSize = 1003
 
 // Kernels returns the catalog: per-op kernels first (in op-table order),
-// then the fused workload kernels.
+// then the indexing kernels, then the workload kernels (W1, W2, W6 fused
+// elementwise; W8 argsort).
 func Kernels() ([]Entry, error) {
 	var out []Entry
 	add := func(label string, build func(g *graph.Graph) *graph.Tensor, op ir.Op) error {
@@ -94,7 +96,10 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
-	for _, id := range []string{"W1", "W2", "W6"} {
+	if err := indexEntries(add); err != nil {
+		return nil, err
+	}
+	for _, id := range []string{"W1", "W2", "W6", "W8"} {
 		w, err := workloads.ByID(id)
 		if err != nil {
 			return nil, err
@@ -142,8 +147,75 @@ func binary(a, b *graph.Tensor, op ir.Op) *graph.Tensor {
 	return fns[op](b)
 }
 
-// Render returns the source of an entry for a target.
+// indexEntries adds one kernel per indexing op × value dtype × ids dtype,
+// cat, slice_assign and argsort per dtype (both argsort paths).
+func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) error) error {
+	for _, dt := range dtype.All {
+		for _, idt := range ir.IDDTypes.List() {
+			ops := []struct {
+				op    ir.Op
+				build func(g *graph.Graph) *graph.Tensor
+			}{
+				{ir.OpIndexSelect, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 13, 29).IndexSelect(g.Input("ids", idt, 7), 1)
+				}},
+				{ir.OpGather, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 13, 29).Gather(g.Input("ids", idt, 13, 5), 1)
+				}},
+				{ir.OpScatter, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 13, 29).Scatter(g.Input("ids", idt, 13, 5), g.Input("s", dt, 13, 5), 1)
+				}},
+				{ir.OpScatterAdd, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 13, 29).ScatterAdd(g.Input("ids", idt, 13, 5), g.Input("s", dt, 13, 5), 1)
+				}},
+				{ir.OpIndexAdd, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 13, 29).IndexAdd(g.Input("ids", idt, 5), g.Input("s", dt, 13, 5), 1)
+				}},
+			}
+			for _, o := range ops {
+				if err := add(fmt.Sprintf("%s %v ids %v", o.op, dt, idt), o.build, o.op); err != nil {
+					return err
+				}
+			}
+		}
+		more := []struct {
+			label string
+			op    ir.Op
+			build func(g *graph.Graph) *graph.Tensor
+		}{
+			{"cat", ir.OpCat, func(g *graph.Graph) *graph.Tensor {
+				return graph.Cat(0, g.Input("a", dt, 3, 29), g.Input("b", dt, 5, 29))
+			}},
+			{"slice_assign", ir.OpSliceAssign, func(g *graph.Graph) *graph.Tensor {
+				return g.Input("a", dt, 13, 29).SliceAssign(g.Input("b", dt, 13, 4), 1, 7)
+			}},
+			{"argsort short", ir.OpArgsort, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 9, 1000).Argsort(false) }},
+			{"argsort long desc", ir.OpArgsort, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 2, 100000).Argsort(true) }},
+		}
+		for _, m := range more {
+			if err := add(fmt.Sprintf("%s %v", m.label, dt), m.build, m.op); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Render returns the source of an entry for a target: generated for
+// elementwise kernels, the kernels package's source for indexing ops (one
+// translation unit holding every launch of the step; name is its first
+// entry point).
 func Render(e Entry, t codegen.Target) (name, code string, err error) {
+	if k := e.Kernel; len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {
+		ls, _, err := kernels.Plan(k, t)
+		if err != nil {
+			return "", "", err
+		}
+		if len(ls) == 0 {
+			return "", "", fmt.Errorf("catalog: %s: no launches", k.Name)
+		}
+		return ls[0].Name, ls[0].Code, nil
+	}
 	src, err := codegen.Elementwise(e.Kernel, t)
 	if err != nil {
 		return "", "", err
