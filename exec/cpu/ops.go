@@ -135,6 +135,12 @@ func whereOp(dst tile, a []tile, _ int) {
 	switch {
 	case dst.f32 != nil:
 		t, f, d := a[1].f32[:len(c)], a[2].f32[:len(c)], dst.f32[:len(c)]
+		n := len(c) &^ 7
+		if hasAVX2 && n > 0 {
+			whereF32(&d[0], &c[0], &t[0], &f[0], n)
+			c = c[n:]
+			t, f, d = t[n:], f[n:], d[n:]
+		}
 		for i, ci := range c {
 			m := uint32((ci | -ci) >> 63) // all ones iff ci != 0
 			d[i] = math.Float32frombits(math.Float32bits(t[i])&m | math.Float32bits(f[i])&^m)
@@ -295,8 +301,15 @@ func affineOp(dt dtype.DType, mul, add float64) opFunc {
 	return func(dst tile, a []tile, _ int) {
 		switch {
 		case dst.f32 != nil:
-			for i, v := range a[0].f32[:len(dst.f32)] {
-				dst.f32[i] = v*m.f32 + c.f32
+			x := a[0].f32[:len(dst.f32)]
+			i := len(x) &^ 7
+			if hasAVX2 && i > 0 {
+				affineF32(&dst.f32[0], &x[0], i, m.f32, c.f32)
+			} else {
+				i = 0
+			}
+			for ; i < len(x); i++ {
+				dst.f32[i] = x[i]*m.f32 + c.f32
 			}
 		case dst.f64 != nil:
 			for i, v := range a[0].f64[:len(dst.f64)] {
@@ -324,7 +337,7 @@ func binaryOp(op ir.Op) opFunc {
 			switch {
 			case dst.f32 != nil:
 				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
-				for i := range dst.f32 {
+				for i := vecBin(dst.f32, x, y, 0); i < len(dst.f32); i++ {
 					dst.f32[i] = x[i] + y[i]
 				}
 			case dst.f64 != nil:
@@ -344,7 +357,7 @@ func binaryOp(op ir.Op) opFunc {
 			switch {
 			case dst.f32 != nil:
 				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
-				for i := range dst.f32 {
+				for i := vecBin(dst.f32, x, y, 2); i < len(dst.f32); i++ {
 					dst.f32[i] = x[i] * y[i]
 				}
 			case dst.f64 != nil:
@@ -364,7 +377,7 @@ func binaryOp(op ir.Op) opFunc {
 			switch {
 			case dst.f32 != nil:
 				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
-				for i := range dst.f32 {
+				for i := vecBin(dst.f32, x, y, 1); i < len(dst.f32); i++ {
 					dst.f32[i] = x[i] - y[i]
 				}
 			case dst.f64 != nil:
@@ -385,7 +398,7 @@ func binaryOp(op ir.Op) opFunc {
 			switch {
 			case dst.f32 != nil:
 				x, y := a[0].f32[:len(dst.f32)], a[1].f32[:len(dst.f32)]
-				for i := range dst.f32 {
+				for i := vecBin(dst.f32, x, y, 3); i < len(dst.f32); i++ {
 					dst.f32[i] = x[i] / y[i]
 				}
 			case dst.f64 != nil:
@@ -473,7 +486,7 @@ func cmpOp(f32 func(a, b float32) bool, f64 func(a, b float64) bool, i64 func(a,
 func cmpGt32(dst tile, a []tile, _ int) {
 	out := dst.i64
 	x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
-	for i := range out {
+	for i := vecCmp(out, x, y, 4); i < len(out); i++ {
 		out[i] = b2i(x[i] > y[i])
 	}
 }
@@ -481,7 +494,7 @@ func cmpGt32(dst tile, a []tile, _ int) {
 func cmpLt32(dst tile, a []tile, _ int) {
 	out := dst.i64
 	x, y := a[0].f32[:len(out)], a[1].f32[:len(out)]
-	for i := range out {
+	for i := vecCmp(out, x, y, 2); i < len(out); i++ {
 		out[i] = b2i(x[i] < y[i])
 	}
 }
@@ -665,8 +678,14 @@ var scalar32Loops = map[ir.Op]func(dst, x []float32){
 		}
 	},
 	ir.OpNeg: func(dst, x []float32) {
-		for i, v := range x {
-			dst[i] = -v
+		i := len(x) &^ 7
+		if hasAVX2 && i > 0 {
+			negF32(&dst[0], &x[0], i)
+		} else {
+			i = 0
+		}
+		for ; i < len(x); i++ {
+			dst[i] = -x[i]
 		}
 	},
 	ir.OpAbs: func(dst, x []float32) {
@@ -674,4 +693,26 @@ var scalar32Loops = map[ir.Op]func(dst, x []float32){
 			dst[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
 		}
 	},
+}
+
+// vecBin runs the AVX2 loop of a float32 binary op (0 add, 1 sub, 2 mul,
+// 3 div) over the longest multiple of 8 and returns where the scalar loop
+// must continue. Both compute the same IEEE operation.
+func vecBin(dst, x, y []float32, op int) int {
+	n := len(dst) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	binF32(&dst[0], &x[0], &y[0], n, op)
+	return n
+}
+
+// vecCmp is vecBin for comparisons (2 lt, 4 gt; see cmpF32).
+func vecCmp(out []int64, x, y []float32, pred int) int {
+	n := len(out) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	cmpF32(&out[0], &x[0], &y[0], n, pred)
+	return n
 }

@@ -17,3 +17,21 @@ func f32to16(dst *uint16, src *float32, n int)
 
 // hasF16C reports whether the hardware f16 conversions can run.
 var hasF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
+
+//go:noescape
+func binF32(dst, x, y *float32, n int, op int)
+
+//go:noescape
+func affineF32(dst, x *float32, n int, mul, add float32)
+
+//go:noescape
+func negF32(dst, x *float32, n int)
+
+//go:noescape
+func cmpF32(dst *int64, x, y *float32, n int, pred int)
+
+//go:noescape
+func whereF32(dst *float32, c *int64, t, f *float32, n int)
+
+// hasAVX2 reports whether the AVX2 elementwise loops can run.
+var hasAVX2 = cpu.X86.HasAVX2
