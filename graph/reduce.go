@@ -3,6 +3,7 @@ package graph
 import (
 	"slices"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 )
 
@@ -120,12 +121,32 @@ func (t *Tensor) floatOnly(op string) (*Tensor, bool) {
 	return nil, true
 }
 
-// Mean is Sum(dims)·(1/n), a composite (floats only).
+// inFloat32 runs a composite on f16/bf16 tensors in float32 and rounds the
+// result back once, like Candle's kernels, which accumulate half inputs in
+// float: a sum of many halves overflows 65504 or loses most of its bits if
+// every partial result is rounded to half. The casts fuse into the
+// composite's kernel, so this costs no memory traffic.
+func (t *Tensor) inFloat32(f func(*Tensor) *Tensor, others ...*Tensor) *Tensor {
+	dt := t.n.DType
+	if dt != dtype.F16 && dt != dtype.BF16 {
+		return f(t)
+	}
+	for i, o := range others {
+		if o != nil && o.err == nil && o.n != nil && o.n.DType == dt {
+			others[i] = o.Cast(dtype.F32)
+		}
+	}
+	return f(t.Cast(dtype.F32)).Cast(dt)
+}
+
+// Mean is Sum(dims)·(1/n), a composite (floats only; f16/bf16 in float32).
 func (t *Tensor) Mean(keepdim bool, dims ...int) *Tensor {
 	if r, ok := t.floatOnly("mean"); !ok {
 		return r
 	}
-	return t.reduce(ir.OpSum, dims, keepdim).Affine(1/float64(t.count(dims)), 0)
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		return x.reduce(ir.OpSum, dims, keepdim).Affine(1/float64(x.count(dims)), 0)
+	})
 }
 
 // Var is the population variance over dims, two-pass: mean((x − mean)²).
@@ -133,8 +154,10 @@ func (t *Tensor) Var(keepdim bool, dims ...int) *Tensor {
 	if r, ok := t.floatOnly("var"); !ok {
 		return r
 	}
-	c := t.Sub(t.Mean(true, dims...))
-	return c.Sqr().Mean(keepdim, dims...)
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		c := x.Sub(x.Mean(true, dims...))
+		return c.Sqr().Mean(keepdim, dims...)
+	})
 }
 
 // Softmax over dim, the numerically stable composite
@@ -143,8 +166,10 @@ func (t *Tensor) Softmax(dim int) *Tensor {
 	if r, ok := t.floatOnly("softmax"); !ok {
 		return r
 	}
-	e := t.Sub(t.Max(true, dim)).Exp()
-	return e.Div(e.SumKeepDim(dim))
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		e := x.Sub(x.Max(true, dim)).Exp()
+		return e.Div(e.SumKeepDim(dim))
+	})
 }
 
 // LogSoftmax over dim: (x − max) − log Σ exp(x − max).
@@ -152,8 +177,10 @@ func (t *Tensor) LogSoftmax(dim int) *Tensor {
 	if r, ok := t.floatOnly("log_softmax"); !ok {
 		return r
 	}
-	c := t.Sub(t.Max(true, dim))
-	return c.Sub(c.Exp().SumKeepDim(dim).Log())
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		c := x.Sub(x.Max(true, dim))
+		return c.Sub(c.Exp().SumKeepDim(dim).Log())
+	})
 }
 
 // LayerNorm normalises over the last dim: (x − mean)/√(var + eps)·w + b,
@@ -163,9 +190,12 @@ func (t *Tensor) LayerNorm(w, b *Tensor, eps float64) *Tensor {
 	if r, ok := t.floatOnly("layer_norm"); !ok {
 		return r
 	}
-	c := t.Sub(t.Mean(true, -1))
-	inv := c.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
-	return c.Mul(inv).Mul(w).Add(b)
+	ws := []*Tensor{w, b}
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		c := x.Sub(x.Mean(true, -1))
+		inv := c.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
+		return c.Mul(inv).Mul(ws[0]).Add(ws[1])
+	}, ws...)
 }
 
 // RmsNorm normalises over the last dim: x / √(mean(x²) + eps) · w.
@@ -173,6 +203,9 @@ func (t *Tensor) RmsNorm(w *Tensor, eps float64) *Tensor {
 	if r, ok := t.floatOnly("rms_norm"); !ok {
 		return r
 	}
-	inv := t.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
-	return t.Mul(inv).Mul(w)
+	ws := []*Tensor{w}
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		inv := x.Sqr().Mean(true, -1).Add(Scalar(eps)).Sqrt().Recip()
+		return x.Mul(inv).Mul(ws[0])
+	}, ws...)
 }
