@@ -40,11 +40,7 @@ func (p *program) runChunked(ctx context.Context, workers int, srcs []buf, dst b
 		case ir.OpArgmax, ir.OpArgmin:
 			i := out.i64[0]
 			pt.idx = i + int64(c0)
-			r := last.args[0]
-			x := w.vals[r.Index]
-			if r.Operand {
-				x = w.ins[r.Index]
-			}
+			x := w.ref(last.args[0])
 			switch {
 			case x.f32 != nil:
 				pt.f32 = x.f32[i]

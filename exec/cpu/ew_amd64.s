@@ -175,3 +175,74 @@ DATA lowdw<>+20(SB)/4, $2
 DATA lowdw<>+24(SB)/4, $4
 DATA lowdw<>+28(SB)/4, $6
 GLOBL lowdw<>(SB), RODATA|NOPTR, $32
+
+// func binScalarF32(dst, x *float32, n int, s float32, op int)
+// dst = x op s for one row value s (ops as binF32).
+TEXT ·binScalarF32(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y1
+	MOVQ         op+32(FP), AX
+	SHRQ         $3, CX
+	JZ           sdone
+sloop:
+	VMOVUPS (SI), Y0
+	CMPQ    AX, $1
+	JB      sadd
+	JE      ssub
+	CMPQ    AX, $2
+	JE      smul
+	VDIVPS  Y1, Y0, Y0
+	JMP     sstore
+sadd:
+	VADDPS Y1, Y0, Y0
+	JMP    sstore
+ssub:
+	VSUBPS Y1, Y0, Y0
+	JMP    sstore
+smul:
+	VMULPS Y1, Y0, Y0
+sstore:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     sloop
+sdone:
+	VZEROUPPER
+	RET
+
+// func sumF32(x *float32, n int) float32
+// Sums n values (n a multiple of 32) with four 8-lane accumulators, then
+// adds the lanes in a fixed order: deterministic, pairwise-like error.
+TEXT ·sumF32(SB), NOSPLIT, $0-20
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	SHRQ   $5, CX
+	JZ     sumfold
+sumloop:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	ADDQ   $128, SI
+	DECQ   CX
+	JNZ    sumloop
+sumfold:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, ret+16(FP)
+	VZEROUPPER
+	RET

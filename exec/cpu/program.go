@@ -75,6 +75,11 @@ type instr struct {
 	// round narrows results to the node's dtype (f16, bf16, u8, u32) so
 	// that fused and unfused execution agree bit for bit.
 	round func(tile)
+	// rowScalar ≥ 0 (0 add, 1 sub, 2 mul, 3 div) marks a float32 whole-row
+	// op whose second argument is a row value: it runs row by row against
+	// that one value, without expanding it (softmax's x − max, a norm's
+	// x·inv). The result is the same IEEE operation.
+	rowScalar int
 }
 
 // opFunc computes dst[i] = op(args[k][i]) for one tile; start is the flat
@@ -136,7 +141,11 @@ func compileKernel(k *exec.Kernel) (*program, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cpu: kernel %s: %w", k.Name, err)
 		}
-		p.instrs = append(p.instrs, instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, wide: !k.IsRowValue(in.Node), fn: fn, round: rounder(in.Node.DType)})
+		ins := instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, wide: !k.IsRowValue(in.Node), fn: fn, round: rounder(in.Node.DType), rowScalar: -1}
+		if op, ok := rowScalarOps[in.Node.Op]; ok && hasAVX2 && ins.kind == dtype.KF32 && len(in.Args) == 2 && in.Args[1].Broadcast && !in.Args[0].Broadcast {
+			ins.rowScalar = op
+		}
+		p.instrs = append(p.instrs, ins)
 	}
 	last := p.instrs[len(p.instrs)-1]
 	if last.node.DType != p.outDT {
@@ -331,13 +340,20 @@ func (p *program) span(w *worker, srcs []buf, dst buf, ws, wn, rs, rn, L int, st
 		} else {
 			out = w.vals[i].slice(n)
 		}
-		for a, r := range in.args {
-			var v tile
-			if r.Operand {
-				v = w.ins[r.Index]
-			} else {
-				v = w.vals[r.Index]
+		if in.rowScalar >= 0 {
+			x, sv := w.ref(in.args[0]), w.ref(in.args[1])
+			for r := range rn {
+				lo := r * L
+				rowScalarF32(out.f32[lo:lo+L], x.f32[lo:lo+L], sv.f32[r], in.rowScalar)
 			}
+			if i < lastI && in.round != nil {
+				in.round(out)
+			}
+			w.vals[i] = out
+			continue
+		}
+		for a, r := range in.args {
+			v := w.ref(r)
 			if r.Broadcast {
 				// Expanded to whole rows, whatever the reader (a reduction
 				// reads whole rows and writes row values).
@@ -428,4 +444,35 @@ func (b buf) tile(off, n int) tile {
 		return tile{f64: b.f64[off : off+n]}
 	}
 	return tile{i64: b.i64[off : off+n]}
+}
+
+// rowScalarOps are the binary ops with a row-scalar fast path.
+var rowScalarOps = map[ir.Op]int{ir.OpAdd: 0, ir.OpSub: 1, ir.OpMul: 2, ir.OpDiv: 3}
+
+// rowScalarF32 computes dst = x op s over one row.
+func rowScalarF32(dst, x []float32, s float32, op int) {
+	n := len(x) &^ 7
+	if n > 0 {
+		binScalarF32(&dst[0], &x[0], n, s, op)
+	}
+	for i := n; i < len(x); i++ {
+		switch op {
+		case 0:
+			dst[i] = x[i] + s
+		case 1:
+			dst[i] = x[i] - s
+		case 2:
+			dst[i] = x[i] * s
+		default:
+			dst[i] = x[i] / s
+		}
+	}
+}
+
+// ref is the current tile of an operand or an earlier instruction.
+func (w *worker) ref(r exec.Ref) tile {
+	if r.Operand {
+		return w.ins[r.Index]
+	}
+	return w.vals[r.Index]
 }

@@ -59,7 +59,19 @@ func reduceOp(op ir.Op, in dtype.DType) opFunc {
 	}
 }
 
+// sum32 adds a row: the vector kernel over the longest multiple of 32,
+// then eight interleaved scalar partial sums over the rest, combined in a
+// fixed order (so a row's sum depends only on the row).
 func sum32(x []float32) float32 {
+	var v float32
+	if n := len(x) &^ 31; hasAVX2 && n > 0 {
+		v = sumF32(&x[0], n)
+		x = x[n:]
+	}
+	return v + sumScalar32(x)
+}
+
+func sumScalar32(x []float32) float32 {
 	var s [8]float32
 	i := 0
 	for ; i+8 <= len(x); i += 8 {

@@ -35,3 +35,9 @@ func whereF32(dst *float32, c *int64, t, f *float32, n int)
 
 // hasAVX2 reports whether the AVX2 elementwise loops can run.
 var hasAVX2 = cpu.X86.HasAVX2
+
+//go:noescape
+func binScalarF32(dst, x *float32, n int, s float32, op int)
+
+//go:noescape
+func sumF32(x *float32, n int) float32

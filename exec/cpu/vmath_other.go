@@ -21,3 +21,6 @@ func cmpF32(dst *int64, x, y *float32, n int, pred int)     { panic("unreachable
 func whereF32(dst *float32, c *int64, t, f *float32, n int) { panic("unreachable") }
 
 const hasAVX2 = false
+
+func binScalarF32(dst, x *float32, n int, s float32, op int) { panic("unreachable") }
+func sumF32(x *float32, n int) float32                       { panic("unreachable") }
