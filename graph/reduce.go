@@ -133,6 +133,13 @@ func (t *Tensor) inFloat32(f func(*Tensor) *Tensor, others ...*Tensor) *Tensor {
 	}
 	for i, o := range others {
 		if o != nil && o.err == nil && o.n != nil && o.n.DType == dt {
+			// Broadcast before casting, so that the cast reads the weight
+			// through a view and fuses into the row kernel (a cast of
+			// the [C] weight itself would be read through a broadcast
+			// and need its own kernel).
+			if b := o.BroadcastTo(t.n.Shape...); b.err == nil {
+				o = b
+			}
 			others[i] = o.Cast(dtype.F32)
 		}
 	}

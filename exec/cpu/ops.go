@@ -688,6 +688,11 @@ var scalar32Loops = map[ir.Op]func(dst, x []float32){
 			dst[i] = -x[i]
 		}
 	},
+	ir.OpSqr: func(dst, x []float32) {
+		for i := vecBin(dst, x, x, 2); i < len(x); i++ {
+			dst[i] = x[i] * x[i]
+		}
+	},
 	ir.OpAbs: func(dst, x []float32) {
 		for i, v := range x {
 			dst[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
