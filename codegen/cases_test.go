@@ -334,7 +334,7 @@ func renderAll(t testing.TB, cases []graphCase, tg Target, opts ...options) []*S
 	seen := map[string]bool{}
 	for _, c := range cases {
 		for i, s := range c.plan(t).Steps {
-			src, err := elementwise(s.Kernel, tg, opt)
+			src, err := render(s.Kernel, tg, opt)
 			if err != nil {
 				t.Errorf("%s: step %d (%s): %v", c.name, i, s.Kernel.Name, err)
 				continue

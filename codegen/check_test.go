@@ -114,7 +114,7 @@ func runPlan(t *testing.T, r runner, tg Target, opt options, p *lexec.Plan, inpu
 	}
 	for i, s := range p.Steps {
 		k := s.Kernel
-		src, err := elementwise(k, tg, opt)
+		src, err := render(k, tg, opt)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -136,6 +136,20 @@ func runPlan(t *testing.T, r runner, tg Target, opt options, p *lexec.Plan, inpu
 		outs[b.Name] = bufs[b.ID]
 	}
 	return outs
+}
+
+// render renders a kernel for the tests: a row kernel with the row
+// options rowOpts (default: defaultRowOptions), any other with
+// elementwise options opt.
+func render(k *lexec.Kernel, tg Target, opt options, rowOpts ...rowOptions) (*Source, error) {
+	if k.RowAxes > 0 {
+		ro := defaultRowOptions
+		if len(rowOpts) > 0 {
+			ro = rowOpts[0]
+		}
+		return rows(k, tg, ro)
+	}
+	return elementwise(k, tg, opt)
 }
 
 // elems splits raw little-endian bytes of dt into per-element bit patterns.

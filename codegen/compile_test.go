@@ -48,7 +48,9 @@ func compileAll(t *testing.T, c hip.Compiler, tg Target, arch string, srcs []*So
 		var names []string
 		for _, s := range batch {
 			b.WriteString(s.Body)
-			names = append(names, s.Name)
+			for _, l := range s.Launches {
+				names = append(names, l.Name)
+			}
 		}
 		units++
 		code, log, err := c.Compile(b.String(), fmt.Sprintf("batch%d.hip", lo/batchSize), arch, nil)
@@ -134,7 +136,7 @@ func TestCompileAMD(t *testing.T) {
 					t.Errorf("%s: %v", s.Name, err)
 					continue
 				}
-				checkCodeObject(t, code, elf.EM_AMDGPU, []string{s.Name})
+				checkCodeObject(t, code, elf.EM_AMDGPU, launchNames(s))
 			}
 			t.Logf("%d one-kernel sources: %v", len(one), time.Since(start).Round(time.Millisecond))
 		})
@@ -171,7 +173,7 @@ func TestCompileNVIDIA(t *testing.T) {
 					t.Logf("%s log: %s", s.Name, log)
 					mu.Unlock()
 				}
-				checkCodeObject(t, code, elf.EM_CUDA, []string{s.Name})
+				checkCodeObject(t, code, elf.EM_CUDA, launchNames(s))
 			}
 			t.Logf("%d one-kernel sources: %v", len(one), time.Since(start).Round(time.Millisecond))
 		})

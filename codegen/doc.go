@@ -1,6 +1,9 @@
-// Package codegen renders planned elementwise kernels (exec.Kernel) as HIP
-// C++ source for the runtime compilers of package hip: hiprtc (AMD, ROCm 5.2
-// and later) and NVRTC (NVIDIA, HIP's NVIDIA platform spoken directly).
+// Package codegen renders planned kernels (exec.Kernel) as HIP C++ source
+// for the runtime compilers of package hip: hiprtc (AMD, ROCm 5.2 and
+// later) and NVRTC (NVIDIA, HIP's NVIDIA platform spoken directly):
+// elementwise kernels (Elementwise, below) and row kernels — reductions,
+// softmax, norms, fused with their elementwise prologues and epilogues
+// (Rows, see "Row kernels"). Kernel(k, t) picks the right one.
 //
 // # Contract
 //
@@ -134,4 +137,94 @@
 //
 // Not done: tiled (shared-memory) transposes — a transposed operand is read
 // with a stride, so its reads are uncoalesced; streaming cache hints.
+//
+// # Row kernels
+//
+// Rows(k, t) renders a row kernel (k.RowAxes > 0: Shape's trailing RowAxes
+// dims form rows of RowLen elements; exec/plan.go). The Source has the same
+// contract as an elementwise one, plus: Launches lists the launches in
+// stream order (one, or two for a two-stage reduction), every launch taking
+// Params; ScratchBytes > 0 adds a last parameter, a scratch buffer of that
+// many bytes (16-byte aligned, contents irrelevant, live for the step);
+// Row is set (a block's threads cooperate through shuffles and barriers,
+// so the host emulation runs blocks as fibers).
+//
+// Threads. A row is handled by a group of G lanes, a power of two: the
+// smallest with G·4 ≥ the row's chunks (a chunk is Elems consecutive
+// elements, 16 bytes of the narrowest contiguous access, like the
+// elementwise vector path, and a divisor of the row length), at most 1024.
+// Groups of G ≥ 256 are a block; smaller groups share blocks of 256 (a
+// multiple of both wave sizes): one row per wave, or several rows per wave
+// for short rows (G < LOOM_WAVE), one thread per row for rows of one
+// element. Lane l takes chunks l, l + G, … (coalesced), with 16-byte loads
+// and stores where the layout allows (contiguous along the row and the
+// base offset and outer strides 16-byte aligned), else scalar accesses
+// (strided or decomposed addresses). Rows are baked constants like
+// everything else. A group combines a reduction with a butterfly of
+// loom_shfl_xor within each wave (offsets below min(G, LOOM_WAVE): nothing
+// assumes 32), then, for groups of several waves, through shared memory
+// (one slot per wave) and a second butterfly over the waves' results; every
+// lane ends with the same bits, so row values need no broadcast. The
+// rendered wave size is checked against the prelude's LOOM_WAVE by a
+// static_assert. Every lane executes every shuffle and barrier (rows past
+// the end only skip their memory accesses).
+//
+// Passes. The instructions run per row in order, grouped into passes over
+// the row: a whole-row instruction runs in the first pass where its
+// arguments are known, and a reduction's row value is known after the pass
+// that reads its input (softmax: max in pass 0, exp and sum in pass 1, the
+// division and the store in pass 2). Row values (reductions and what is
+// computed from them and from row operands) are computed redundantly by
+// every lane of the group, in registers. A whole-row value needed in
+// several passes is either kept in registers (a local array of
+// iters·Elems values per lane, indexed by compile-time constants in fully
+// unrolled loops) or recomputed from the operands in each later pass
+// (reloading them, from L2 for short rows). The rule: keep a value that
+// several passes need where one of its readers is needed in one pass only
+// (a reduction, or the end of a chain) — softmax keeps x·0.125 and exp,
+// layer norm keeps x and x − mean, rms norm keeps x — when the kept values
+// fit 64 32-bit registers per lane (and half the register file of a full
+// block); otherwise (rows longer than about 16K f32 for softmax) every pass
+// recomputes.
+//
+// Two stages. A kernel with a single reduction read in one pass whose row
+// value (or a row-value epilogue of it) is the output, over fewer than 512
+// rows that each span at least two chunks of 256 lanes × 8 chunks, runs in
+// two launches: blocks of 256 lanes each reduce one such chunk of a row to
+// a partial (value, and index for max/min of floats and arg reductions) in
+// the scratch buffer; then a group per row combines its partials (in chunk
+// order per lane, then the butterfly) and computes the epilogue. A whole
+// tensor of 2^24 f32 is 2048 partial blocks. The result is deterministic.
+//
+// Semantics (the CPU twin, exec/cpu/reduce.go): sums of f16, bf16 and f32
+// accumulate in float (Candle accumulates half sums in half; like the twin
+// we do not), f64 in double, integers in their compute type with wrapping
+// (u8 and u32 sums equal the twin's int64 sums modulo 2^8 and 2^32), and
+// an empty row sums to 0; max and min propagate NaN; argmax and argmin
+// return the first index of the extreme, a NaN counting as the extreme.
+// Max and min of floats, and all arg reductions, carry (value, index)
+// pairs: a lane scans its elements in increasing position keeping the
+// first best, and every combining step orders pairs with loom_beats_max /
+// loom_beats_min (NaN first, then the value, then the smaller index): a
+// total order, so any tree gives the twin's first-index answer, including
+// the sign of a zero maximum (max(-0, +0) is whichever comes first) and
+// the first NaN's payload. Intermediates are rounded to their dtypes as in
+// elementwise kernels, so max/min/argmax/argmin and integer sums are bit
+// for bit the twin's. Float sums associate differently (the twin runs 8
+// float32 running sums; here each lane keeps Elems running sums over its
+// chunks, then a tree): they agree to about n·eps of Σ|x| in the worst
+// case and are usually more accurate than the twin's, which on rows of few
+// distinct values errs like L·eps (a layer norm over 8192 small integers
+// differs from the twin by about 1e-5 relative; the float64-referenced
+// conformance suite passes).
+//
+// Measured on an NVIDIA H200 (copy 4213–4243 GB/s in the same runs),
+// 8192 × 8192 f32, fused, median of 25 runs: W3 softmax(x·0.125)
+// 3461–3522 GB/s (82–84% of copy), W4 layer_norm 3928–3972 (93%), W5
+// rms_norm from primitives 3915–3974 (93–94%), W7 sum 4145–4162 (98–99%).
+// W3 is compute-bound rather than memory-bound: per element it pays an
+// accurate expf, a correctly rounded division and the NaN- and
+// first-index-aware max (Inductor uses exp2 approximations and a
+// reciprocal). 2 chunks per lane (a group of 1024) with
+// __launch_bounds__(1024, 2) measured 84.4% once (rowOptions.minBlocks).
 package codegen

@@ -47,8 +47,20 @@ type Param struct {
 	Name  string // in0, in1, …, out
 	CType string // C parameter type, e.g. "const float* __restrict__"
 	DType dtype.DType
-	Buf   *exec.Buffer // the buffer to pass (Kernel.Ins[k].Buf, then Kernel.Out)
-	Out   bool         // the output pointer (always last)
+	Buf   *exec.Buffer // the buffer to pass (Kernel.Ins[k].Buf, then Kernel.Out); nil for scratch
+	Out   bool         // the output pointer (after the operands)
+	// Scratch marks the scratch pointer (last, after out; only when
+	// Source.ScratchBytes > 0): device memory of ScratchBytes bytes, 16-byte
+	// aligned, whose contents on entry do not matter, live for the step.
+	Scratch bool
+}
+
+// Launch is one kernel launch of a source. Every launch of a source takes
+// the source's Params.
+type Launch struct {
+	Name  string // entry point (extern "C") in Code
+	Grid  [3]uint32
+	Block [3]uint32
 }
 
 // Source is one rendered kernel.
@@ -62,11 +74,21 @@ type Source struct {
 	// Body is Code without the prelude: several bodies for one target can
 	// share one prelude in a translation unit (their helpers live in a
 	// namespace named after the kernel).
-	Body  string
+	Body string
+	// Block and Grid are the first launch's (Launches[0]), the only one of
+	// an elementwise kernel.
 	Block [3]uint32
 	Grid  [3]uint32
+	// Launches are the launches that compute the kernel, in stream order:
+	// one, or two for a two-stage row reduction (rows.go). Launches[0].Name
+	// is Name.
+	Launches []Launch
+	// ScratchBytes is the size of the scratch buffer the launches share (0:
+	// none, and no scratch parameter).
+	ScratchBytes int64
 	// Params are the kernel parameters in order: one pointer per operand
-	// (Kernel.Ins order), then the output pointer. Nothing else.
+	// (Kernel.Ins order), then the output pointer, then (ScratchBytes > 0)
+	// the scratch pointer. Nothing else.
 	Params []Param
 	// Elems is the number of consecutive elements a thread computes in the
 	// vector path; Index64 reports 64-bit index arithmetic; Loop reports a
@@ -74,6 +96,9 @@ type Source struct {
 	Elems   int
 	Index64 bool
 	Loop    bool
+	// Row reports a row kernel (rows.go): the threads of a block cooperate
+	// through shuffles and barriers, so a block runs as a whole.
+	Row bool
 }
 
 // operand modes.
@@ -129,11 +154,27 @@ func elementwise(k *exec.Kernel, t Target, opt options) (*Source, error) {
 		Index64: g.wide,
 		Loop:    g.loop,
 	}
-	for i, o := range k.Ins {
-		src.Params = append(src.Params, Param{Name: fmt.Sprintf("in%d", i), CType: "const " + storageType(o.Buf.DType) + "* __restrict__", DType: o.Buf.DType, Buf: o.Buf})
-	}
-	src.Params = append(src.Params, Param{Name: "out", CType: storageType(k.Out.DType) + "* __restrict__", DType: k.Out.DType, Buf: k.Out, Out: true})
+	src.Launches = []Launch{{Name: name, Grid: src.Grid, Block: src.Block}}
+	src.Params = kernelParams(k)
 	return src, nil
+}
+
+// kernelParams are the operand and output parameters of k.
+func kernelParams(k *exec.Kernel) []Param {
+	var ps []Param
+	for i, o := range k.Ins {
+		ps = append(ps, Param{Name: fmt.Sprintf("in%d", i), CType: "const " + storageType(o.Buf.DType) + "* __restrict__", DType: o.Buf.DType, Buf: o.Buf})
+	}
+	return append(ps, Param{Name: "out", CType: storageType(k.Out.DType) + "* __restrict__", DType: k.Out.DType, Buf: k.Out, Out: true})
+}
+
+// Kernel renders any planned kernel codegen handles: a row kernel
+// (RowAxes > 0) with Rows, any other with Elementwise.
+func Kernel(k *exec.Kernel, t Target) (*Source, error) {
+	if k != nil && k.RowAxes > 0 {
+		return Rows(k, t)
+	}
+	return Elementwise(k, t)
 }
 
 const namePlaceholder = "LOOM_KERNEL_NAME"

@@ -30,6 +30,7 @@ import (
 // hostShim maps the HIP names the generated code uses to host C++.
 const hostShim = `
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #define __device__
 #define __global__
@@ -37,7 +38,23 @@ const hostShim = `
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
 struct loom_dim3 { unsigned int x, y, z; };
-extern loom_dim3 blockIdx, threadIdx;
+extern loom_dim3 blockIdx, threadIdx, gridDim;
+// Row kernels: blocks run cooperatively (hostRuntime): __syncthreads is a
+// barrier of the block's threads, each on its own stack, and a shuffle is a
+// write to a slot per thread between two barriers.
+#define __shared__ static
+void loom_sync();
+extern unsigned int loom_slots[];
+static inline void __syncthreads() { loom_sync(); }
+static inline int __shfl_xor(int v, int m, int w) {
+  loom_slots[threadIdx.x] = (unsigned int)v;
+  loom_sync();
+  const int r = (int)loom_slots[threadIdx.x ^ (unsigned int)m];
+  loom_sync();
+  return r;
+}
+void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);
+static inline long long __double_as_longlong(double d) { long long v; memcpy(&v, &d, 8); return v; }
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
@@ -54,8 +71,6 @@ const hostMain = `
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-struct loom_dim3 { unsigned int x, y, z; };
-loom_dim3 blockIdx, threadIdx;
 typedef void (*loom_run)(void**);
 %s
 static const struct { const char* name; loom_run fn; } table[] = {
@@ -92,6 +107,117 @@ int main(int argc, char** argv) {
   return 0;
 }
 `
+
+// hostRuntime runs a launch of a row kernel: each block's threads are
+// fibers (a stack each, entered with makecontext and switched with
+// _setjmp/_longjmp, which is fast) run in turn up to their next barrier,
+// so __syncthreads and the shuffles built on it behave as on a GPU. A
+// thread that returns while others wait at a barrier is a divergent
+// barrier: the emulator aborts.
+const hostRuntime = `
+#undef _FORTIFY_SOURCE
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <ucontext.h>
+struct loom_dim3 { unsigned int x, y, z; };
+loom_dim3 blockIdx, threadIdx, gridDim;
+enum { LOOM_MAX_THREADS = 1024, LOOM_STACK = 256 * 1024 };
+unsigned int loom_slots[LOOM_MAX_THREADS];
+static jmp_buf sched_jb, fiber_jb[LOOM_MAX_THREADS];
+static ucontext_t fiber_uc[LOOM_MAX_THREADS];
+static char* stacks;
+static int state[LOOM_MAX_THREADS]; // 0 not started, 1 running or at a barrier, 2 returned
+static unsigned int cur, nthreads;
+static void (*body)(void*);
+static void* body_arg;
+static int cooperative;
+
+static void entry() {
+  body(body_arg);
+  state[cur] = 2;
+  _longjmp(sched_jb, 1);
+}
+
+void loom_sync() {
+  if (!cooperative) {
+    fprintf(stderr, "emulator: a barrier or shuffle outside a cooperative launch\n");
+    abort();
+  }
+  if (!_setjmp(fiber_jb[cur])) _longjmp(sched_jb, 1);
+}
+
+static unsigned int b_, t_;
+void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) {
+  if (block > LOOM_MAX_THREADS) { fprintf(stderr, "emulator: block of %u threads\n", block); abort(); }
+  if (!stacks) stacks = (char*)malloc((size_t)LOOM_MAX_THREADS * LOOM_STACK);
+  body = fn; body_arg = arg; nthreads = block; cooperative = 1;
+  gridDim.x = grid; gridDim.y = gridDim.z = 1;
+  for (b_ = 0; b_ < grid; ++b_) {
+    blockIdx.x = b_; blockIdx.y = blockIdx.z = 0;
+    for (t_ = 0; t_ < block; ++t_) state[t_] = 0;
+    for (;;) {
+      for (t_ = 0; t_ < block; ++t_) {
+        if (state[t_] == 2) continue;
+        cur = t_; threadIdx.x = t_; threadIdx.y = threadIdx.z = 0;
+        if (!_setjmp(sched_jb)) {
+          if (state[t_] == 0) {
+            state[t_] = 1;
+            getcontext(&fiber_uc[t_]);
+            fiber_uc[t_].uc_stack.ss_sp = stacks + (size_t)t_ * LOOM_STACK;
+            fiber_uc[t_].uc_stack.ss_size = LOOM_STACK;
+            fiber_uc[t_].uc_link = 0;
+            makecontext(&fiber_uc[t_], entry, 0);
+            setcontext(&fiber_uc[t_]);
+          }
+          _longjmp(fiber_jb[t_], 1);
+        }
+      }
+      unsigned int done = 0;
+      for (unsigned int t = 0; t < block; ++t) done += state[t] == 2;
+      if (done == block) break;
+      if (done > 0) {
+        fprintf(stderr, "emulator: block %u: %u threads returned while %u wait at a barrier\n", b_, done, block - done);
+        abort();
+      }
+    }
+  }
+  cooperative = 0;
+}
+`
+
+// cooperativeWrapper is the emulator's entry for a source with
+// cooperative launches (row kernels): it allocates the scratch buffer
+// (poisoned) and runs the launches in order, each through loom_launch.
+func cooperativeWrapper(b *strings.Builder, s *Source) {
+	n := len(s.Params)
+	for li, l := range s.Launches {
+		var args []string
+		for i, p := range s.Params {
+			args = append(args, fmt.Sprintf("(%s)a[%d]", strings.TrimSuffix(p.CType, " __restrict__"), i))
+		}
+		fmt.Fprintf(b, "static void body%d_%s(void* arg) {\n  void** a = (void**)arg;\n  %s(%s);\n}\n", li, s.Name, l.Name, strings.Join(args, ", "))
+	}
+	fmt.Fprintf(b, "extern \"C\" void run_%s(void** in) {\n  void* a[%d];\n  memcpy(a, in, sizeof(void*) * %d);\n", s.Name, n, n-btoi(s.ScratchBytes > 0))
+	if s.ScratchBytes > 0 {
+		sz := (s.ScratchBytes + 255) / 256 * 256
+		fmt.Fprintf(b, "  a[%d] = aligned_alloc(256, %d);\n  memset(a[%d], 0xA5, %d);\n", n-1, sz, n-1, sz)
+	}
+	for li, l := range s.Launches {
+		fmt.Fprintf(b, "  loom_launch(%du, %du, body%d_%s, a);\n", l.Grid[0], l.Block[0], li, s.Name)
+	}
+	if s.ScratchBytes > 0 {
+		fmt.Fprintf(b, "  free(a[%d]);\n", n-1)
+	}
+	b.WriteString("}\n")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // emulator is the host program holding every emulated kernel.
 type emulator struct {
@@ -147,6 +273,12 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 		b.WriteString(Prelude(emuTarget))
 		for _, s := range srcs[lo:min(lo+perUnit, len(srcs))] {
 			b.WriteString(s.Body)
+			if s.Row {
+				cooperativeWrapper(&b, s)
+				fmt.Fprintf(&decls, "extern \"C\" void run_%s(void**);\n", s.Name)
+				fmt.Fprintf(&table, "  {\"%s\", run_%s},\n", s.Name, s.Name)
+				continue
+			}
 			var args []string
 			for i, p := range s.Params {
 				args = append(args, fmt.Sprintf("(%s)a[%d]", strings.TrimSuffix(p.CType, " __restrict__"), i))
@@ -178,6 +310,15 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
+	rtCC := filepath.Join(dir, "runtime.cc")
+	if err := os.WriteFile(rtCC, []byte(hostRuntime), 0o644); err != nil {
+		return nil, err
+	}
+	rtObj := filepath.Join(dir, "runtime.o")
+	if err := runCommand(cxx, append(flags, "-U_FORTIFY_SOURCE", "-c", rtCC, "-o", rtObj)...); err != nil {
+		return nil, err
+	}
+	objs = append(objs, rtObj)
 	mainCC := filepath.Join(dir, "main.cc")
 	if err := os.WriteFile(mainCC, []byte(fmt.Sprintf(hostMain, decls.String(), table.String())), 0o644); err != nil {
 		return nil, err

@@ -88,8 +88,10 @@ func newGPURunner(t *testing.T, srcs []*Source) *gpuRunner {
 		// A module must be unloaded before it is garbage: it pins its image.
 		t.Cleanup(func() { gpu.d.UnloadModule(m) })
 		for _, s := range batch {
-			if r.fns[s.Name], err = m.Function(s.Name); err != nil {
-				t.Fatalf("function %s: %v", s.Name, err)
+			for _, l := range s.Launches {
+				if r.fns[l.Name], err = m.Function(l.Name); err != nil {
+					t.Fatalf("function %s: %v", l.Name, err)
+				}
 			}
 		}
 	}
@@ -99,10 +101,6 @@ func newGPURunner(t *testing.T, srcs []*Source) *gpuRunner {
 func (r *gpuRunner) run(src *Source, ins [][]byte, outBytes int) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fn, ok := r.fns[src.Name]
-	if !ok {
-		return nil, fmt.Errorf("kernel %s was not compiled", src.Name)
-	}
 	d, s := gpu.d, gpu.s
 	var ptrs []hip.DevPtr
 	defer func() {
@@ -133,8 +131,25 @@ func (r *gpuRunner) run(src *Source, ins [][]byte, outBytes int) ([]byte, error)
 		return nil, err
 	}
 	args.Ptr(op)
-	if err := d.Launch(fn, src.Grid, src.Block, 0, s, &args); err != nil {
-		return nil, err
+	if src.ScratchBytes > 0 {
+		sp, err := d.Malloc(uint64(src.ScratchBytes))
+		if err != nil {
+			return nil, err
+		}
+		ptrs = append(ptrs, sp)
+		if err := d.MemsetD8(sp, 0xA5, uint64(src.ScratchBytes), s); err != nil {
+			return nil, err
+		}
+		args.Ptr(sp)
+	}
+	for _, l := range src.Launches {
+		fn, ok := r.fns[l.Name]
+		if !ok {
+			return nil, fmt.Errorf("kernel %s was not compiled", l.Name)
+		}
+		if err := d.Launch(fn, l.Grid, l.Block, 0, s, &args); err != nil {
+			return nil, fmt.Errorf("launch %s: %w", l.Name, err)
+		}
 	}
 	if err := d.Synchronize(s); err != nil {
 		return nil, err

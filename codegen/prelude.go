@@ -33,6 +33,7 @@ func Prelude(t Target) string {
 	}
 	b.WriteString(preludeMath)
 	b.WriteString(preludeVector)
+	b.WriteString(preludeRows)
 	b.WriteString("// End of prelude.\n")
 	return b.String()
 }
@@ -419,5 +420,46 @@ LOOM_DEV void loom_st8_u8(unsigned char* p, const unsigned int* s) {
   uint2 w;
   w.x = q[0]; w.y = q[1];
   *reinterpret_cast<uint2*>(p) = w;
+}
+`
+
+// preludeRows: what row kernels (rows.go) need besides the ops: wave
+// shuffles of 32-bit words (wider values go as two words, which every HIP
+// and CUDA version supports) and the comparison that orders (value, index)
+// pairs for max, min, argmax and argmin.
+const preludeRows = `
+// loom_shfl_xor(v, m): the value of lane (lane ^ m) of the same wave. Every
+// lane of the wave must execute it (the row kernels never diverge around
+// one), and m < LOOM_WAVE.
+LOOM_DEV unsigned int loom_shfl_xor(unsigned int v, int m) {
+#ifdef LOOM_NVIDIA
+  return __shfl_xor_sync(0xffffffffu, v, m, LOOM_WAVE);
+#else
+  return (unsigned int)__shfl_xor((int)v, m, LOOM_WAVE);
+#endif
+}
+LOOM_DEV float loom_shfl_xor(float v, int m) { return __uint_as_float(loom_shfl_xor(__float_as_uint(v), m)); }
+LOOM_DEV unsigned long long loom_shfl_xor(unsigned long long v, int m) {
+  const unsigned int lo = loom_shfl_xor((unsigned int)v, m), hi = loom_shfl_xor((unsigned int)(v >> 32), m);
+  return ((unsigned long long)hi << 32) | lo;
+}
+LOOM_DEV long long loom_shfl_xor(long long v, int m) { return (long long)loom_shfl_xor((unsigned long long)v, m); }
+LOOM_DEV double loom_shfl_xor(double v, int m) { return __longlong_as_double(loom_shfl_xor(__double_as_longlong(v), m)); }
+
+// loom_beats_max(a, ia, b, ib): whether the pair (a, ia) wins over (b, ib)
+// in an argmax (loom_beats_min: argmin): a NaN beats every number, a
+// larger (smaller) value beats a smaller (larger) one, and equal values —
+// two NaNs, or +0 and -0 — go to the smaller index. This is a total order
+// on pairs with distinct indices, so any combining tree picks the pair the
+// CPU twin's first-index scan picks.
+template <typename T, typename I> LOOM_DEV bool loom_beats_max(T a, I ia, T b, I ib) {
+  if (a != a) return !(b != b) || ia < ib;
+  if (b != b) return false;
+  return a > b || (a == b && ia < ib);
+}
+template <typename T, typename I> LOOM_DEV bool loom_beats_min(T a, I ia, T b, I ib) {
+  if (a != a) return !(b != b) || ia < ib;
+  if (b != b) return false;
+  return a < b || (a == b && ia < ib);
 }
 `

@@ -1,12 +1,12 @@
 package rocm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"unsafe"
 
+	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/tensor"
@@ -14,18 +14,31 @@ import (
 
 var _ exec.Fallbacker = (*Executor)(nil)
 
-// The GPU executor runs elementwise kernels (codegen) and indexing ops
-// (package kernels). Row kernels (reductions, normalisations) run on the CPU
-// through the runner's fallback (exec.Fallbacker), with explicit transfers
-// that Placement shows.
-var errRows = errors.New("row kernels (reductions) have no GPU code generator yet")
+// The GPU executor runs elementwise and row kernels (reductions,
+// normalisations: codegen.Kernel) and indexing ops (package kernels). A row
+// kernel codegen refuses runs on the CPU through the runner's fallback
+// (exec.Fallbacker), with explicit transfers that Placement shows.
 
-// Supports reports whether the executor runs k on the GPU.
+// supportsKey keys a row kernel's verdict in exec.Kernel.Cache.
+type supportsKey struct{ e *Executor }
+
+// Supports reports whether the executor runs k on the GPU. A row kernel is
+// supported when codegen renders it (the verdict is cached in the kernel,
+// since the runner asks at every run).
 func (e *Executor) Supports(k *exec.Kernel) error {
-	if k.RowAxes > 0 {
-		return errRows
+	if k.RowAxes == 0 {
+		return nil
 	}
-	return nil
+	if v, ok := k.Cache.Load(supportsKey{e}); ok {
+		err, _ := v.(error)
+		return err
+	}
+	var verdict error
+	if _, err := codegen.Rows(k, e.target); err != nil {
+		verdict = fmt.Errorf("no GPU rendering of this row kernel: %w", err)
+	}
+	k.Cache.Store(supportsKey{e}, verdict)
+	return verdict
 }
 
 var (
