@@ -29,6 +29,19 @@ const unfusedSize = 1003
 // elementwise; W8 argsort).
 func Kernels() ([]Entry, error) {
 	var out []Entry
+	// addFused adds every kernel of a graph compiled with fusion on.
+	addFused := func(label string, build func(g *graph.Graph) *graph.Tensor) error {
+		g := graph.New()
+		g.Output("o", build(g))
+		p, err := g.Compile(graph.Options{})
+		if err != nil {
+			return fmt.Errorf("catalog: %s: %w", label, err)
+		}
+		for i, s := range p.Plan().Steps {
+			out = append(out, Entry{Label: fmt.Sprintf("%s (step %d)", label, i), Kernel: s.Kernel})
+		}
+		return nil
+	}
 	add := func(label string, build func(g *graph.Graph) *graph.Tensor, op ir.Op) error {
 		g := graph.New()
 		g.Output("o", build(g))
@@ -88,8 +101,10 @@ func Kernels() ([]Entry, error) {
 				err = add(fmt.Sprintf("%s %v", op, dt), func(g *graph.Graph) *graph.Tensor { return unary(in(g, "x", dt), op, params) }, op)
 			case info.Class == ir.ClassElementwise && info.Arity == 2:
 				err = add(fmt.Sprintf("%s %v", op, dt), func(g *graph.Graph) *graph.Tensor { return binary(in(g, "a", dt), in(g, "b", dt), op) }, op)
+			case info.Class == ir.ClassReduce:
+				err = add(fmt.Sprintf("%s %v", op, dt), func(g *graph.Graph) *graph.Tensor { return reduceOp(g.Input("x", dt, 7, 37), op) }, op)
 			default:
-				continue // reductions and indexing ops have kernels of their own
+				continue // indexing ops are added by indexEntries
 			}
 			if err != nil {
 				return nil, err
@@ -99,7 +114,29 @@ func Kernels() ([]Entry, error) {
 	if err := indexEntries(add); err != nil {
 		return nil, err
 	}
-	for _, id := range []string{"W1", "W2", "W6", "W8"} {
+	// A two-stage reduction (one long row) and the float composites.
+	if err := add("sum f32 1×2^20 (two-stage)", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dtype.F32, 1, 1<<20).Sum(1) }, ir.OpSum); err != nil {
+		return nil, err
+	}
+	for _, dt := range dtype.Floats {
+		comps := []struct {
+			label string
+			build func(g *graph.Graph) *graph.Tensor
+		}{
+			{"softmax", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 7, 37).Softmax(-1) }},
+			{"log_softmax", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 7, 37).LogSoftmax(-1) }},
+			{"layer_norm", func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", dt, 7, 37).LayerNorm(g.Input("w", dt, 37), g.Input("b", dt, 37), 1e-5)
+			}},
+			{"rms_norm", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 7, 37).RmsNorm(g.Input("w", dt, 37), 1e-6) }},
+		}
+		for _, c := range comps {
+			if err := addFused(fmt.Sprintf("%s %v", c.label, dt), c.build); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, id := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"} {
 		w, err := workloads.ByID(id)
 		if err != nil {
 			return nil, err
@@ -117,6 +154,21 @@ func Kernels() ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// reduceOp applies a reduction over the last dim through the graph API.
+func reduceOp(x *graph.Tensor, op ir.Op) *graph.Tensor {
+	switch op {
+	case ir.OpMax:
+		return x.Max(false, -1)
+	case ir.OpMin:
+		return x.Min(false, -1)
+	case ir.OpArgmax:
+		return x.Argmax(-1, false)
+	case ir.OpArgmin:
+		return x.Argmin(-1, false)
+	}
+	return x.Sum(-1)
 }
 
 // unary applies a one-argument op through the graph API.
@@ -216,7 +268,7 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 		}
 		return ls[0].Name, ls[0].Code, nil
 	}
-	src, err := codegen.Elementwise(e.Kernel, t)
+	src, err := codegen.Kernel(e.Kernel, t)
 	if err != nil {
 		return "", "", err
 	}

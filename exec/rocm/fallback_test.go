@@ -1,20 +1,34 @@
 package rocm
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/tensor"
 )
 
-// TestGPUFallback forces the CPU fallback: a reduction, an indexing op and
-// elementwise work around them. The GPU runs the elementwise kernels, the
-// CPU the others with transfers, and the result equals a CPU-only run.
+// rowsOnCPU is the GPU executor told that it has no row kernels, so that
+// the runner's fallback path (exec.Fallbacker) runs on a real device: every
+// GPU kernel exists today, and nothing would fall back otherwise.
+type rowsOnCPU struct{ *Executor }
+
+func (r rowsOnCPU) Supports(k *exec.Kernel) error {
+	if k.RowAxes > 0 {
+		return errors.New("row kernels sent to the CPU by the test")
+	}
+	return r.Executor.Supports(k)
+}
+
+// TestGPUFallback forces the CPU fallback: a reduction runs on the CPU with
+// transfers, the indexing op and the elementwise kernels on the GPU, and
+// the result equals a CPU-only run.
 func TestGPUFallback(t *testing.T) {
-	e := openGPU(t)
+	e := rowsOnCPU{openGPU(t)}
 	g := graph.New()
 	x := g.Input("x", dtype.F32, 64, 257)
 	ids := g.Input("ids", dtype.I64, 5)
@@ -41,7 +55,8 @@ func TestGPUFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.Run(ctx, e.Poison(0xff), in)
+	e.Poison(0xff)
+	got, err := p.Run(ctx, e, in)
 	if err != nil {
 		t.Fatal(err)
 	}
