@@ -11,8 +11,13 @@
 // (and, with Poison, a memset of new allocations); Sync waits for the
 // stream. Uploads and downloads are ordered on the same stream and wait for
 // it (hip copies from pageable Go memory synchronously), so a download sees
-// every kernel queued before it. Every step, fused or not, is one kernel from
-// codegen.Elementwise: an unfused plan simply has one kernel per op.
+// every kernel queued before it. Elementwise and row kernels (fused or not)
+// come from codegen.Kernel — one launch, or two for a two-stage reduction
+// with scratch from the allocator; indexing and sorting steps run the
+// hand-written kernels of package kernels, whose device error flag is read
+// back after the step (a bad id fails the run there, naming the op and the
+// id). A step with no GPU kernel would run on the CPU through the runner's
+// fallback (exec.Fallbacker; Placement shows it).
 // Launches are serialised by a mutex; the executor is safe for concurrent
 // use, and concurrent runs interleave on the one stream.
 //
