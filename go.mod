@@ -7,4 +7,4 @@ require (
 	golang.org/x/sync v0.24.0
 )
 
-require golang.org/x/sys v0.49.0 // indirect
+require golang.org/x/sys v0.49.0
