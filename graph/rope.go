@@ -53,102 +53,62 @@ func ropeCheck(op string, x, cos, sin *Tensor, b, t, d int) error {
 	return nil
 }
 
-// csView views cos or sin (rows for t, then d/2) as the 5-D domain: tAxis is
-// the domain axis of t, pair the axis of the pair member (size 2, broadcast)
-// and the remaining axis of size d/2 takes the table's last dim.
-func csView(c *Tensor, t, tAxis, halfAxis int, dims []int) *Tensor {
-	cs := c.n.Shape
-	shape := []int{1, 1, 1, 1, 1}
-	if len(cs) == 3 {
-		shape[0] = cs[0] // per-batch tables
-	} else {
-		c = c.Narrow(0, 0, t) // the table may have more rows than t
+// ropeForm describes one member of the family over its 5-D domain: x
+// (rank 4) is viewed with its last dim split into (pair half, pair member)
+// or (pair member, pair half); pair is the member axis (size 2), tAxis the
+// axis of t and halfAxis the axis of size d/2 that indexes the tables.
+type ropeForm struct {
+	name                  string
+	layout                string // "(b, h, t, d)" or "(b, t, h, d)"
+	interleaved           bool   // pairs (x[2k], x[2k+1]) rather than (x[k], x[k+d/2])
+	tDim, pair, tAxis, hf int
+}
+
+var (
+	ropeIForm   = ropeForm{name: "rope_i", layout: "(b, h, t, d)", interleaved: true, tDim: 2, pair: 4, tAxis: 2, hf: 3}
+	ropeForm2   = ropeForm{name: "rope", layout: "(b, h, t, d)", tDim: 2, pair: 3, tAxis: 2, hf: 4}
+	ropeThdForm = ropeForm{name: "rope_thd", layout: "(b, t, h, d)", tDim: 1, pair: 3, tAxis: 1, hf: 4}
+)
+
+// rope checks shapes and builds the rotation for one form.
+func (x *Tensor) rope(f ropeForm, cos, sin *Tensor) *Tensor {
+	if r, ok := x.ready(f.name); !ok {
+		return r
 	}
-	shape[tAxis] = t
-	shape[halfAxis] = cs[len(cs)-1]
-	return c.Reshape(shape...).BroadcastTo(dims...)
+	s := x.n.Shape
+	if len(s) != 4 {
+		return x.g.fail(opErr(f.name, "x must be rank 4 %s, got %v%v", f.layout, x.n.DType, s))
+	}
+	b, t, d := s[0], s[f.tDim], s[3]
+	if err := ropeCheck(f.name, x, cos, sin, b, t, d); err != nil {
+		return failOr(x.g, err)
+	}
+	dims := []int{s[0], s[1], s[2], 2, d / 2}
+	if f.interleaved {
+		dims[3], dims[4] = d/2, 2
+	}
+	// The tables viewed over the domain: (t, d/2) narrowed to t rows (the
+	// table may have more), or per batch (b, t, d/2).
+	table := func(c *Tensor) *Tensor {
+		shape := []int{1, 1, 1, 1, 1}
+		if cs := c.n.Shape; len(cs) == 3 {
+			shape[0] = cs[0]
+		} else {
+			c = c.Narrow(0, 0, t)
+		}
+		shape[f.tAxis], shape[f.hf] = t, d/2
+		return c.Reshape(shape...).BroadcastTo(dims...)
+	}
+	return rotate(f.name, x.Reshape(dims...), table(cos), table(sin), f.pair, dims).Reshape(s...)
 }
 
 // RopeI is the interleaved rotary embedding: pairs (x[2k], x[2k+1]) of the
 // last dim rotate by (cos, sin)[t, k]. x is (b, h, t, d).
-func (x *Tensor) RopeI(cos, sin *Tensor) *Tensor {
-	if r, ok := x.ready("rope_i"); !ok {
-		return r
-	}
-	s := x.n.Shape
-	if len(s) != 4 {
-		return x.g.fail(opErr("rope_i", "x must be rank 4 (b, h, t, d), got %v%v", x.n.DType, s))
-	}
-	b, h, t, d := s[0], s[1], s[2], s[3]
-	if err := ropeCheck("rope_i", x, cos, sin, b, t, d); err != nil {
-		return failOr(x.g, err)
-	}
-	dims := []int{b, h, t, d / 2, 2}
-	x5 := x.Reshape(dims...)
-	out := rotate("rope_i", x5, csView(cos, t, 2, 3, dims), csView(sin, t, 2, 3, dims), 4, dims)
-	return out.Reshape(s...)
-}
+func (x *Tensor) RopeI(cos, sin *Tensor) *Tensor { return x.rope(ropeIForm, cos, sin) }
 
 // Rope is the half-split (GPT-NeoX) rotary embedding: x[k] and x[k + d/2]
 // rotate by (cos, sin)[t, k]. x is (b, h, t, d).
-func (x *Tensor) Rope(cos, sin *Tensor) *Tensor {
-	if r, ok := x.ready("rope"); !ok {
-		return r
-	}
-	s := x.n.Shape
-	if len(s) != 4 {
-		return x.g.fail(opErr("rope", "x must be rank 4 (b, h, t, d), got %v%v", x.n.DType, s))
-	}
-	b, h, t, d := s[0], s[1], s[2], s[3]
-	if err := ropeCheck("rope", x, cos, sin, b, t, d); err != nil {
-		return failOr(x.g, err)
-	}
-	if len(cos.n.Shape) == 3 {
-		return x.ropeBatched(cos, sin, false)
-	}
-	dims := []int{b * h, t, 1, 2, d / 2}
-	x5 := x.Reshape(dims...)
-	out := rotate("rope", x5, csView(cos, t, 1, 4, dims), csView(sin, t, 1, 4, dims), 3, dims)
-	return out.Reshape(s...)
-}
+func (x *Tensor) Rope(cos, sin *Tensor) *Tensor { return x.rope(ropeForm2, cos, sin) }
 
 // RopeThd is Rope on the (b, t, h, d) layout.
-func (x *Tensor) RopeThd(cos, sin *Tensor) *Tensor {
-	if r, ok := x.ready("rope_thd"); !ok {
-		return r
-	}
-	s := x.n.Shape
-	if len(s) != 4 {
-		return x.g.fail(opErr("rope_thd", "x must be rank 4 (b, t, h, d), got %v%v", x.n.DType, s))
-	}
-	b, t, h, d := s[0], s[1], s[2], s[3]
-	if err := ropeCheck("rope_thd", x, cos, sin, b, t, d); err != nil {
-		return failOr(x.g, err)
-	}
-	if len(cos.n.Shape) == 3 {
-		return x.ropeBatched(cos, sin, true)
-	}
-	dims := []int{b, t, h, 2, d / 2}
-	x5 := x.Reshape(dims...)
-	out := rotate("rope_thd", x5, csView(cos, t, 1, 4, dims), csView(sin, t, 1, 4, dims), 3, dims)
-	return out.Reshape(s...)
-}
-
-// ropeBatched handles per-batch (b, t, d/2) tables for the half-split forms
-// by folding the batch into the table view.
-func (x *Tensor) ropeBatched(cos, sin *Tensor, thd bool) *Tensor {
-	s := x.n.Shape
-	dims := []int{s[0], s[1], s[2], 2, s[3] / 2}
-	tAxis := 2 // (b, h, t, …)
-	if thd {
-		tAxis = 1 // (b, t, h, …)
-	}
-	view := func(c *Tensor) *Tensor {
-		cs := c.n.Shape
-		shape := []int{cs[0], 1, 1, 1, cs[2]}
-		shape[tAxis] = cs[1]
-		return c.Reshape(shape...).BroadcastTo(dims...)
-	}
-	x5 := x.Reshape(dims...)
-	return rotate("rope", x5, view(cos), view(sin), 3, dims).Reshape(s...)
-}
+func (x *Tensor) RopeThd(cos, sin *Tensor) *Tensor { return x.rope(ropeThdForm, cos, sin) }
