@@ -19,7 +19,7 @@ import (
 // has size 2 and indexes the member of each rotated pair (x0, x1):
 // out = member 0 ? x0·c − x1·s : x0·s + x1·c. x5 is x reshaped to the
 // domain; cs5 views cos/sin broadcast to the domain.
-func rotate(op string, x5, c5, s5 *Tensor, pair int, dims []int) *Tensor {
+func rotate(x5, c5, s5 *Tensor, pair int, dims []int) *Tensor {
 	g := x5.g
 	x0 := x5.Narrow(pair, 0, 1).BroadcastTo(dims...)
 	x1 := x5.Narrow(pair, 1, 1).BroadcastTo(dims...)
@@ -99,7 +99,7 @@ func (x *Tensor) rope(f ropeForm, cos, sin *Tensor) *Tensor {
 		shape[f.tAxis], shape[f.hf] = t, d/2
 		return c.Reshape(shape...).BroadcastTo(dims...)
 	}
-	return rotate(f.name, x.Reshape(dims...), table(cos), table(sin), f.pair, dims).Reshape(s...)
+	return rotate(x.Reshape(dims...), table(cos), table(sin), f.pair, dims).Reshape(s...)
 }
 
 // RopeI is the interleaved rotary embedding: pairs (x[2k], x[2k+1]) of the
