@@ -41,6 +41,9 @@ func newTile(k dtype.Kind, n int) tile {
 	return tile{f32: make([]float32, n)}
 }
 
+// capacity is the capacity of the slice in use.
+func (t tile) capacity() int { return cap(t.f32) + cap(t.f64) + cap(t.i64) }
+
 // slice returns the first n elements of every non-nil slice.
 func (t tile) slice(n int) tile {
 	switch {
@@ -116,7 +119,9 @@ type worker struct {
 	ins   []tile   // per operand, the current tile (loaded or direct)
 	args  []tile   // argument scratch
 	bcast [][]tile // per instruction and arg: row values expanded to rows
-	walk  walker
+	// filled[i] is how much of a constant instruction's tile holds its value.
+	filled []int
+	walk   walker
 }
 
 func compileKernel(k *exec.Kernel) (*program, error) {
@@ -141,7 +146,12 @@ func compileKernel(k *exec.Kernel) (*program, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cpu: kernel %s: %w", k.Name, err)
 		}
-		ins := instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, wide: !k.IsRowValue(in.Node), fn: fn, round: rounder(in.Node.DType), rowScalar: -1}
+		ins := instr{node: in.Node, kind: in.Node.DType.Kind(), args: in.Args, wide: !k.IsRowValue(in.Node), fn: fn, rowScalar: -1}
+		// Comparisons (0 or 1) and arg reductions (indices) are always in
+		// their dtype's range: nothing to narrow.
+		if out := in.Node.Info().Out; out != ir.OutU8 && out != ir.OutU32 {
+			ins.round = rounder(in.Node.DType)
+		}
 		if op, ok := rowScalarOps[in.Node.Op]; ok && hasAVX2 && ins.kind == dtype.KF32 && len(in.Args) == 2 && in.Args[1].Broadcast && !in.Args[0].Broadcast {
 			ins.rowScalar = op
 		}
@@ -216,7 +226,7 @@ func (p *program) newWorker() *worker {
 		}
 		return rowN
 	}
-	w := &worker{ins: make([]tile, len(p.ops)), vals: make([]tile, len(p.instrs)), inBuf: make([]tile, len(p.ops)), bcast: make([][]tile, len(p.instrs))}
+	w := &worker{ins: make([]tile, len(p.ops)), vals: make([]tile, len(p.instrs)), inBuf: make([]tile, len(p.ops)), bcast: make([][]tile, len(p.instrs)), filled: make([]int, len(p.instrs))}
 	for i, o := range p.ops {
 		if !o.direct {
 			w.inBuf[i] = newTile(o.dt.Kind(), size(o.wide))
@@ -363,6 +373,16 @@ func (p *program) span(w *worker, srcs []buf, dst buf, ws, wn, rs, rn, L int, st
 				v = b
 			}
 			w.args[a] = v
+		}
+		if in.node.Op == ir.OpFull && !(i == lastI && p.direct && storeOut) {
+			// A constant: its scratch tile, once filled, stays filled.
+			if w.filled[i] < n {
+				c := w.vals[i].capacity()
+				in.fn(w.vals[i].slice(c), nil, 0)
+				w.filled[i] = c
+			}
+			w.vals[i] = out
+			continue
 		}
 		in.fn(out, w.args[:len(in.args)], s)
 		if i < lastI && in.round != nil {
