@@ -2,9 +2,6 @@ package cpu
 
 import (
 	"context"
-	"sync/atomic"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
@@ -61,34 +58,8 @@ func (p *program) runChunked(ctx context.Context, workers int, srcs []buf, dst b
 		}
 		parts[item] = pt
 	}
-	if workers == 1 {
-		w := p.scratch.Get().(*worker)
-		for item := range items {
-			work(w, item)
-		}
-		p.scratch.Put(w)
-	} else {
-		var next atomic.Int64
-		g, gctx := errgroup.WithContext(ctx)
-		for range min(workers, items) {
-			g.Go(func() error {
-				w := p.scratch.Get().(*worker)
-				defer p.scratch.Put(w)
-				for {
-					item := int(next.Add(1) - 1)
-					if item >= items {
-						return nil
-					}
-					if item%64 == 0 && gctx.Err() != nil {
-						return gctx.Err()
-					}
-					work(w, item)
-				}
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return err
-		}
+	if err := p.forEach(ctx, workers, items, work); err != nil {
+		return err
 	}
 	res := newTile(p.instrs[len(p.instrs)-1].kind, rows)
 	argKind := p.argKind(last.args[0])

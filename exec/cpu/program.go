@@ -273,29 +273,42 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 	}
 	per := p.rowsPerTile
 	tiles := (n + per - 1) / per
-	if n*max(p.rowLen, 1) < serialBelow || workers == 1 || tiles == 1 {
+	if n*max(p.rowLen, 1) < serialBelow {
+		workers = 1
+	}
+	return p.forEach(ctx, workers, tiles, func(w *worker, t int) {
+		p.tile(w, srcs, dst, t*per, min(n, (t+1)*per))
+	})
+}
+
+// forEach runs work over items 0…n-1 on up to workers goroutines, each with
+// its own scratch worker from the pool, handing out items one at a time
+// (tiles of rows, or chunks of long rows); one worker runs them on the
+// calling goroutine. The context is checked every 64 items.
+func (p *program) forEach(ctx context.Context, workers, n int, work func(w *worker, item int)) error {
+	if workers <= 1 || n <= 1 {
 		w := p.scratch.Get().(*worker)
 		defer p.scratch.Put(w)
-		for t := range tiles {
-			p.tile(w, srcs, dst, t*per, min(n, (t+1)*per))
+		for item := range n {
+			work(w, item)
 		}
 		return nil
 	}
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	for range min(workers, tiles) {
+	for range min(workers, n) {
 		g.Go(func() error {
 			w := p.scratch.Get().(*worker)
 			defer p.scratch.Put(w)
 			for {
-				t := int(next.Add(1) - 1)
-				if t >= tiles {
+				item := int(next.Add(1) - 1)
+				if item >= n {
 					return nil
 				}
-				if t%64 == 0 && gctx.Err() != nil {
+				if item%64 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
-				p.tile(w, srcs, dst, t*per, min(n, (t+1)*per))
+				work(w, item)
 			}
 		})
 	}
