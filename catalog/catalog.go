@@ -5,10 +5,10 @@ import (
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/workloads"
 )
 
@@ -17,7 +17,7 @@ type Entry struct {
 	// Label says where the kernel comes from: "add f32", "cast f16→u8",
 	// "W1 fused".
 	Label  string
-	Kernel *exec.Kernel
+	Kernel *plan.Kernel
 }
 
 // unfusedSize is the element count of the per-op kernels: odd, so the

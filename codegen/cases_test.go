@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // A graphCase is a small graph whose plan's kernels the tests render,
@@ -277,7 +277,7 @@ func workloadCases(rows, cols int, big bool) []graphCase {
 }
 
 // plan compiles a case's graph.
-func (c graphCase) plan(t testing.TB) *exec.Plan {
+func (c graphCase) plan(t testing.TB) *plan.Plan {
 	t.Helper()
 	g := graph.New()
 	c.build(g)
@@ -294,7 +294,7 @@ func (c graphCase) plan(t testing.TB) *exec.Plan {
 
 // planHas reports whether some kernel has an instruction of c.op whose
 // value arguments (or, for sources, result) have dtype c.in.
-func planHas(p *exec.Plan, c graphCase) bool {
+func planHas(p *plan.Plan, c graphCase) bool {
 	for _, s := range p.Steps {
 		k := s.Kernel
 		for _, in := range k.Instrs {

@@ -18,6 +18,7 @@ import (
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -29,7 +30,7 @@ type runner interface {
 
 // class of a plan for comparison: exact, or tolerant when any instruction
 // is transcendental.
-func exactPlan(p *lexec.Plan) bool {
+func exactPlan(p *plan.Plan) bool {
 	for _, s := range p.Steps {
 		for _, in := range s.Kernel.Instrs {
 			switch in.Node.Op {
@@ -105,7 +106,7 @@ func randomInput(rng *rand.Rand, dt dtype.DType, shape []int) *tensor.Tensor {
 
 // runPlan runs a plan's steps on r and returns its outputs'
 // bytes by name.
-func runPlan(t *testing.T, r runner, tg Target, opt options, p *lexec.Plan, inputs map[string]*tensor.Tensor) map[string][]byte {
+func runPlan(t *testing.T, r runner, tg Target, opt options, p *plan.Plan, inputs map[string]*tensor.Tensor) map[string][]byte {
 	t.Helper()
 	bufs := make([][]byte, len(p.Buffers))
 	written := make([]bool, len(p.Buffers))
@@ -141,7 +142,7 @@ func runPlan(t *testing.T, r runner, tg Target, opt options, p *lexec.Plan, inpu
 // render renders a kernel for the tests: a row kernel with the row
 // options rowOpts (default: defaultRowOptions), any other with
 // elementwise options opt.
-func render(k *lexec.Kernel, tg Target, opt options, rowOpts ...rowOptions) (*Source, error) {
+func render(k *plan.Kernel, tg Target, opt options, rowOpts ...rowOptions) (*Source, error) {
 	if k.RowAxes > 0 {
 		ro := defaultRowOptions
 		if len(rowOpts) > 0 {

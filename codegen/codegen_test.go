@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 var amd90a = Target{Platform: AMD, Arch: "gfx90a"}
 
 // only renders the single kernel of a one-step (or the last step of a)
 // case's plan.
-func only(t *testing.T, c graphCase, tg Target) (*exec.Kernel, *Source) {
+func only(t *testing.T, c graphCase, tg Target) (*plan.Kernel, *Source) {
 	t.Helper()
 	p := c.plan(t)
 	k := p.Steps[len(p.Steps)-1].Kernel
@@ -61,7 +61,7 @@ func TestTargetAndPrelude(t *testing.T) {
 		}
 	}
 	for _, bad := range []Target{{Platform: "intel", Arch: "x"}, {Platform: AMD, Arch: "gfx90a", WaveSize: 16}} {
-		if _, err := Elementwise(&exec.Kernel{}, bad); err == nil {
+		if _, err := Elementwise(&plan.Kernel{}, bad); err == nil {
 			t.Errorf("Elementwise accepted target %+v", bad)
 		}
 		if !strings.HasPrefix(Prelude(bad), "// codegen:") {
@@ -174,42 +174,42 @@ func TestReadable(t *testing.T) {
 // TestErrors checks that what codegen cannot render is refused with the op
 // and dtype named.
 func TestErrors(t *testing.T) {
-	buf := func(dt dtype.DType, shape ...int) *exec.Buffer {
-		return &exec.Buffer{DType: dt, Shape: shape, Slot: -1}
+	buf := func(dt dtype.DType, shape ...int) *plan.Buffer {
+		return &plan.Buffer{DType: dt, Shape: shape, Slot: -1}
 	}
 	node := func(op ir.Op, dt dtype.DType, params ...float64) *ir.Node {
 		return &ir.Node{ID: 7, Op: op, DType: dt, Shape: []int{4}, Params: params}
 	}
-	in := func(dt dtype.DType) exec.Operand {
-		return exec.Operand{Buf: buf(dt, 4), Layout: ir.Contiguous([]int{4})}
+	in := func(dt dtype.DType) plan.Operand {
+		return plan.Operand{Buf: buf(dt, 4), Layout: ir.Contiguous([]int{4})}
 	}
-	arg := []exec.Ref{{Operand: true}}
+	arg := []plan.Ref{{Operand: true}}
 	for _, tc := range []struct {
 		name string
-		k    *exec.Kernel
+		k    *plan.Kernel
 		want []string
 	}{
-		{"exp of i64", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.I64)}, Instrs: []exec.Instr{{Node: node(ir.OpExp, dtype.I64), Args: arg}}, Out: buf(dtype.I64, 4)},
+		{"exp of i64", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.I64)}, Instrs: []plan.Instr{{Node: node(ir.OpExp, dtype.I64), Args: arg}}, Out: buf(dtype.I64, 4)},
 			[]string{"exp", "i64"}},
-		{"neg of u8", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.U8)}, Instrs: []exec.Instr{{Node: node(ir.OpNeg, dtype.U8), Args: arg}}, Out: buf(dtype.U8, 4)},
+		{"neg of u8", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.U8)}, Instrs: []plan.Instr{{Node: node(ir.OpNeg, dtype.U8), Args: arg}}, Out: buf(dtype.U8, 4)},
 			[]string{"neg", "u8"}},
-		{"sum", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.F32)}, Instrs: []exec.Instr{{Node: node(ir.OpSum, dtype.F32, 1), Args: arg}}, Out: buf(dtype.F32, 4)},
+		{"sum", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.F32)}, Instrs: []plan.Instr{{Node: node(ir.OpSum, dtype.F32, 1), Args: arg}}, Out: buf(dtype.F32, 4)},
 			[]string{"sum", "f32", "elementwise kernels only"}},
-		{"row kernel", &exec.Kernel{Shape: []int{4}, RowAxes: 1, Ins: []exec.Operand{in(dtype.F32)}, Instrs: []exec.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
+		{"row kernel", &plan.Kernel{Shape: []int{4}, RowAxes: 1, Ins: []plan.Operand{in(dtype.F32)}, Instrs: []plan.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
 			[]string{"row kernel"}},
-		{"view instruction", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.F32)}, Instrs: []exec.Instr{{Node: node(ir.OpView, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
+		{"view instruction", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.F32)}, Instrs: []plan.Instr{{Node: node(ir.OpView, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
 			[]string{"view"}},
-		{"where with f32 condition", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.F32)}, Instrs: []exec.Instr{{Node: node(ir.OpWhere, dtype.F32), Args: []exec.Ref{{Operand: true}, {Operand: true}, {Operand: true}}}}, Out: buf(dtype.F32, 4)},
+		{"where with f32 condition", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.F32)}, Instrs: []plan.Instr{{Node: node(ir.OpWhere, dtype.F32), Args: []plan.Ref{{Operand: true}, {Operand: true}, {Operand: true}}}}, Out: buf(dtype.F32, 4)},
 			[]string{"where", "condition dtype f32"}},
-		{"add of mixed dtypes", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.F32), in(dtype.F16)}, Instrs: []exec.Instr{{Node: node(ir.OpAdd, dtype.F32), Args: []exec.Ref{{Operand: true}, {Operand: true, Index: 1}}}}, Out: buf(dtype.F32, 4)},
+		{"add of mixed dtypes", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.F32), in(dtype.F16)}, Instrs: []plan.Instr{{Node: node(ir.OpAdd, dtype.F32), Args: []plan.Ref{{Operand: true}, {Operand: true, Index: 1}}}}, Out: buf(dtype.F32, 4)},
 			[]string{"add", "mixed argument dtypes"}},
-		{"output dtype", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{in(dtype.F32)}, Instrs: []exec.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F16, 4)},
+		{"output dtype", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{in(dtype.F32)}, Instrs: []plan.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F16, 4)},
 			[]string{"f32", "f16"}},
-		{"layout past the buffer", &exec.Kernel{Shape: []int{4}, Ins: []exec.Operand{{Buf: buf(dtype.F32, 4), Layout: ir.Layout{Dims: []int{4}, Strides: []int{2}}}}, Instrs: []exec.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
+		{"layout past the buffer", &plan.Kernel{Shape: []int{4}, Ins: []plan.Operand{{Buf: buf(dtype.F32, 4), Layout: ir.Layout{Dims: []int{4}, Strides: []int{2}}}}, Instrs: []plan.Instr{{Node: node(ir.OpExp, dtype.F32), Args: arg}}, Out: buf(dtype.F32, 4)},
 			[]string{"reads past"}},
-		{"forward reference", &exec.Kernel{Shape: []int{4}, Instrs: []exec.Instr{{Node: node(ir.OpExp, dtype.F32), Args: []exec.Ref{{Index: 0}}}}, Out: buf(dtype.F32, 4)},
+		{"forward reference", &plan.Kernel{Shape: []int{4}, Instrs: []plan.Instr{{Node: node(ir.OpExp, dtype.F32), Args: []plan.Ref{{Index: 0}}}}, Out: buf(dtype.F32, 4)},
 			[]string{"not available"}},
-		{"no instructions", &exec.Kernel{Shape: []int{4}, Out: buf(dtype.F32, 4)}, []string{"no instructions"}},
+		{"no instructions", &plan.Kernel{Shape: []int{4}, Out: buf(dtype.F32, 4)}, []string{"no instructions"}},
 	} {
 		_, err := Elementwise(tc.k, amd90a)
 		if err == nil {

@@ -1,4 +1,4 @@
-// Package codegen renders planned kernels (exec.Kernel) as HIP C++ source
+// Package codegen renders planned kernels (plan.Kernel) as HIP C++ source
 // for the runtime compilers of package hip: hiprtc (AMD, ROCm 5.2 and
 // later) and NVRTC (NVIDIA, HIP's NVIDIA platform spoken directly):
 // elementwise kernels (Elementwise, below) and row kernels — reductions,

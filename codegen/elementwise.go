@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // Launch shape constants (see doc.go).
@@ -47,7 +47,7 @@ type Param struct {
 	Name  string // in0, in1, …, out
 	CType string // C parameter type, e.g. "const float* __restrict__"
 	DType dtype.DType
-	Buf   *exec.Buffer // the buffer to pass (Kernel.Ins[k].Buf, then Kernel.Out); nil for scratch
+	Buf   *plan.Buffer // the buffer to pass (Kernel.Ins[k].Buf, then Kernel.Out); nil for scratch
 	Out   bool         // the output pointer (after the operands)
 	// Scratch marks the scratch pointer (last, after out; only when
 	// Source.ScratchBytes > 0): device memory of ScratchBytes bytes, 16-byte
@@ -124,11 +124,11 @@ type operand struct {
 
 // Elementwise renders one planned elementwise kernel for t. It fails, naming
 // the op and dtype, for anything it cannot render.
-func Elementwise(k *exec.Kernel, t Target) (*Source, error) {
+func Elementwise(k *plan.Kernel, t Target) (*Source, error) {
 	return elementwise(k, t, defaultOptions)
 }
 
-func elementwise(k *exec.Kernel, t Target, opt options) (*Source, error) {
+func elementwise(k *plan.Kernel, t Target, opt options) (*Source, error) {
 	t, err := t.check()
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func elementwise(k *exec.Kernel, t Target, opt options) (*Source, error) {
 }
 
 // kernelParams are the operand and output parameters of k.
-func kernelParams(k *exec.Kernel) []Param {
+func kernelParams(k *plan.Kernel) []Param {
 	var ps []Param
 	for i, o := range k.Ins {
 		ps = append(ps, Param{Name: fmt.Sprintf("in%d", i), CType: "const " + storageType(o.Buf.DType) + "* __restrict__", DType: o.Buf.DType, Buf: o.Buf})
@@ -170,7 +170,7 @@ func kernelParams(k *exec.Kernel) []Param {
 
 // Kernel renders any planned kernel codegen handles: a row kernel
 // (RowAxes > 0) with Rows, any other with Elementwise.
-func Kernel(k *exec.Kernel, t Target) (*Source, error) {
+func Kernel(k *plan.Kernel, t Target) (*Source, error) {
 	if k != nil && k.RowAxes > 0 {
 		return Rows(k, t)
 	}
@@ -205,7 +205,7 @@ func baseName(s string) string {
 
 // gen holds one kernel's analysis.
 type gen struct {
-	k      *exec.Kernel
+	k      *plan.Kernel
 	numel  int
 	ops    []operand
 	argDT  [][]dtype.DType
@@ -219,7 +219,7 @@ type gen struct {
 	opt    options
 }
 
-func newGen(k *exec.Kernel, opt options) (*gen, error) {
+func newGen(k *plan.Kernel, opt options) (*gen, error) {
 	if k.Out == nil {
 		return nil, fmt.Errorf("no output buffer")
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // rowOptions are the tuning knobs of row kernels (see doc.go, "Row
@@ -38,11 +38,11 @@ var defaultRowOptions = rowOptions{vecsPerThread: 4, maxGroup: 1024, cacheWords:
 
 // Rows renders one planned row kernel (RowAxes > 0) for t. It fails, naming
 // the op and dtype, for anything it cannot render.
-func Rows(k *exec.Kernel, t Target) (*Source, error) {
+func Rows(k *plan.Kernel, t Target) (*Source, error) {
 	return rows(k, t, defaultRowOptions)
 }
 
-func rows(k *exec.Kernel, t Target, opt rowOptions) (*Source, error) {
+func rows(k *plan.Kernel, t Target, opt rowOptions) (*Source, error) {
 	t, err := t.check()
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ type rowOperand struct {
 // rowInstr is one instruction with its place in the pass structure.
 type rowInstr struct {
 	n     *ir.Node
-	args  []exec.Ref
+	args  []plan.Ref
 	argDT []dtype.DType
 	row   bool // one value per row
 	red   bool // a reduction over the row
@@ -137,7 +137,7 @@ func newGroupLaunch(rows, n, perThread, maxGroup, wave int) groupLaunch {
 
 // rowGen holds one row kernel's analysis.
 type rowGen struct {
-	k        *exec.Kernel
+	k        *plan.Kernel
 	t        Target
 	opt      rowOptions
 	rows, L  int
@@ -168,7 +168,7 @@ type rowGen struct {
 	stage int // 0 single kernel, 1 partials, 2 combine
 }
 
-func newRowGen(k *exec.Kernel, t Target, opt rowOptions) (*rowGen, error) {
+func newRowGen(k *plan.Kernel, t Target, opt rowOptions) (*rowGen, error) {
 	t, err := t.check()
 	if err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func checkReduce(n *ir.Node, argDT []dtype.DType) error {
 // reads the reductions it depends on), and a reduction reads its input in
 // that input's pass.
 func (g *rowGen) schedule() {
-	passOf := func(r exec.Ref) int {
+	passOf := func(r plan.Ref) int {
 		switch {
 		case r.Operand && !r.Broadcast && g.ops[r.Index].whole:
 			return 0
@@ -522,8 +522,8 @@ func (g *rowGen) demand(P int) {
 		g.inDem[j] = make([]bool, P)
 	}
 	for q := range P {
-		var visit func(r exec.Ref)
-		visit = func(r exec.Ref) {
+		var visit func(r plan.Ref)
+		visit = func(r plan.Ref) {
 			switch {
 			case r.Broadcast:
 			case r.Operand:
@@ -546,7 +546,7 @@ func (g *rowGen) demand(P int) {
 			}
 		}
 		if l := g.ins[g.last]; !l.row && l.pass == q {
-			visit(exec.Ref{Index: g.last})
+			visit(plan.Ref{Index: g.last})
 		}
 	}
 }
@@ -742,7 +742,7 @@ func addrFunc(b *w, name string, l ir.Layout, I, u string) {
 }
 
 // rowRef is the C expression of an argument read as a row value.
-func (g *rowGen) rowRef(r exec.Ref) string {
+func (g *rowGen) rowRef(r plan.Ref) string {
 	if r.Operand {
 		return fmt.Sprintf("q%d", r.Index)
 	}
@@ -899,7 +899,7 @@ func (g *rowGen) storeRow(b *w, ind int, gl groupLaunch, okc string) {
 }
 
 // elemRef is the C expression of an argument inside pass q's element loop.
-func (g *rowGen) elemRef(r exec.Ref, q int) string {
+func (g *rowGen) elemRef(r plan.Ref, q int) string {
 	switch {
 	case r.Broadcast:
 		return g.rowRef(r)
@@ -1063,7 +1063,7 @@ func (g *rowGen) renderPass(b *w, ind int, gl groupLaunch, q int, okc string) {
 		}
 	}
 	if storeOut {
-		b.line(in3, "y[e] = %s;", g.elemRef(exec.Ref{Index: g.last}, q))
+		b.line(in3, "y[e] = %s;", g.elemRef(plan.Ref{Index: g.last}, q))
 	}
 	b.line(in2, "}")
 	if storeOut {

@@ -22,6 +22,7 @@ import (
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -276,7 +277,7 @@ func workloadRowCases(rows, cols int) []rowCase {
 	}
 }
 
-func (c rowCase) plan(t testing.TB, fused bool) *lexec.Plan {
+func (c rowCase) plan(t testing.TB, fused bool) *plan.Plan {
 	t.Helper()
 	g := graph.New()
 	c.build(g)
@@ -552,7 +553,7 @@ func checkRowCases(t *testing.T, r runner, tg Target, cases []rowCase, opt rowOp
 }
 
 // runRowPlan is runPlan with row options.
-func runRowPlan(t *testing.T, r runner, tg Target, opt rowOptions, p *lexec.Plan, inputs map[string]*tensor.Tensor) map[string][]byte {
+func runRowPlan(t *testing.T, r runner, tg Target, opt rowOptions, p *plan.Plan, inputs map[string]*tensor.Tensor) map[string][]byte {
 	t.Helper()
 	bufs := make([][]byte, len(p.Buffers))
 	for _, b := range p.Inputs {
@@ -710,7 +711,7 @@ func TestRowPlans(t *testing.T) {
 	// Refusals.
 	p := workloadRowCases(4, 8)[3].plan(t, true)
 	k = p.Steps[0].Kernel
-	bad := &lexec.Kernel{Name: k.Name, Shape: k.Shape, Ins: k.Ins, Instrs: k.Instrs, Out: k.Out}
+	bad := &plan.Kernel{Name: k.Name, Shape: k.Shape, Ins: k.Ins, Instrs: k.Instrs, Out: k.Out}
 	if _, err := Rows(bad, tg); err == nil {
 		t.Error("Rows accepted a kernel without row axes")
 	}

@@ -1,7 +1,8 @@
 // Package exec holds compiled plans, the executor interface and the plan
 // runner.
 //
-// A Plan is a list of steps over buffers. A step is a Kernel: a group of
+// A plan.Plan (package plan) is a list of steps over buffers. A step is a
+// plan.Kernel: a group of
 // elementwise IR nodes that reads external operands (a buffer seen through a
 // strided layout) and writes one contiguous output buffer. Without fusion
 // every compute node is its own kernel; with fusion (package fuse) a kernel

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -18,9 +19,9 @@ type Executor interface {
 	// Name is "cpu", "rocm", … as shown in benchmarks and errors.
 	Name() string
 	// Alloc returns memory for n bytes that holds a buffer of the given
-	// kind: a temporary slot (BufTemp) or an output that Download will hand
-	// to the caller (BufOutput).
-	Alloc(bytes int, kind BufferKind) (Memory, error)
+	// kind: a temporary slot (plan.BufTemp) or an output that Download will hand
+	// to the caller (plan.BufOutput).
+	Alloc(bytes int, kind plan.BufferKind) (Memory, error)
 	// Free releases memory from Alloc.
 	Free(Memory)
 	// Upload returns memory holding t's contents. The executor may alias the
@@ -31,22 +32,22 @@ type Executor interface {
 	// Download returns b's contents as a host tensor the caller owns (the
 	// CPU hands over output memory without a copy; Free must then not
 	// recycle it).
-	Download(m Memory, b *Buffer) (*tensor.Tensor, error)
+	Download(m Memory, b *plan.Buffer) (*tensor.Tensor, error)
 	// Run executes one step. mem[i] backs plan buffer i.
-	Run(ctx context.Context, s *Step, mem []Memory) error
+	Run(ctx context.Context, s *plan.Step, mem []Memory) error
 	// Sync waits for all work issued so far.
 	Sync() error
 }
 
 // CheckInputs checks inputs against the plan's declared names, dtypes and
 // shapes and reports every problem in one error.
-func CheckInputs(p *Plan, inputs map[string]*tensor.Tensor) error {
+func CheckInputs(p *plan.Plan, inputs map[string]*tensor.Tensor) error {
 	return CheckValues(p, hostValues(inputs))
 }
 
 // CheckValues is CheckInputs for values that may be host tensors or
 // executor-resident tensors.
-func CheckValues(p *Plan, inputs map[string]Value) error {
+func CheckValues(p *plan.Plan, inputs map[string]Value) error {
 	var errs []error
 	for _, b := range p.Inputs {
 		v, ok := inputs[b.Name]
@@ -58,7 +59,7 @@ func CheckValues(p *Plan, inputs map[string]Value) error {
 		}
 	}
 	for name := range inputs {
-		if !slices.ContainsFunc(p.Inputs, func(b *Buffer) bool { return b.Name == name }) {
+		if !slices.ContainsFunc(p.Inputs, func(b *plan.Buffer) bool { return b.Name == name }) {
 			errs = append(errs, fmt.Errorf("loom: run: unknown input %q", name))
 		}
 	}
@@ -88,7 +89,7 @@ func hostValues(inputs map[string]*tensor.Tensor) map[string]Value {
 }
 
 // Run executes a plan on an executor and returns its named outputs.
-func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+func Run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	vals, err := run(ctx, e, p, hostValues(inputs), false)
 	if err != nil {
 		return nil, err
@@ -105,7 +106,7 @@ func Run(ctx context.Context, e Executor, p *Plan, inputs map[string]*tensor.Ten
 // downloaded, or with keep handed over as resident values when e is Resident.
 // Everything the run allocated or uploaded is released on every path, except
 // the output memory handed over to resident values.
-func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep bool) (out map[string]Value, err error) {
+func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool) (out map[string]Value, err error) {
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep
 		}
 	}()
 	for i, n := range p.SlotBytes {
-		m, err := e.Alloc(n, BufTemp)
+		m, err := e.Alloc(n, plan.BufTemp)
 		if err != nil {
 			return nil, fmt.Errorf("loom: run on %s: temporary slot %d: %w", e.Name(), i, err)
 		}
@@ -133,7 +134,7 @@ func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep
 	}
 	for _, b := range p.Buffers {
 		switch b.Kind {
-		case BufInput:
+		case plan.BufInput:
 			m, up, err := bindInput(e, inputs[b.Name])
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: input %q: %w", e.Name(), b.Name, err)
@@ -142,15 +143,15 @@ func run(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep
 			if up {
 				uploaded = append(uploaded, m)
 			}
-		case BufOutput:
-			m, err := e.Alloc(b.Bytes(), BufOutput)
+		case plan.BufOutput:
+			m, err := e.Alloc(b.Bytes(), plan.BufOutput)
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 			}
 			mem[b.ID] = m
 			outIndex[b.ID] = len(allocated)
 			allocated = append(allocated, m)
-		case BufTemp:
+		case plan.BufTemp:
 			mem[b.ID] = slots[b.Slot]
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -18,7 +19,7 @@ type Fallbacker interface {
 	Executor
 	// Supports returns nil if the executor runs k itself, else the reason
 	// it does not.
-	Supports(k *Kernel) error
+	Supports(k *plan.Kernel) error
 	// Fallback is the executor that runs unsupported steps.
 	Fallback() Executor
 	// Write copies a host tensor into memory from this executor's Alloc
@@ -27,7 +28,7 @@ type Fallbacker interface {
 }
 
 // fallbackFor returns the fallbacker and its reason when e does not run k.
-func fallbackFor(e Executor, k *Kernel) (Fallbacker, string) {
+func fallbackFor(e Executor, k *plan.Kernel) (Fallbacker, string) {
 	fb, ok := e.(Fallbacker)
 	if !ok {
 		return nil, ""
@@ -42,7 +43,7 @@ func fallbackFor(e Executor, k *Kernel) (Fallbacker, string) {
 // queued so far is waited for, each operand buffer is downloaded and handed
 // to the fallback executor, the step runs, and the result is written back
 // into the device buffer. Every host allocation is released on return.
-func runFallback(ctx context.Context, e Fallbacker, s *Step, mem []Memory) error {
+func runFallback(ctx context.Context, e Fallbacker, s *plan.Step, mem []Memory) error {
 	host := e.Fallback()
 	if err := e.Sync(); err != nil {
 		return err
@@ -76,7 +77,7 @@ func runFallback(ctx context.Context, e Fallbacker, s *Step, mem []Memory) error
 		uploaded = append(uploaded, m)
 	}
 	var err error
-	if out, err = host.Alloc(k.Out.Bytes(), BufTemp); err != nil {
+	if out, err = host.Alloc(k.Out.Bytes(), plan.BufTemp); err != nil {
 		return err
 	}
 	hmem[k.Out.ID] = out
@@ -98,7 +99,7 @@ func runFallback(ctx context.Context, e Fallbacker, s *Step, mem []Memory) error
 
 // Placement describes where each step of p runs on e: the executor's own
 // steps, and the steps that fall back, with the transfers they make.
-func Placement(p *Plan, e Executor) string {
+func Placement(p *plan.Plan, e Executor) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "placement on %s:\n", e.Name())
 	for i, s := range p.Steps {

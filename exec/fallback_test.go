@@ -12,6 +12,7 @@ import (
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -23,7 +24,7 @@ type picky struct {
 	t    *testing.T
 }
 
-func (p *picky) Supports(k *exec.Kernel) error {
+func (p *picky) Supports(k *plan.Kernel) error {
 	if k.RowAxes > 0 || k.Instrs[0].Node.Info().Class == ir.ClassIndex {
 		return errors.New("no row or indexing kernels here")
 	}
@@ -32,7 +33,7 @@ func (p *picky) Supports(k *exec.Kernel) error {
 
 func (p *picky) Fallback() exec.Executor { return p.host }
 
-func (p *picky) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
+func (p *picky) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
 	if err := p.Supports(s.Kernel); err != nil {
 		p.t.Errorf("picky asked to run %s", s.Kernel.Name)
 	}

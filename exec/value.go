@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -33,10 +34,10 @@ type Resident interface {
 	// err nil) for values the executor does not own; err is set for one it
 	// owns but cannot use (freed).
 	Adopt(v Value) (m Memory, ok bool, err error)
-	// Wrap hands output memory from Alloc(…, BufOutput) to the caller as a
+	// Wrap hands output memory from Alloc(…, plan.BufOutput) to the caller as a
 	// resident tensor holding buffer b; the tensor owns the memory from then
 	// on (the runner no longer frees it).
-	Wrap(m Memory, b *Buffer) (ResidentValue, error)
+	Wrap(m Memory, b *plan.Buffer) (ResidentValue, error)
 }
 
 // RunValues executes a plan like Run, with inputs that are host tensors or
@@ -47,7 +48,7 @@ type Resident interface {
 //
 // RunValues waits for the run's work to finish before returning (as Run
 // does), so a resident input may be freed as soon as it returns.
-func RunValues(ctx context.Context, e Executor, p *Plan, inputs map[string]Value, keep bool) (map[string]Value, error) {
+func RunValues(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool) (map[string]Value, error) {
 	return run(ctx, e, p, inputs, keep)
 }
 

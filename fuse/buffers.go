@@ -1,6 +1,6 @@
 package fuse
 
-import "github.com/loomgraph/loom/exec"
+import "github.com/loomgraph/loom/plan"
 
 // buffers assigns temporaries to memory slots. A temporary lives from the
 // step that writes it to the last step that reads it; after that step it is
@@ -26,7 +26,7 @@ func buffers(s *State) error {
 	release := map[int][]int{}
 	for i, st := range p.Steps {
 		b := st.Kernel.Out
-		if b.Kind == exec.BufTemp {
+		if b.Kind == plan.BufTemp {
 			need := b.Bytes()
 			pick := -1
 			for j, sl := range free {

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/fuse"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 	"github.com/loomgraph/loom/workloads"
 )
@@ -137,7 +137,7 @@ func TestIntermediateOutput(t *testing.T) {
 		t.Fatalf("%d kernels, want 2\n%s", len(p.Steps), dump(t, pf, "plan"))
 	}
 	aBuf := p.Outputs[0]
-	if aBuf.Name != "a" || aBuf.Kind != exec.BufOutput || aBuf.Node.Op != ir.OpExp {
+	if aBuf.Name != "a" || aBuf.Kind != plan.BufOutput || aBuf.Node.Op != ir.OpExp {
 		t.Fatalf("output a is %v (node %v), want the exp stored as output", aBuf, aBuf.Node)
 	}
 	if p.Steps[0].Kernel.Out != aBuf {
@@ -148,7 +148,7 @@ func TestIntermediateOutput(t *testing.T) {
 		t.Errorf("consumer kernel %s reads %v, want just output a", k.Name, k.Ins)
 	}
 	for _, b := range p.Buffers {
-		if b.Kind == exec.BufTemp {
+		if b.Kind == plan.BufTemp {
 			t.Errorf("unexpected temporary %v", b)
 		}
 	}
@@ -211,7 +211,7 @@ func TestSharedProducer(t *testing.T) {
 			t.Fatalf("%d kernels, want 2\n%s", len(p.Steps), dump(t, pf, "plan"))
 		}
 		tmp := p.Steps[0].Kernel.Out
-		if tmp.Kind != exec.BufTemp || tmp.Node.Op != ir.OpExp {
+		if tmp.Kind != plan.BufTemp || tmp.Node.Op != ir.OpExp {
 			t.Errorf("exp stored in %v, want a temporary", tmp)
 		}
 		if ins := p.Steps[1].Kernel.Ins; len(ins) != 2 || ins[0].Buf != tmp || ins[1].Buf != tmp {
@@ -235,11 +235,11 @@ func TestSharedProducer(t *testing.T) {
 			t.Fatalf("%d kernels, want 4\n%s", len(p.Steps), dump(t, pf, "plan"))
 		}
 		tmp := p.Steps[0].Kernel.Out
-		if tmp.Kind != exec.BufTemp || tmp.Node.Op != ir.OpExp {
+		if tmp.Kind != plan.BufTemp || tmp.Node.Op != ir.OpExp {
 			t.Errorf("exp stored in %v, want a temporary", tmp)
 		}
 		for _, s := range p.Steps[1:] {
-			if !slices.ContainsFunc(s.Kernel.Ins, func(o exec.Operand) bool { return o.Buf == tmp }) {
+			if !slices.ContainsFunc(s.Kernel.Ins, func(o plan.Operand) bool { return o.Buf == tmp }) {
 				t.Errorf("kernel %s does not read the stored exp", s.Kernel.Name)
 			}
 			if slices.Contains(s.Kernel.OpNames(), "exp") {
@@ -524,7 +524,7 @@ func TestBroadcastConstants(t *testing.T) {
 		t.Fatalf("%d kernels, want 2\n%s", len(p.Steps), dump(t, pf, "plan"))
 	}
 	for _, b := range p.Buffers {
-		if b.Numel() == 1 || b.Kind == exec.BufTemp {
+		if b.Numel() == 1 || b.Kind == plan.BufTemp {
 			t.Errorf("buffer %v: constants should be computed in the kernel", b)
 		}
 	}
@@ -539,7 +539,7 @@ func TestBroadcastConstants(t *testing.T) {
 	// Without fusion the constant is a one-element buffer read with stride 0.
 	one := 0
 	for _, b := range pu.Plan().Buffers {
-		if b.Numel() == 1 && b.Kind == exec.BufTemp {
+		if b.Numel() == 1 && b.Kind == plan.BufTemp {
 			one++
 		}
 	}

@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/fuse"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -62,8 +62,8 @@ func irText(g *ir.Graph) string {
 	return b.String()
 }
 
-func kernels(p *graph.Program) []*exec.Kernel {
-	var ks []*exec.Kernel
+func kernels(p *graph.Program) []*plan.Kernel {
+	var ks []*plan.Kernel
 	for _, s := range p.Plan().Steps {
 		ks = append(ks, s.Kernel)
 	}
@@ -171,13 +171,13 @@ func randomInputs(g *graph.Graph, r *rand.Rand) map[string]*tensor.Tensor {
 // never live at the same time. A temporary is live from the step that
 // writes it to the last step that reads it (inclusive: a step's output must
 // not overwrite its own operands).
-func checkSlots(p *exec.Plan) error {
-	write := map[*exec.Buffer]int{}
-	last := map[*exec.Buffer]int{}
+func checkSlots(p *plan.Plan) error {
+	write := map[*plan.Buffer]int{}
+	last := map[*plan.Buffer]int{}
 	for i, s := range p.Steps {
 		for _, in := range s.Kernel.Ins {
 			w, ok := write[in.Buf]
-			if in.Buf.Kind != exec.BufInput && (!ok || w >= i) {
+			if in.Buf.Kind != plan.BufInput && (!ok || w >= i) {
 				return fmt.Errorf("step %d (%s) reads %v before any step writes it", i, s.Kernel.Name, in.Buf)
 			}
 			last[in.Buf] = i
@@ -186,19 +186,19 @@ func checkSlots(p *exec.Plan) error {
 		if _, dup := write[b]; dup {
 			return fmt.Errorf("step %d (%s) writes %v a second time", i, s.Kernel.Name, b)
 		}
-		if b.Kind == exec.BufInput {
+		if b.Kind == plan.BufInput {
 			return fmt.Errorf("step %d (%s) writes input %v", i, s.Kernel.Name, b)
 		}
 		write[b] = i
 		last[b] = i
 	}
 	type life struct {
-		b        *exec.Buffer
+		b        *plan.Buffer
 		from, to int
 	}
 	bySlot := map[int][]life{}
 	for _, b := range p.Buffers {
-		if b.Kind != exec.BufTemp {
+		if b.Kind != plan.BufTemp {
 			if b.Slot != -1 {
 				return fmt.Errorf("%v: %v buffer has a slot", b, b.Kind)
 			}
@@ -231,7 +231,7 @@ var kernelNameRE = regexp.MustCompile(`^([ERI])_([a-z]+(_[a-z]+)*)_([0-9]+(x[0-9
 
 // checkPlan checks structural invariants of any plan: kernel names, operand
 // counts (fused plans), operand dims, what each kernel stores, memory slots.
-func checkPlan(p *exec.Plan) error {
+func checkPlan(p *plan.Plan) error {
 	var errs []string
 	for i, s := range p.Steps {
 		k := s.Kernel

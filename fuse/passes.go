@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // Options control compilation.
@@ -27,7 +27,7 @@ type State struct {
 	// root. Ordered by root ID, which is a valid execution order. Set by
 	// group.
 	Groups []*Group
-	Plan   *exec.Plan
+	Plan   *plan.Plan
 	Log    Log
 }
 
@@ -52,7 +52,7 @@ var Passes = []Pass{
 	{Name: "cse", Fn: cse},
 	{Name: "broadcast-fills", Fn: broadcastFills, Fusion: true},
 	{Name: "group", Fn: group},
-	{Name: "plan", Fn: plan},
+	{Name: "plan", Fn: makePlan},
 	{Name: "buffers", Fn: buffers},
 }
 

@@ -5,26 +5,26 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
-// plan turns groups into kernels over buffers. Each group has exactly one
+// makePlan (the "plan" pass) turns groups into kernels over buffers. Each group has exactly one
 // node whose value leaves the group (grouping guarantees it); that node gets
 // a buffer. Reads of nodes outside the group become operands: the producing
 // buffer seen through the reader's layout (views are resolved here, so a
 // transpose or broadcast costs nothing).
-func plan(s *State) error {
+func makePlan(s *State) error {
 	g := s.Graph
-	p := &exec.Plan{Graph: g, Fused: s.Opts.Fusion}
-	bufOf := make([]*exec.Buffer, len(g.Nodes))
-	newBuf := func(n *ir.Node, kind exec.BufferKind, name string) *exec.Buffer {
-		b := &exec.Buffer{ID: len(p.Buffers), DType: n.DType, Shape: slices.Clone(n.Shape), Kind: kind, Name: name, Node: n, Slot: -1}
+	p := &plan.Plan{Graph: g, Fused: s.Opts.Fusion}
+	bufOf := make([]*plan.Buffer, len(g.Nodes))
+	newBuf := func(n *ir.Node, kind plan.BufferKind, name string) *plan.Buffer {
+		b := &plan.Buffer{ID: len(p.Buffers), DType: n.DType, Shape: slices.Clone(n.Shape), Kind: kind, Name: name, Node: n, Slot: -1}
 		p.Buffers = append(p.Buffers, b)
 		return b
 	}
 	for _, n := range g.Inputs() {
-		b := newBuf(n, exec.BufInput, n.Name)
+		b := newBuf(n, plan.BufInput, n.Name)
 		bufOf[n.ID] = b
 		p.Inputs = append(p.Inputs, b)
 	}
@@ -36,16 +36,16 @@ func plan(s *State) error {
 	}
 	for _, gr := range s.Groups {
 		out := gr.Root
-		kind, name := exec.BufTemp, ""
+		kind, name := plan.BufTemp, ""
 		if nm, ok := outName[out]; ok {
-			kind, name = exec.BufOutput, nm
+			kind, name = plan.BufOutput, nm
 		}
 		bufOf[out.ID] = newBuf(out, kind, name)
 		k, err := kernel(gr, bufOf)
 		if err != nil {
 			return err
 		}
-		p.Steps = append(p.Steps, &exec.Step{Kernel: k})
+		p.Steps = append(p.Steps, &plan.Step{Kernel: k})
 	}
 	for _, o := range g.Outputs {
 		b := bufOf[stored(o.Node).ID]
@@ -55,11 +55,11 @@ func plan(s *State) error {
 		if b.Name != o.Name {
 			// A second name for the same value: copy it, so every output the
 			// caller receives is its own memory.
-			nb := newBuf(o.Node, exec.BufOutput, o.Name)
-			k := &exec.Kernel{Shape: slices.Clone(o.Node.Shape), Ins: []exec.Operand{{Buf: b, Layout: ir.Contiguous(o.Node.Shape)}},
-				Instrs: []exec.Instr{{Node: copyNode(o.Node), Args: []exec.Ref{{Operand: true}}}}, Out: nb}
+			nb := newBuf(o.Node, plan.BufOutput, o.Name)
+			k := &plan.Kernel{Shape: slices.Clone(o.Node.Shape), Ins: []plan.Operand{{Buf: b, Layout: ir.Contiguous(o.Node.Shape)}},
+				Instrs: []plan.Instr{{Node: copyNode(o.Node), Args: []plan.Ref{{Operand: true}}}}, Out: nb}
 			k.Name = kernelName(k)
-			p.Steps = append(p.Steps, &exec.Step{Kernel: k})
+			p.Steps = append(p.Steps, &plan.Step{Kernel: k})
 			b = nb
 		}
 		b.Shape = slices.Clone(o.Node.Shape) // a reshape view's dims
@@ -93,31 +93,31 @@ func inlineView(v *ir.Node) bool {
 // kernel builds the kernel of one group over the group's domain: a row
 // kernel's members are whole-row values (its shape) or row values (the
 // shape with the row dims at 1, such as a reduction's output).
-func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
+func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 	out := gr.Root
-	k := &exec.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, Out: bufOf[out.ID]}
+	k := &plan.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, Out: bufOf[out.ID]}
 	index := map[*ir.Node]int{}
-	ref := func(a *ir.Node) (exec.Ref, error) {
+	ref := func(a *ir.Node) (plan.Ref, error) {
 		base, layout := a.Base()
 		if i, ok := index[base]; ok {
 			switch {
 			case a.Op != ir.OpView || inlineView(a):
-				return exec.Ref{Index: i}, nil
+				return plan.Ref{Index: i}, nil
 			case rowBroadcast(k, base, a):
-				return exec.Ref{Index: i, Broadcast: true}, nil
+				return plan.Ref{Index: i, Broadcast: true}, nil
 			}
 		}
 		b := bufOf[base.ID]
 		if b == nil {
-			return exec.Ref{}, fmt.Errorf("node %v reads %v, which is neither in its kernel nor stored", a, base)
+			return plan.Ref{}, fmt.Errorf("node %v reads %v, which is neither in its kernel nor stored", a, base)
 		}
 		for j, op := range k.Ins {
 			if op.Buf == b && op.Layout.Equal(layout) {
-				return exec.Ref{Operand: true, Index: j}, nil
+				return plan.Ref{Operand: true, Index: j}, nil
 			}
 		}
-		k.Ins = append(k.Ins, exec.Operand{Buf: b, Layout: layout})
-		return exec.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
+		k.Ins = append(k.Ins, plan.Operand{Buf: b, Layout: layout})
+		return plan.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
 	}
 	for _, n := range gr.Members {
 		if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
@@ -126,7 +126,7 @@ func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
 		if n.Info().Class == ir.ClassReduce && (!slices.Equal(n.Args[0].Shape, k.Shape) || n.ReduceAxes() != k.RowAxes) {
 			return nil, fmt.Errorf("reduction %v does not match its kernel's rows (shape %v, row axes %d)", n, k.Shape, k.RowAxes)
 		}
-		in := exec.Instr{Node: n}
+		in := plan.Instr{Node: n}
 		for _, a := range n.Args {
 			r, err := ref(a)
 			if err != nil {
@@ -146,7 +146,7 @@ func kernel(gr *Group, bufOf []*exec.Buffer) (*exec.Kernel, error) {
 
 // rowBroadcast reports whether view v reads row value base across whole rows
 // of row kernel k: the row value's contiguous layout broadcast to k's shape.
-func rowBroadcast(k *exec.Kernel, base, v *ir.Node) bool {
+func rowBroadcast(k *plan.Kernel, base, v *ir.Node) bool {
 	if v.Op != ir.OpView || !k.IsRowValue(base) || !slices.Equal(v.Shape, k.Shape) {
 		return false
 	}
@@ -158,7 +158,7 @@ func rowBroadcast(k *exec.Kernel, base, v *ir.Node) bool {
 // E_<op>_<op>…_<numel>, e.g. E_cast_silu_affine_where_16777216, or for a
 // row kernel R_<ops>_<rows>x<rowlen>. Repeated ops are kept so that the name
 // reads as the chain.
-func kernelName(k *exec.Kernel) string {
+func kernelName(k *plan.Kernel) string {
 	var ops []string
 	for _, in := range k.Instrs {
 		if in.Node.Op == ir.OpFull && len(k.Instrs) > 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/fuse"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -91,7 +92,7 @@ func (p *Program) WriteDumps(dir string) error {
 }
 
 // Plan returns the executable plan (read-only).
-func (p *Program) Plan() *exec.Plan { return p.state.Plan }
+func (p *Program) Plan() *plan.Plan { return p.state.Plan }
 
 // Run executes the program on e with the named inputs.
 func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {

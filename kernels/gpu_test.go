@@ -16,11 +16,11 @@ import (
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -118,7 +118,7 @@ func (r *rig) function(l Launch) (hip.Function, error) {
 // devRun is a plan's buffers on the device.
 type devRun struct {
 	r    *rig
-	p    *exec.Plan
+	p    *plan.Plan
 	mem  []hip.DevPtr
 	flag hip.DevPtr
 }
@@ -165,14 +165,14 @@ func (d *devRun) free() {
 
 // prepared is one step's launches with their functions and arguments.
 type prepared struct {
-	k       *exec.Kernel
+	k       *plan.Kernel
 	ls      []Launch
 	fns     []hip.Function
 	args    []*hip.Args
 	scratch []hip.DevPtr
 }
 
-func (d *devRun) prepare(k *exec.Kernel) (*prepared, error) {
+func (d *devRun) prepare(k *plan.Kernel) (*prepared, error) {
 	if !strings.HasPrefix(k.Name, "I_") {
 		return nil, fmt.Errorf("step %s is not an indexing kernel", k.Name)
 	}

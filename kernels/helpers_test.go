@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -31,9 +31,9 @@ type testCase struct {
 }
 
 // indexKernels returns the plan's indexing kernels (name prefix "I_").
-func indexKernels(t testing.TB, p *exec.Plan) []*exec.Kernel {
+func indexKernels(t testing.TB, p *plan.Plan) []*plan.Kernel {
 	t.Helper()
-	var ks []*exec.Kernel
+	var ks []*plan.Kernel
 	for _, s := range p.Steps {
 		if strings.HasPrefix(s.Kernel.Name, "I_") {
 			ks = append(ks, s.Kernel)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // ArgKind says what a kernel parameter points at.
@@ -93,7 +93,7 @@ const maxGrid = 1 << 20
 // needs no launch (nil, nil, nil). Launches that take ErrorFlag check ids;
 // after the step the executor reads the flag and, if words[0] != 0, fails
 // the step with DecodeError.
-func Plan(k *exec.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
+func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	t, err := checkTarget(t)
 	if err != nil {
 		return nil, nil, err
@@ -164,13 +164,13 @@ type operand struct {
 	in  int // index into Kernel.Ins
 	dt  dtype.DType
 	l   ir.Layout
-	out *exec.Buffer // for the output pseudo-operand only
+	out *plan.Buffer // for the output pseudo-operand only
 }
 
 // operands resolves the instruction's args to Kernel.Ins and checks that
 // the kernel is consistent: layouts match the args' shapes, never reach
 // outside their buffers, and the output is the node's shape and dtype.
-func operands(k *exec.Kernel) ([]operand, error) {
+func operands(k *plan.Kernel) ([]operand, error) {
 	in := k.Instrs[0]
 	n := in.Node
 	if k.Out == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -74,12 +75,12 @@ func (p *pool) put(w []uint64) {
 }
 
 // Alloc returns 8-byte aligned memory.
-func (e *Executor) Alloc(bytes int, kind exec.BufferKind) (exec.Memory, error) {
+func (e *Executor) Alloc(bytes int, kind plan.BufferKind) (exec.Memory, error) {
 	if bytes < 0 {
 		return nil, fmt.Errorf("cpu: alloc of %d bytes", bytes)
 	}
 	words := (bytes + 7) / 8
-	m := &memory{pooled: kind == exec.BufTemp}
+	m := &memory{pooled: kind == plan.BufTemp}
 	if m.pooled {
 		m.words = e.pool.get(words)
 	}
@@ -114,7 +115,7 @@ func (e *Executor) Upload(t *tensor.Tensor) (exec.Memory, error) {
 func (e *Executor) Release(exec.Memory) {}
 
 // Download wraps output memory as a tensor without copying.
-func (e *Executor) Download(m exec.Memory, b *exec.Buffer) (*tensor.Tensor, error) {
+func (e *Executor) Download(m exec.Memory, b *plan.Buffer) (*tensor.Tensor, error) {
 	mm := m.(*memory)
 	n := b.Numel()
 	p := unsafe.Pointer(nil)
@@ -144,7 +145,7 @@ func (e *Executor) Download(m exec.Memory, b *exec.Buffer) (*tensor.Tensor, erro
 func (e *Executor) Sync() error { return nil }
 
 // Run executes one step.
-func (e *Executor) Run(ctx context.Context, s *exec.Step, mem []exec.Memory) error {
+func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
 	k := s.Kernel
 	if isIndexKernel(k) {
 		return e.runIndex(k, mem)

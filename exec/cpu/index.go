@@ -11,6 +11,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // Indexing ops run on whole tensors: each operand is loaded (through its
@@ -19,13 +20,13 @@ import (
 // These loops are the Go twins of the HIP kernels in package kernels.
 
 // isIndexKernel reports whether a kernel is a single indexing op.
-func isIndexKernel(k *exec.Kernel) bool {
+func isIndexKernel(k *plan.Kernel) bool {
 	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex
 }
 
 // runIndex executes an indexing kernel. Bad ids are errors naming the op,
 // the id, its position and the valid range.
-func (e *Executor) runIndex(k *exec.Kernel, mem []exec.Memory) error {
+func (e *Executor) runIndex(k *plan.Kernel, mem []exec.Memory) error {
 	n := k.Instrs[0].Node
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {

@@ -6,15 +6,15 @@ import (
 	"math/bits"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
 // opFor returns the tile function of one instruction. Every op of the table
 // with class source or elementwise has a case here: this file is the CPU
 // twin, and so the spec, of each elementwise kernel.
-func opFor(n *ir.Node, args []exec.Ref, k *exec.Kernel, ops []operand, rowLen int) (opFunc, error) {
+func opFor(n *ir.Node, args []plan.Ref, k *plan.Kernel, ops []operand, rowLen int) (opFunc, error) {
 	argDT := func(i int) dtype.DType {
 		r := args[i]
 		if r.Operand {

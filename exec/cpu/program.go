@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 // tileSize is the number of elements a worker processes at once: 4096
@@ -72,7 +72,7 @@ type operand struct {
 type instr struct {
 	node *ir.Node
 	kind dtype.Kind
-	args []exec.Ref
+	args []plan.Ref
 	wide bool // whole rows (else one value per row)
 	fn   opFunc
 	// round narrows results to the node's dtype (f16, bf16, u8, u32) so
@@ -94,7 +94,7 @@ type opFunc func(dst tile, args []tile, start int)
 // rowsPerTile elements; a row kernel's tile holds rowsPerTile rows of rowLen
 // elements (at least one row, however long).
 type program struct {
-	k           *exec.Kernel
+	k           *plan.Kernel
 	rowLen      int
 	rows        int
 	rowsPerTile int
@@ -124,7 +124,7 @@ type worker struct {
 	walk   walker
 }
 
-func compileKernel(k *exec.Kernel) (*program, error) {
+func compileKernel(k *plan.Kernel) (*program, error) {
 	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind(), rowLen: k.RowLen()}
 	p.rows = ir.Numel(k.RowShape())
 	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1)) // rows of 0: tileSize rows a tile
@@ -250,7 +250,7 @@ func (p *program) newWorker() *worker {
 }
 
 // argKind is the compute kind of a ref.
-func (p *program) argKind(r exec.Ref) dtype.Kind {
+func (p *program) argKind(r plan.Ref) dtype.Kind {
 	if r.Operand {
 		return p.ops[r.Index].dt.Kind()
 	}
@@ -503,7 +503,7 @@ func rowScalarF32(dst, x []float32, s float32, op int) {
 }
 
 // ref is the current tile of an operand or an earlier instruction.
-func (w *worker) ref(r exec.Ref) tile {
+func (w *worker) ref(r plan.Ref) tile {
 	if r.Operand {
 		return w.ins[r.Index]
 	}

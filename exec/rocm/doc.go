@@ -51,7 +51,7 @@
 // rewritten. Entries are written to a temporary file and renamed into place.
 // Each executor loads a code object's module once and caches its functions;
 // each plan kernel caches its prepared launch (function, grid, block) in
-// exec.Kernel.Cache under the executor, so later runs of a plan skip code
+// plan.Kernel.Cache under the executor, so later runs of a plan skip code
 // generation and lookup entirely. Stats().Kernels counts compiles, disk hits
 // and memory hits with their total times, corrupt entries, module loads and
 // launches.

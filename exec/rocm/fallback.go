@@ -9,6 +9,7 @@ import (
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -19,13 +20,13 @@ var _ exec.Fallbacker = (*Executor)(nil)
 // kernel codegen refuses runs on the CPU through the runner's fallback
 // (exec.Fallbacker), with explicit transfers that Placement shows.
 
-// supportsKey keys a row kernel's verdict in exec.Kernel.Cache.
+// supportsKey keys a row kernel's verdict in plan.Kernel.Cache.
 type supportsKey struct{ e *Executor }
 
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
 // since the runner asks at every run).
-func (e *Executor) Supports(k *exec.Kernel) error {
+func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.RowAxes == 0 {
 		return nil
 	}

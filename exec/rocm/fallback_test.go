@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -17,7 +17,7 @@ import (
 // GPU kernel exists today, and nothing would fall back otherwise.
 type rowsOnCPU struct{ *Executor }
 
-func (r rowsOnCPU) Supports(k *exec.Kernel) error {
+func (r rowsOnCPU) Supports(k *plan.Kernel) error {
 	if k.RowAxes > 0 {
 		return errors.New("row kernels sent to the CPU by the test")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 	"github.com/loomgraph/loom/workloads"
 )
@@ -250,7 +251,7 @@ func TestGPUAllocator(t *testing.T) {
 			t.Errorf("memory grew over 1000 runs")
 		}
 	}
-	_, err := e.Alloc(1<<46, exec.BufTemp)
+	_, err := e.Alloc(1<<46, plan.BufTemp)
 	if err == nil {
 		t.Fatal("a 64 TiB allocation succeeded")
 	}
@@ -301,7 +302,7 @@ func TestGPUKernelCache(t *testing.T) {
 	}
 	t.Logf("first run (generate, compile, load, run): %v; compile %v, module load %v", firstRun, s.CompileTime, s.ModuleTime)
 	_, again := run(e1, p1)
-	t.Logf("second run of the plan (kernel cached on exec.Kernel): %v", again)
+	t.Logf("second run of the plan (kernel cached on plan.Kernel): %v", again)
 	_, newPlan := run(e1, plan())
 	s = e1.Stats().Kernels
 	if s.Compiles != 1 || s.MemHits != 1 || s.ModuleLoads != 1 {

@@ -9,6 +9,7 @@ import (
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
 )
 
 // Indexing, sorting and data-movement steps run the hand-written kernels of
@@ -19,7 +20,7 @@ import (
 // executor stays usable.
 
 // isIndexKernel reports whether k is a single indexing op.
-func isIndexKernel(k *exec.Kernel) bool {
+func isIndexKernel(k *plan.Kernel) bool {
 	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex
 }
 
@@ -33,7 +34,7 @@ type indexKernel struct {
 
 type indexKey struct{ e *Executor }
 
-func (e *Executor) prepareIndex(k *exec.Kernel) (*indexKernel, error) {
+func (e *Executor) prepareIndex(k *plan.Kernel) (*indexKernel, error) {
 	if v, ok := k.Cache.Load(indexKey{e}); ok {
 		return v.(*indexKernel), nil
 	}
@@ -63,7 +64,7 @@ func (e *Executor) prepareIndex(k *exec.Kernel) (*indexKernel, error) {
 }
 
 // runIndex runs an indexing step and checks its error flag.
-func (e *Executor) runIndex(_ context.Context, k *exec.Kernel, mem []exec.Memory) error {
+func (e *Executor) runIndex(_ context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	ik, err := e.prepareIndex(k)
 	if err != nil {
 		return err
@@ -99,7 +100,7 @@ func (e *Executor) runIndex(_ context.Context, k *exec.Kernel, mem []exec.Memory
 			return err
 		}
 	}
-	ptrOf := func(b *exec.Buffer) (hip.DevPtr, error) {
+	ptrOf := func(b *plan.Buffer) (hip.DevPtr, error) {
 		mm, err := e.mem(mem[b.ID])
 		if err != nil {
 			return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)

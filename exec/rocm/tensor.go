@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -93,7 +94,7 @@ func (e *Executor) Adopt(v exec.Value) (exec.Memory, bool, error) {
 }
 
 // Wrap hands output memory over to a resident Tensor holding buffer b.
-func (e *Executor) Wrap(m exec.Memory, b *exec.Buffer) (exec.ResidentValue, error) {
+func (e *Executor) Wrap(m exec.Memory, b *plan.Buffer) (exec.ResidentValue, error) {
 	mm, err := e.mem(m)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,16 @@
+// Package plan holds the compiled form of a graph that executors run: a
+// Plan is a list of Steps over Buffers; a Step is a Kernel, a group of IR
+// nodes that reads external Operands (a buffer seen through a strided
+// layout) and writes one contiguous output buffer.
+//
+// The package sits below everything that produces or consumes plans: fuse
+// builds them, codegen and kernels render their kernels to HIP source, exec
+// runs them and exec/cpu, exec/rocm execute their steps. It depends only on
+// ir and dtype, so every import arrow points down the layers:
+//
+//	graph → fuse → plan ← codegen, kernels ← exec/rocm
+//	                  ↖ exec ← exec/cpu
+//
+// Kernel.Cache holds executor-private compiled forms, keyed by executor, so
+// a compiled kernel lives exactly as long as the plan that owns it.
+package plan
