@@ -110,6 +110,9 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
+	if err := Prepare(ctx, e, p); err != nil {
+		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+	}
 	mem := make([]Memory, len(p.Buffers))
 	slots := make([]Memory, len(p.SlotBytes))
 	var uploaded, allocated []Memory

@@ -94,6 +94,20 @@ func (p *Program) WriteDumps(dir string) error {
 // Plan returns the executable plan (read-only).
 func (p *Program) Plan() *plan.Plan { return p.state.Plan }
 
+// Prepare readies the program for e before any run: on the GPU every
+// kernel of the plan is generated and compiled (in parallel, or found in the
+// kernel caches) and loaded, so that no run compiles. Run prepares on its
+// own when this was not called; calling it first moves that cost out of the
+// first run and reports a kernel that fails to compile (naming the step, the
+// kernel and the compiler's first lines) before any input is uploaded.
+// Executors with nothing to prepare (the CPU) return nil at once.
+func (p *Program) Prepare(ctx context.Context, e exec.Executor) error {
+	if e == nil {
+		return fmt.Errorf("loom: prepare: nil executor")
+	}
+	return exec.Prepare(ctx, e, p.state.Plan)
+}
+
 // Run executes the program on e with the named inputs.
 func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	if e == nil {

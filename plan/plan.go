@@ -154,6 +154,9 @@ type Plan struct {
 	SlotBytes []int
 	// Fused records whether elementwise fusion ran.
 	Fused bool
+	// Cache holds executor-private per-plan state keyed by executor (the
+	// GPU executor records there that every step is prepared).
+	Cache sync.Map
 }
 
 // PeakBytes returns the memory the plan's temporaries and outputs need with

@@ -28,6 +28,7 @@ type benchFlags struct {
 	cols      *int
 	reps      *int
 	json      *string
+	compile   *int
 }
 
 func newBenchFlags(w io.Writer) *benchFlags {
@@ -42,6 +43,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
 		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
 		json:      fs.String("json", "", "also write the results as JSON to this file"),
+		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
 	}
 }
 
@@ -120,8 +122,20 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	printBench(stdout, results, copyGBps)
+	var compiles []compileResult
+	if g, ok := e.(*rocm.Executor); ok && *f.compile > 0 {
+		compiles, err = benchCompile(g, *f.compile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loom bench: compile:", err)
+			return exitFail
+		}
+		printCompile(stdout, compiles, e)
+	}
 	if *f.json != "" {
-		b, _ := json.MarshalIndent(results, "", "  ")
+		b, _ := json.MarshalIndent(struct {
+			Workloads []benchResult   `json:"workloads"`
+			Compile   []compileResult `json:"compile,omitempty"`
+		}{results, compiles}, "", "  ")
 		if err := os.WriteFile(*f.json, append(b, '\n'), 0o644); err != nil {
 			fmt.Fprintln(stderr, "loom bench:", err)
 			return exitFail

@@ -332,3 +332,9 @@ func writeAtomic(path string, data []byte) error {
 	}
 	return werr
 }
+
+// ForgetCompiled drops the process-wide in-memory code cache, so that the
+// next preparation of a kernel reads the disk cache or compiles: what a new
+// process sees. Benchmarks of compile and disk-cache times use it; kernels
+// already prepared in a plan keep their loaded functions.
+func ForgetCompiled() { shared.forget() }
