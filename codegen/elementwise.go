@@ -80,8 +80,8 @@ type Source struct {
 	Block [3]uint32
 	Grid  [3]uint32
 	// Launches are the launches that compute the kernel, in stream order:
-	// one, or two for a two-stage row reduction (rows.go). Launches[0].Name
-	// is Name.
+	// one, or two for a two-stage row reduction (rows_split.go).
+	// Launches[0].Name is Name.
 	Launches []Launch
 	// ScratchBytes is the size of the scratch buffer the launches share (0:
 	// none, and no scratch parameter).
