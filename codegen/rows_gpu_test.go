@@ -206,6 +206,9 @@ func TestGPURowBandwidth(t *testing.T) {
 		{"8 chunks/lane (group 256)", rowOptions{vecsPerThread: 8, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8}},
 		{"2 chunks/lane (group 1024), 2 blocks/SM", rowOptions{vecsPerThread: 2, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8, minBlocks: 2}},
 		{"default, no register cache", rowOptions{vecsPerThread: 4, maxGroup: 1024, cacheWords: 0, splitRows: 512, splitBlock: 256, splitVecs: 8}},
+		{"2 chunks/lane (group 1024)", rowOptions{vecsPerThread: 2, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8}},
+		{"2 chunks/lane (group 1024), 2 blocks/SM, no cache", rowOptions{vecsPerThread: 2, maxGroup: 1024, cacheWords: 0, splitRows: 512, splitBlock: 256, splitVecs: 8, minBlocks: 2}},
+		{"4 chunks/lane, 2 blocks/SM", rowOptions{vecsPerThread: 4, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8, minBlocks: 2}},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range workloadRowCases(8192, 8192) {

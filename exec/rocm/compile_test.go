@@ -87,7 +87,7 @@ func TestCompileCases(t *testing.T) {
 func TestKernelCacheTimings(t *testing.T) {
 	comp, arch, platform := realCompiler(t)
 	target := codegen.Target{Platform: platform, Arch: arch}
-	opts := compileOptions(platform)
+	opts := compileOptions(platform, comp.Version())
 	dir := t.TempDir()
 	c := newCodeCache()
 	var firsts []string

@@ -48,7 +48,8 @@ func CacheDir() string {
 // took. Compile, disk and memory counts are those of the process-wide code
 // cache; module loads and launches are the executor's own.
 type KernelStats struct {
-	Compiles     int64         // sources compiled
+	Compiles     int64         // sources compiled (a batch of kernels counts once)
+	Batched      int64         // kernels compiled as members of a batch
 	CompileTime  time.Duration // total time in the compiler (and disk write)
 	DiskHits     int64         // code objects read from the disk cache
 	DiskTime     time.Duration // total time of disk hits (read, check)
@@ -68,12 +69,16 @@ type KernelStats struct {
 type codeCache struct {
 	mu  sync.Mutex
 	mem map[memKey]*codeObject
-	sf  singleflight.Group
+	// byKey holds batch code objects read from disk by their own key, so
+	// that the members of one batch share one object (and one module).
+	byKey map[string]*codeObject
+	sf    singleflight.Group
 
 	compiles, compileNs atomic.Int64
 	diskHits, diskNs    atomic.Int64
 	memHits, memNs      atomic.Int64
 	corrupt, diskErrs   atomic.Int64
+	batched             atomic.Int64 // kernels compiled as members of a batch
 	lastDiskErr         atomic.Value // string
 }
 
@@ -94,7 +99,9 @@ const (
 // shared is the process-wide code cache every executor uses.
 var shared = newCodeCache()
 
-func newCodeCache() *codeCache { return &codeCache{mem: map[memKey]*codeObject{}} }
+func newCodeCache() *codeCache {
+	return &codeCache{mem: map[memKey]*codeObject{}, byKey: map[string]*codeObject{}}
+}
 
 // memKey is the in-memory key: the source itself rather than its SHA-256,
 // because Go's map hash of a 20 KB string costs about a microsecond, ten
@@ -164,7 +171,7 @@ func (c *codeCache) get(comp hip.Compiler, dir, src, name, arch string, opts []s
 		}
 		how := fromDisk
 		t0 := time.Now()
-		obj = c.readDisk(dir, key)
+		obj = c.resolveAlias(dir, c.readDisk(dir, key))
 		if obj != nil {
 			c.diskHits.Add(1)
 			c.diskNs.Add(int64(time.Since(t0)))
@@ -200,11 +207,12 @@ func (c *codeCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.mem)
+	clear(c.byKey)
 }
 
 func (c *codeCache) stats() KernelStats {
 	s := KernelStats{
-		Compiles: c.compiles.Load(), CompileTime: time.Duration(c.compileNs.Load()),
+		Compiles: c.compiles.Load(), Batched: c.batched.Load(), CompileTime: time.Duration(c.compileNs.Load()),
 		DiskHits: c.diskHits.Load(), DiskTime: time.Duration(c.diskNs.Load()),
 		MemHits: c.memHits.Load(), MemTime: time.Duration(c.memNs.Load()),
 		Corrupt: c.corrupt.Load(), DiskErrors: c.diskErrs.Load(),

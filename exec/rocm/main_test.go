@@ -76,6 +76,6 @@ func compileOnly(t testing.TB) *Executor {
 	return &Executor{
 		comp: comp, info: hip.DeviceInfo{Arch: arch, Platform: platform, Name: "compile-only"},
 		target: codegen.Target{Platform: platform, Arch: arch},
-		opts:   compileOptions(platform), codes: newCodeCache(),
+		opts:   compileOptions(platform, comp.Version()), codes: newCodeCache(),
 	}
 }

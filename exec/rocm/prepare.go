@@ -25,9 +25,11 @@ type preparedKey struct{ e *Executor }
 var compileWorkers = runtime.NumCPU()
 
 // Prepare generates, compiles (or finds in the code cache) and loads the
-// kernel of every step of p that runs on the GPU, all at once: up to
-// compileWorkers kernels in flight, one compile per distinct source
-// (the code cache's singleflight), so that no run of p compiles. Steps that
+// kernel of every step of p that runs on the GPU, all at once, so that no
+// run of p compiles: the generated kernels missing from both caches are
+// compiled together in one translation unit (batch.go), then every step is
+// readied with up to compileWorkers in flight, one compile per distinct
+// source (the code cache's singleflight) for whatever is still missing. Steps that
 // fall back to the CPU are left alone. On the first failure the other
 // compiles are cancelled and whatever this call prepared is dropped from
 // the plan's kernels (nothing stays half-prepared; compiled code objects
@@ -40,6 +42,7 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 	if _, ok := p.Cache.Load(preparedKey{e}); ok {
 		return nil
 	}
+	e.warmBatch(ctx, p)
 	var (
 		mu   sync.Mutex
 		done []*plan.Kernel
