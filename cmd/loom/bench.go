@@ -28,6 +28,7 @@ type benchFlags struct {
 	cols      *int
 	reps      *int
 	json      *string
+	reruns    *int
 }
 
 func newBenchFlags(w io.Writer) *benchFlags {
@@ -42,6 +43,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
 		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
 		json:      fs.String("json", "", "also write the results as JSON to this file"),
+		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 	}
 }
 
@@ -91,6 +93,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *f.cols > 0 {
 		sz.Cols = *f.cols
+	}
+	if *f.reruns > 0 {
+		fmt.Fprintf(stdout, "loom bench -reruns on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols)
+		if err := benchReruns(stdout, e, *f.workloads, sz, *f.reruns); err != nil {
+			fmt.Fprintln(stderr, "loom bench:", err)
+			return exitFail
+		}
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "loom bench on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d reps=%d\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols, *f.reps)
 	var results []benchResult
