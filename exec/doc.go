@@ -13,5 +13,8 @@
 // allocates buffers (temporaries share memory when their lifetimes do not
 // overlap), runs the steps in order, checks the context between steps, and
 // returns the named outputs. Every allocation is released on every path, so a
-// failing run leaks nothing.
+// failing run leaks nothing. RunInto writes the outputs into tensors the
+// caller holds instead (the CPU writes into them directly), so that with an
+// executor that keeps its temporaries (SlotAllocator, the CPU's arenas) a
+// loop of runs allocates no tensor memory.
 package exec

@@ -90,7 +90,7 @@ func hostValues(inputs map[string]*tensor.Tensor) map[string]Value {
 
 // Run executes a plan on an executor and returns its named outputs.
 func Run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	vals, err := run(ctx, e, p, hostValues(inputs), false)
+	vals, err := run(ctx, e, p, hostValues(inputs), false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +105,9 @@ func Run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]*tenso
 // (resident tensors of e, no copy) or uploaded (host tensors); outputs are
 // downloaded, or with keep handed over as resident values when e is Resident.
 // Everything the run allocated or uploaded is released on every path, except
-// the output memory handed over to resident values.
-func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool) (out map[string]Value, err error) {
+// the output memory handed over to resident values. With into (RunInto),
+// the outputs are written into the caller's tensors and out is nil.
+func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool, into map[string]*tensor.Tensor) (out map[string]Value, err error) {
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
@@ -114,7 +115,6 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
 	}
 	mem := make([]Memory, len(p.Buffers))
-	slots := make([]Memory, len(p.SlotBytes))
 	var uploaded, allocated []Memory
 	outIndex := map[int]int{} // buffer ID → index in allocated
 	defer func() {
@@ -127,14 +127,11 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			}
 		}
 	}()
-	for i, n := range p.SlotBytes {
-		m, err := e.Alloc(n, plan.BufTemp)
-		if err != nil {
-			return nil, fmt.Errorf("loom: run on %s: temporary slot %d: %w", e.Name(), i, err)
-		}
-		slots[i] = m
-		allocated = append(allocated, m)
+	slots, releaseSlots, err := allocSlots(e, p)
+	if err != nil {
+		return nil, err
 	}
+	defer releaseSlots()
 	for _, b := range p.Buffers {
 		switch b.Kind {
 		case plan.BufInput:
@@ -147,11 +144,15 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 				uploaded = append(uploaded, m)
 			}
 		case plan.BufOutput:
-			m, err := e.Alloc(b.Bytes(), plan.BufOutput)
+			m, alias, err := bindOutput(e, b, into)
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 			}
 			mem[b.ID] = m
+			if alias {
+				uploaded = append(uploaded, m)
+				continue
+			}
 			outIndex[b.ID] = len(allocated)
 			allocated = append(allocated, m)
 		case plan.BufTemp:
@@ -174,6 +175,9 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	}
 	if err := e.Sync(); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+	}
+	if into != nil {
+		return nil, finishInto(e, p, mem, into)
 	}
 	out = make(map[string]Value, len(p.Outputs))
 	if r, ok := e.(Resident); ok && keep {

@@ -49,7 +49,7 @@ type Resident interface {
 // RunValues waits for the run's work to finish before returning (as Run
 // does), so a resident input may be freed as soon as it returns.
 func RunValues(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool) (map[string]Value, error) {
-	return run(ctx, e, p, inputs, keep)
+	return run(ctx, e, p, inputs, keep, nil)
 }
 
 // bindInput returns the memory backing an input value: the adopted memory of

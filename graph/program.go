@@ -116,6 +116,18 @@ func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*t
 	return exec.Run(ctx, e, p.state.Plan, inputs)
 }
 
+// RunInto executes the program on e writing its outputs into the caller's
+// tensors (see exec.RunInto): every output must be given, with exactly its
+// dtype and shape. On the CPU the steps write straight into the tensors, and
+// the temporaries come from memory the executor keeps, so a loop of RunInto
+// calls allocates no tensor memory.
+func (p *Program) RunInto(ctx context.Context, e exec.Executor, inputs, outputs map[string]*tensor.Tensor) error {
+	if e == nil {
+		return fmt.Errorf("loom: run: nil executor")
+	}
+	return exec.RunInto(ctx, e, p.state.Plan, inputs, outputs)
+}
+
 // Dump formats.
 const (
 	DumpText = "text" // one line per node of the compiled graph

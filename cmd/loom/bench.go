@@ -29,6 +29,7 @@ type benchFlags struct {
 	reps      *int
 	json      *string
 	compile   *int
+	reruns    *int
 }
 
 func newBenchFlags(w io.Writer) *benchFlags {
@@ -44,6 +45,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
 		json:      fs.String("json", "", "also write the results as JSON to this file"),
 		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
+		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 	}
 }
 
@@ -93,6 +95,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *f.cols > 0 {
 		sz.Cols = *f.cols
+	}
+	if *f.reruns > 0 {
+		fmt.Fprintf(stdout, "loom bench -reruns on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols)
+		if err := benchReruns(stdout, e, *f.workloads, sz, *f.reruns); err != nil {
+			fmt.Fprintln(stderr, "loom bench:", err)
+			return exitFail
+		}
+		return exitOK
 	}
 	timing := "host clock per run"
 	if gpu {

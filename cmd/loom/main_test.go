@@ -190,3 +190,22 @@ func TestDemoInputsNonZero(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchReruns(t *testing.T) {
+	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "W1,W3", "-elems", "4096", "-rows", "8", "-cols", "64", "-reruns", "3")
+	if status != exitOK {
+		t.Fatalf("loom bench -reruns: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+	}
+	for _, id := range []string{"W1", "W3"} {
+		for _, mode := range []string{"Run    ", "RunInto"} {
+			for _, want := range []string{id + " " + mode + " run 0:", id + " " + mode + " run 2:", id + " " + mode + " slowest/fastest:"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+		}
+	}
+	if !strings.Contains(out, "page faults") {
+		t.Errorf("output lacks page faults:\n%s", out)
+	}
+}

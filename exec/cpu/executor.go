@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
@@ -13,11 +12,12 @@ import (
 	"github.com/loomgraph/loom/tensor"
 )
 
-// Executor runs plans on the CPU with all cores.
+// Executor runs plans on the CPU with all cores. Its temporaries come from
+// arenas it keeps between runs (arena.go); Close releases them.
 type Executor struct {
 	workers int
 	poison  int // -1: off; else the byte every new allocation is filled with
-	pool    pool
+	arenas  arenas
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
@@ -26,9 +26,9 @@ func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0), poison: 
 // NewWithWorkers returns a CPU executor using n workers (n ≥ 1).
 func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1), poison: -1} }
 
-// Poison makes every later allocation (outputs and temporaries) start filled
-// with byte b, so that tests can tell elements a kernel never wrote. It
-// returns e for chaining.
+// Poison makes every later allocation (outputs and temporaries, and output
+// tensors bound by RunInto) start filled with byte b, so that tests can tell
+// elements a kernel never wrote. It returns e for chaining.
 func (e *Executor) Poison(b byte) *Executor {
 	e.poison = int(b)
 	return e
@@ -39,71 +39,62 @@ func (e *Executor) Name() string { return "cpu" }
 
 // memory is a CPU allocation: 8-byte aligned bytes.
 type memory struct {
-	b      []byte
-	words  []uint64 // the backing store, kept for the pool
-	pooled bool     // temporaries go back to the pool; outputs are handed over
-	t      *tensor.Tensor
+	b     []byte
+	arena *arena // a temporary from Alloc: its arena goes back to the free list on Free
+	t     *tensor.Tensor
 }
 
-// pool recycles temporary slots by exact size, so repeated runs of a plan
-// do not allocate (or page-fault) fresh temporaries every time.
-type pool struct {
-	mu   sync.Mutex
-	free map[int][][]uint64
-}
-
-func (p *pool) get(words int) []uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if l := p.free[words]; len(l) > 0 {
-		w := l[len(l)-1]
-		p.free[words] = l[:len(l)-1]
-		return w
-	}
-	return nil
-}
-
-func (p *pool) put(w []uint64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.free == nil {
-		p.free = map[int][][]uint64{}
-	}
-	if len(p.free[len(w)]) < 8 {
-		p.free[len(w)] = append(p.free[len(w)], w)
-	}
-}
-
-// Alloc returns 8-byte aligned memory.
+// Alloc returns 8-byte aligned memory: a temporary is a whole arena from
+// the free list (given back by Free); an output is fresh Go memory that
+// Download hands to the caller.
 func (e *Executor) Alloc(bytes int, kind plan.BufferKind) (exec.Memory, error) {
 	if bytes < 0 {
 		return nil, fmt.Errorf("cpu: alloc of %d bytes", bytes)
 	}
-	words := (bytes + 7) / 8
-	m := &memory{pooled: kind == plan.BufTemp}
-	if m.pooled {
-		m.words = e.pool.get(words)
-	}
-	if m.words == nil {
-		m.words = make([]uint64, words)
-	}
-	if words > 0 {
-		m.b = unsafe.Slice((*byte)(unsafe.Pointer(&m.words[0])), bytes)
-	}
-	if e.poison >= 0 {
-		for i := range m.b {
-			m.b[i] = byte(e.poison)
+	if kind == plan.BufTemp {
+		ar, err := e.take(bytes)
+		if err != nil {
+			return nil, err
 		}
+		m := &memory{b: ar.b[:bytes:bytes], arena: ar}
+		e.poisonBytes(m.b)
+		return m, nil
 	}
+	if e.isClosed() {
+		return nil, errClosed
+	}
+	m := &memory{}
+	if words := (bytes + 7) / 8; words > 0 {
+		w := make([]uint64, words)
+		m.b = unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), bytes)
+	}
+	e.poisonBytes(m.b)
 	return m, nil
 }
 
-// Free returns temporaries to the pool; output memory belongs to the tensor
+// Free gives a temporary's arena back; output memory belongs to the tensor
 // Download made of it.
 func (e *Executor) Free(m exec.Memory) {
-	if mm, ok := m.(*memory); ok && mm.pooled && len(mm.words) > 0 {
-		e.pool.put(mm.words)
+	if mm, ok := m.(*memory); ok && mm.arena != nil {
+		ar := mm.arena
+		mm.arena, mm.b = nil, nil
+		e.give(ar)
 	}
+}
+
+// BindOutput returns memory that is dst's own bytes, so the run writes
+// straight into the caller's tensor (exec.OutputBinder); it is poisoned
+// first when Poison is set.
+func (e *Executor) BindOutput(b *plan.Buffer, dst *tensor.Tensor) (exec.Memory, error) {
+	if e.isClosed() {
+		return nil, errClosed
+	}
+	if got := len(dst.Bytes()); got != b.Bytes() {
+		return nil, fmt.Errorf("cpu: output of %d bytes bound to a tensor of %d", b.Bytes(), got)
+	}
+	m := &memory{b: dst.Bytes(), t: dst}
+	e.poisonBytes(m.b)
+	return m, nil
 }
 
 // Upload aliases the tensor's memory: no copy.
@@ -146,6 +137,9 @@ func (e *Executor) Sync() error { return nil }
 
 // Run executes one step.
 func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
+	if e.isClosed() {
+		return errClosed
+	}
 	k := s.Kernel
 	if isIndexKernel(k) {
 		return e.runIndex(k, mem)

@@ -28,6 +28,9 @@ func isIndexKernel(k *plan.Kernel) bool {
 // the id, its position and the valid range.
 func (e *Executor) runIndex(k *plan.Kernel, mem []exec.Memory) error {
 	n := k.Instrs[0].Node
+	if n.Op == ir.OpArgsort && argsortDirect(k, mem, e.workers) {
+		return nil
+	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
 		l := op.Layout
@@ -188,6 +191,113 @@ func sliceAssign(out, dst, src tile, n *ir.Node) {
 	}
 }
 
+// argsortDirect sorts a contiguous f32 operand straight from its buffer
+// into the u32 output, with no widened copies of either; it reports false
+// (doing nothing) for other operands, which go through tiles.
+func argsortDirect(k *plan.Kernel, mem []exec.Memory, workers int) bool {
+	op := k.Ins[0]
+	l := reduce(op.Layout)
+	numel := op.Layout.Numel()
+	if op.Buf.DType != dtype.F32 || k.Out.DType != dtype.U32 || numel == 0 ||
+		len(l.Dims) != 1 || l.Dims[0] != numel || l.Strides[0] != 1 {
+		return false
+	}
+	n := k.Instrs[0].Node
+	x := asBuf(mem[op.Buf.ID].(*memory).b, dtype.F32).f32[l.Offset : l.Offset+numel]
+	out := asBuf(mem[k.Out.ID].(*memory).b, dtype.U32).u32[:numel]
+	c := n.Shape[len(n.Shape)-1]
+	desc := n.Params[0] == 1
+	forRows(numel/c, c, workers, func(s *sortScratch, row int) {
+		keys := s.a
+		for i, v := range x[row*c : (row+1)*c] {
+			k := sortKey32(v)
+			if desc {
+				k = ^k
+			}
+			keys[i] = uint64(k)<<32 | uint64(i)
+		}
+		for i, v := range s.sort() {
+			out[row*c+i] = uint32(v)
+		}
+	})
+	return true
+}
+
+// sortScratch is one worker's memory for sorting rows of c elements.
+type sortScratch struct {
+	a, b []uint64
+	idx  []int64
+}
+
+// forRows runs body for rows 0…rows-1 of c elements on up to workers
+// goroutines, each with its own scratch, reused for all its rows.
+func forRows(rows, c, workers int, body func(s *sortScratch, row int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, rows) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &sortScratch{a: make([]uint64, c), b: make([]uint64, c), idx: make([]int64, c)}
+			for {
+				row := int(next.Add(1) - 1)
+				if row >= rows {
+					return
+				}
+				body(s, row)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// radixMin is the row length from which rows are radix sorted; shorter rows
+// use a comparison sort, cheaper than clearing 4×256 counters.
+const radixMin = 64
+
+// sort sorts s.a, packed keys (key<<32 | index) written in index order, by
+// their key (the high 32 bits), stably, and returns the sorted slice (s.a
+// or s.b). Long rows use an LSD radix sort on the four key bytes, stable by
+// construction, so equal keys keep index order; a pass whose byte is the
+// same in every key is skipped. Short rows sort the packed values whole,
+// which orders equal keys by index too.
+func (s *sortScratch) sort() []uint64 {
+	src, dst := s.a, s.b
+	n := len(src)
+	if n < radixMin {
+		slices.Sort(src)
+		return src
+	}
+	var count [4][256]uint32
+	for _, v := range src {
+		k := uint32(v >> 32)
+		count[0][uint8(k)]++
+		count[1][uint8(k>>8)]++
+		count[2][uint8(k>>16)]++
+		count[3][uint8(k>>24)]++
+	}
+	for pass := range 4 {
+		shift := 32 + 8*uint(pass)
+		c := &count[pass]
+		if c[uint8(src[0]>>shift)] == uint32(n) {
+			continue
+		}
+		var sum uint32
+		for i, t := range c {
+			c[i] = sum
+			sum += t
+		}
+		dst = dst[:n]
+		for _, v := range src {
+			d := uint8(v >> shift)
+			dst[c[d]] = v
+			c[d]++
+		}
+		src, dst = dst, src
+	}
+	return src
+}
+
 // argsort stably sorts each row of the last dim, rows spread over workers.
 // NaN compares greater than every number, so it sorts last ascending and
 // first descending; −0 and +0 are equal (ties keep index order).
@@ -196,33 +306,17 @@ func argsort(out []int64, x tile, shape []int, desc bool, workers int) {
 	if c == 0 {
 		return
 	}
-	rows := ir.Numel(shape) / c
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, rows) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			keys := make([]uint64, c)
-			idx := make([]int64, c)
-			for {
-				row := int(next.Add(1) - 1)
-				if row >= rows {
-					return
-				}
-				sortRow(out[row*c:(row+1)*c], x, row*c, c, desc, keys, idx)
-			}
-		}()
-	}
-	wg.Wait()
+	forRows(ir.Numel(shape)/c, c, workers, func(s *sortScratch, row int) {
+		sortRow(out[row*c:(row+1)*c], x, row*c, c, desc, s)
+	})
 }
 
 // sortRow sorts one row. Keys that fit 32 bits (float32 kind, and u8/u32
 // values) are mapped to order-preserving unsigned ints and packed with
-// their index, key high and index low, into uint64s: one plain sort of
-// those is a stable argsort (equal keys order by index). Other keys (f64,
-// i64) use a stable comparison sort.
-func sortRow(out []int64, x tile, base, c int, desc bool, keys []uint64, idx []int64) {
+// their index, key high and index low, into uint64s, and sorted by key
+// (sortScratch.sort): a stable argsort. Other keys (f64, i64) use a stable
+// comparison sort.
+func sortRow(out []int64, x tile, base, c int, desc bool, s *sortScratch) {
 	fits := x.f32 != nil
 	if x.i64 != nil {
 		fits = true
@@ -234,6 +328,7 @@ func sortRow(out []int64, x tile, base, c int, desc bool, keys []uint64, idx []i
 		}
 	}
 	if fits {
+		keys := s.a
 		for i := range c {
 			var k uint32
 			if x.f32 != nil {
@@ -246,12 +341,12 @@ func sortRow(out []int64, x tile, base, c int, desc bool, keys []uint64, idx []i
 			}
 			keys[i] = uint64(k)<<32 | uint64(i)
 		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range s.sort() {
 			out[i] = int64(uint32(k))
 		}
 		return
 	}
+	idx := s.idx
 	for i := range idx {
 		idx[i] = int64(i)
 	}
