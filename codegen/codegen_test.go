@@ -79,8 +79,8 @@ func TestSourceShape(t *testing.T) {
 	if !strings.Contains(src.Code, `extern "C" __global__ void __launch_bounds__(256) `+src.Name+"(") {
 		t.Errorf("no extern \"C\" entry %s in the code", src.Name)
 	}
-	if src.Code != Prelude(amd90a)+src.Body {
-		t.Error("Code is not Prelude + Body")
+	if src.Code != PreludeFor(amd90a, src.Body)+src.Body {
+		t.Error("Code is not PreludeFor(Body) + Body")
 	}
 	if len(src.Params) != len(k.Ins)+1 || !src.Params[len(src.Params)-1].Out || src.Params[len(src.Params)-1].Buf != k.Out {
 		t.Fatalf("params %+v: want one per operand, then the output", src.Params)

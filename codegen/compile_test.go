@@ -44,7 +44,6 @@ func compileAll(t *testing.T, c hip.Compiler, tg Target, arch string, srcs []*So
 	for lo := 0; lo < len(srcs); lo += batchSize {
 		batch := srcs[lo:min(lo+batchSize, len(srcs))]
 		var b strings.Builder
-		b.WriteString(Prelude(tg))
 		var names []string
 		for _, s := range batch {
 			b.WriteString(s.Body)
@@ -52,8 +51,11 @@ func compileAll(t *testing.T, c hip.Compiler, tg Target, arch string, srcs []*So
 				names = append(names, l.Name)
 			}
 		}
+		bodies := b.String()
 		units++
-		code, log, err := c.Compile(b.String(), fmt.Sprintf("batch%d.hip", lo/batchSize), arch, nil)
+		// The bodies share the part of the prelude that one of them uses
+		// (the standalone sources and `loom kernels` compile each Code).
+		code, log, err := c.Compile(PreludeFor(tg, bodies)+bodies, fmt.Sprintf("batch%d.hip", lo/batchSize), arch, nil)
 		if err != nil {
 			// Find the culprits: compile each kernel of the batch alone.
 			t.Errorf("batch of %d kernels for %s failed; compiling them one by one", len(batch), arch)

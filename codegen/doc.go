@@ -8,7 +8,8 @@
 // # Contract
 //
 // Elementwise(k, t) returns a Source: a complete translation unit (Code =
-// Prelude(t) + Body) with one extern "C" entry point, Name, and its launch
+// PreludeFor(t, Body) + Body: of the prelude, only the helpers Body uses,
+// transitively) with one extern "C" entry point, Name, and its launch
 // shape (Block, Grid). The kernel takes exactly one device pointer per
 // operand, in k.Ins order, then the output pointer (Params); each pointer is
 // the base of the operand's buffer, whose layout offset is baked into the
@@ -18,13 +19,14 @@
 // (-ffast-math, --use_fast_math, -ftz=true), which would change results.
 //
 // Name is the kernel name made a C identifier plus 8 hex digits of a hash
-// of the whole source: equal sources get equal names, and distinct sources
+// of the whole source (Code, trimmed prelude included): equal sources get equal names, and distinct sources
 // distinct ones (barring a 32-bit hash collision between kernels of the same
 // ops and size), so the executor's cache, keyed by source, and the loaded
 // functions, looked up by name, agree. Body can be concatenated with other
-// bodies for the same target after one Prelude (the per-kernel helpers live
-// in a namespace named after the kernel); the tests compile hundreds of
-// kernels that way.
+// bodies for the same target after one Prelude(t), or after
+// PreludeFor(t, their concatenation) (the per-kernel helpers live in a
+// namespace named after the kernel); the tests compile hundreds of kernels
+// that way.
 //
 // Elementwise is a pure function of the kernel and the target, safe for
 // concurrent use. It refuses, naming the op and dtype, anything outside the

@@ -69,10 +69,11 @@ type Source struct {
 	// identifier, plus a hash of the source, so it is unique per distinct
 	// source and equal for equal sources.
 	Name string
-	// Code is the complete translation unit: Prelude(t) + Body.
+	// Code is the complete translation unit: PreludeFor(t, Body) + Body,
+	// the prelude's helpers that Body uses and Body.
 	Code string
 	// Body is Code without the prelude: several bodies for one target can
-	// share one prelude in a translation unit (their helpers live in a
+	// share one full Prelude(t) in a translation unit (their helpers live in a
 	// namespace named after the kernel).
 	Body string
 	// Block and Grid are the first launch's (Launches[0]), the only one of
@@ -138,7 +139,7 @@ func elementwise(k *plan.Kernel, t Target, opt options) (*Source, error) {
 		return nil, fmt.Errorf("codegen: kernel %s: %w", k.Name, err)
 	}
 	body := g.render(t)
-	prelude := Prelude(t)
+	prelude := PreludeFor(t, body)
 	h := fnv.New64a()
 	h.Write([]byte(prelude))
 	h.Write([]byte(body))

@@ -5,11 +5,13 @@ import (
 	"strings"
 )
 
-// Prelude returns the fixed part of every translation unit for t: platform
-// macros, the storage conversions of f16/bf16, and one device function per
-// op and compute type (loom_add, loom_gelu, …) implementing the CPU twin's
-// semantics. It depends only on the platform and wave size, so several
-// kernels' Body texts can share one prelude in a single translation unit.
+// Prelude returns the whole helper library for t: platform macros, the
+// storage conversions of f16/bf16, and one device function per op and
+// compute type (loom_add, loom_gelu, …) implementing the CPU twin's
+// semantics. A kernel's source carries only the part of it that its body
+// uses (PreludeFor, trim.go, which splits this text into items); the whole
+// depends only on the target, so several kernels' Body texts can share one
+// Prelude in a single translation unit.
 // An invalid target yields a comment saying so (Elementwise reports the
 // error).
 func Prelude(t Target) string {

@@ -60,7 +60,7 @@ func rows(k *plan.Kernel, t Target, opt rowOptions) (*Source, error) {
 		return nil, fmt.Errorf("codegen: row kernel %s: %w", k.Name, err)
 	}
 	body := g.render()
-	prelude := Prelude(t)
+	prelude := PreludeFor(t, body)
 	h := fnv.New64a()
 	h.Write([]byte(prelude))
 	h.Write([]byte(body))

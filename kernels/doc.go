@@ -4,9 +4,10 @@
 //
 // The kernels are HIP C++ (index.hip, argsort.hip, embedded with go:embed);
 // the same text compiles with hiprtc (AMD) and NVRTC (NVIDIA) after
-// codegen.Prelude, which supplies the platform macros (LOOM_AMD or
-// LOOM_NVIDIA, LOOM_WAVE), the f16/bf16 ↔ float conversions and the
-// arithmetic helpers (loom_add, …) shared with the elementwise kernels.
+// codegen.PreludeFor(target, text), which supplies the platform macros
+// (LOOM_AMD or LOOM_NVIDIA, LOOM_WAVE) and, of the f16/bf16 ↔ float
+// conversions and arithmetic helpers (loom_add, …) shared with the
+// elementwise kernels, those the text uses.
 // Their Go twins, the executable spec, are in exec/cpu/index.go; the GPU
 // results equal the CPU's bit for bit (float adds aside, where NaN payloads
 // follow the hardware).

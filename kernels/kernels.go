@@ -61,7 +61,7 @@ func (a Arg) String() string {
 type Launch struct {
 	// Name is the entry point (extern "C") in Code.
 	Name string
-	// Code is the complete translation unit (codegen.Prelude + the kernel).
+	// Code is the complete translation unit (codegen.PreludeFor + the kernel).
 	// Launches of one step may share one Code (one compile, several entries).
 	Code      string
 	Grid      [3]uint32
@@ -236,7 +236,7 @@ func (p *planned) finish(t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	b.WriteString(p.body)
 	b.WriteString(p.entries)
 	body := b.String()
-	prelude := codegen.Prelude(t)
+	prelude := codegen.PreludeFor(t, body)
 	h := fnv.New64a()
 	h.Write([]byte(prelude))
 	h.Write([]byte(body))
