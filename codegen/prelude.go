@@ -467,15 +467,11 @@ template <typename T, typename I> LOOM_DEV bool loom_beats_min(T a, I ia, T b, I
 `
 
 // Unit returns one translation unit holding several kernels' bodies for t
-// behind a single prelude, so that one compile makes them all (the fixed
-// cost of a runtime compile, parsing the prelude included, is paid once).
-// Bodies must be distinct: each defines its entry points and a namespace
-// named after its kernel, which a duplicate would redefine.
+// behind a single prelude (the helpers every body uses, PreludeFor), so
+// that one compile makes them all: the fixed cost of a runtime compile is
+// paid once. Bodies must be distinct: each defines its entry points and a
+// namespace named after its kernel, which a duplicate would redefine.
 func Unit(t Target, bodies ...string) string {
-	var b strings.Builder
-	b.WriteString(Prelude(t))
-	for _, body := range bodies {
-		b.WriteString(body)
-	}
-	return b.String()
+	all := strings.Join(bodies, "")
+	return PreludeFor(t, all) + all
 }

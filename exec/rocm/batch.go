@@ -53,7 +53,7 @@ func (e *Executor) warmBatch(ctx context.Context, p *plan.Plan) {
 		if isIndexKernel(k) || e.prepared(k) || e.Supports(k) != nil || k.Out.Numel() == 0 {
 			continue
 		}
-		src, err := codegen.Kernel(k, e.target)
+		src, err := e.source(k)
 		if err != nil || seen[src.Code] {
 			continue
 		}
@@ -154,4 +154,26 @@ func (c *codeCache) resolveAlias(dir string, obj *codeObject) *codeObject {
 	c.byKey[target] = batch
 	c.mu.Unlock()
 	return batch
+}
+
+// sourceKey keys a kernel's generated source in plan.Kernel.Cache: Supports,
+// the batch and the one-by-one path all need it, and rendering a row kernel
+// is not free (a few hundred µs for the larger ones).
+type sourceKey struct{ e *Executor }
+
+type sourceResult struct {
+	src *codegen.Source
+	err error
+}
+
+// source returns k's generated source for e's target, rendered once per
+// plan kernel.
+func (e *Executor) source(k *plan.Kernel) (*codegen.Source, error) {
+	if v, ok := k.Cache.Load(sourceKey{e}); ok {
+		r := v.(sourceResult)
+		return r.src, r.err
+	}
+	src, err := codegen.Kernel(k, e.target)
+	k.Cache.Store(sourceKey{e}, sourceResult{src, err})
+	return src, err
 }

@@ -425,7 +425,7 @@ func (e *Executor) build(k *plan.Kernel) (*kernel, error) {
 // not the device. With LOOM_DUMP set it writes the source and the compile
 // log there.
 func (e *Executor) compileKernel(k *plan.Kernel) (*codegen.Source, *codeObject, error) {
-	src, err := codegen.Kernel(k, e.target)
+	src, err := e.source(k)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rocm: generate kernel %s: %w", k.Name, err)
 	}

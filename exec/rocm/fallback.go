@@ -6,7 +6,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/plan"
@@ -35,7 +34,7 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 		return err
 	}
 	var verdict error
-	if _, err := codegen.Rows(k, e.target); err != nil {
+	if _, err := e.source(k); err != nil {
 		verdict = fmt.Errorf("no GPU rendering of this row kernel: %w", err)
 	}
 	k.Cache.Store(supportsKey{e}, verdict)
