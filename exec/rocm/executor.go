@@ -38,6 +38,7 @@ type Executor struct {
 	fns   map[string]hip.Function // key + "\x00" + name → function
 
 	timer deviceTimer // DeviceTime (benchmarks)
+	gemmS gemmState   // matmul: vendor BLAS or the portable kernel
 
 	moduleLoads, moduleNs, ready, launches atomic.Int64
 	closed                                 atomic.Bool
@@ -276,7 +277,7 @@ func (e *Executor) Close() error {
 		return nil
 	}
 	defer open.Delete(e)
-	errs := []error{e.Sync()}
+	errs := []error{e.Sync(), e.closeGemm()}
 	_, err := e.alloc.trim()
 	errs = append(errs, err)
 	e.modMu.Lock()

@@ -1,0 +1,152 @@
+package rocm
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/kernels"
+)
+
+// GEMMs on the GPU: the vendor BLAS (cuBLAS, rocBLAS) when it loads, else
+// Loom's portable HIP kernel (kernels/gemm.hip). Either way the executor
+// speaks row-major blas.Calls; the vendor path swaps the operands to get
+// the column-major product Cᵀ = Bᵀ·Aᵀ, which is C in row-major order.
+
+// BLASEnv set to "portable" makes executors use the portable kernel even
+// where a vendor BLAS loads (tests of the kernel, comparisons).
+const BLASEnv = "LOOM_GPU_BLAS"
+
+// gemmWorkspace is the device memory given to the vendor library: cuBLAS
+// wants 32 MiB on Hopper for its best algorithms.
+const gemmWorkspace = 32 << 20
+
+type gemmState struct {
+	once   sync.Once
+	vendor hip.BLAS // nil: portable kernel
+	why    string   // what the executor uses and, for the portable kernel, why
+	ws     *block
+}
+
+// gemm returns the executor's GEMM engine, opening the vendor BLAS on first
+// use.
+func (e *Executor) gemm() *gemmState {
+	g := &e.gemmS
+	g.once.Do(func() {
+		if os.Getenv(BLASEnv) == "portable" {
+			g.why = "portable HIP GEMM (" + BLASEnv + "=portable)"
+			return
+		}
+		v, err := e.dev.OpenBLAS(e.stream)
+		if err != nil {
+			g.why = fmt.Sprintf("portable HIP GEMM (vendor BLAS unavailable: %v)", err)
+			return
+		}
+		ws, err := e.alloc.alloc(gemmWorkspace)
+		if err == nil {
+			err = v.SetWorkspace(ws.ptr, gemmWorkspace)
+		}
+		if err != nil {
+			if ws != nil {
+				e.alloc.release(ws)
+			}
+			v.Close()
+			g.why = fmt.Sprintf("portable HIP GEMM (vendor BLAS workspace: %v)", err)
+			return
+		}
+		g.vendor, g.ws, g.why = v, ws, v.Name()
+	})
+	return g
+}
+
+// GEMMBackend says what runs matmul steps on this executor.
+func (e *Executor) GEMMBackend() string { return e.gemm().why }
+
+func gemmType(d dtype.DType) (hip.GemmType, error) {
+	switch d {
+	case dtype.F32:
+		return hip.GemmF32, nil
+	case dtype.F64:
+		return hip.GemmF64, nil
+	case dtype.F16:
+		return hip.GemmF16, nil
+	case dtype.BF16:
+		return hip.GemmBF16, nil
+	}
+	return 0, fmt.Errorf("rocm: matmul on %v (want f32, f64, f16 or bf16)", d)
+}
+
+// runGemm queues the row-major call c (alpha 1, beta 0) on operands at a,
+// b and output out (element offsets already applied). K = 0 writes zeros.
+func (e *Executor) runGemm(d dtype.DType, c blas.Call, a, b, out hip.DevPtr, tf32, portable bool) error {
+	t, err := gemmType(d)
+	if err != nil {
+		return err
+	}
+	if c.M == 0 || c.N == 0 || c.Batch == 0 {
+		return nil
+	}
+	if c.K == 0 {
+		n := uint64(((c.Batch-1)*c.StrideC + (c.M-1)*c.LDC + c.N) * d.Size())
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		return e.dev.MemsetD8(out, 0, n, e.stream)
+	}
+	g := e.gemm()
+	if g.vendor != nil && !portable {
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		return g.vendor.Gemm(hip.GemmArgs{
+			TransA: c.TransB, TransB: c.TransA, M: c.N, N: c.M, K: c.K,
+			A: b, B: a, C: out, LDA: c.LDB, LDB: c.LDA, LDC: c.LDC,
+			StrideA: int64(c.StrideB), StrideB: int64(c.StrideA), StrideC: int64(c.StrideC),
+			Batch: c.Batch, Type: t, TF32: tf32,
+		})
+	}
+	l, err := kernels.PlanGemm(d, c)
+	if err != nil {
+		return err
+	}
+	fn, err := e.gemmFunction(l.Name)
+	if err != nil {
+		return err
+	}
+	var args hip.Args
+	args.Ptr(a).Ptr(b).Ptr(out).I32(int32(c.M)).I32(int32(c.N)).I32(int32(c.K))
+	args.I64(int64(c.LDA)).I64(int64(c.LDB)).I64(int64(c.LDC))
+	args.I64(int64(c.StrideA)).I64(int64(c.StrideB)).I64(int64(c.StrideC)).I32(int32(c.Batch))
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fn, l.Grid, l.Block, 0, e.stream, &args); err != nil {
+		return fmt.Errorf("rocm: launch %s (grid %v): %w", l.Name, l.Grid, err)
+	}
+	e.launches.Add(1)
+	return nil
+}
+
+// gemmFunction compiles (once per process, through the code cache) and
+// loads (once per executor) the portable GEMM and returns an entry point.
+func (e *Executor) gemmFunction(name string) (hip.Function, error) {
+	obj, _, err := e.codes.get(e.comp, CacheDir(), kernels.GemmSource(e.target), "loom_gemm", e.info.Arch, e.opts)
+	if err != nil {
+		return hip.Function{}, err
+	}
+	return e.function(obj, name)
+}
+
+// closeGemm releases the vendor handle and its workspace.
+func (e *Executor) closeGemm() error {
+	g := &e.gemmS
+	if g.vendor == nil {
+		return nil
+	}
+	err := g.vendor.Close()
+	if g.ws != nil {
+		e.alloc.release(g.ws)
+	}
+	g.vendor, g.ws = nil, nil
+	return err
+}
