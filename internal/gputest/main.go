@@ -116,11 +116,11 @@ type runner struct {
 type pkgRun struct {
 	dir, bin string
 
-	elapsed time.Duration
-	exitErr error
-	results map[string]string   // test → pass, fail or skip
-	output  map[string][]string // test → output lines (while running; kept for failures and skips)
-	pkgOut  []string            // the last lines not attributed to a test
+	elapsed                 time.Duration
+	exitErr                 error
+	results                 map[string]string   // test → pass, fail or skip
+	output                  map[string][]string // test → output lines (while running; kept for failures and skips)
+	pkgOut                  []string            // the last lines not attributed to a test
 	passed, failed, skipped int
 	failures                []string // tests counted as failed, in order
 	skips                   []string // top-level tests skipped, with why
