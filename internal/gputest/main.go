@@ -2,7 +2,7 @@
 // machine): scripts/gpu-test builds every package's test binary, a manifest
 // (tests.txt) and this runner into .gpu/; there,
 //
-//	.gpu/gputest -logs DIR [flags] [test binary flags]
+//	.gpu/gputest -logs DIR [flags] [-- test binary flags]
 //
 // runs every binary in its package directory (as go test does) with
 // -test.v=test2json, several packages at once, all sharing one kernel cache
@@ -66,7 +66,7 @@ func main() {
 	cache := flag.String("cache", "", "kernel cache shared by every binary (default: a fresh temporary folder, removed at the end)")
 	pkgRE := flag.String("pkg", "", "run only the packages whose folder matches this regular expression")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: gputest [flags] [test binary flags, e.g. -test.run TestGPU -test.short]\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: gputest [flags] [-- test binary flags, e.g. -test.run TestGPU -test.short]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
