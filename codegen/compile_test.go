@@ -5,12 +5,14 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/loomgraph/loom/exec/rocm/hip"
+	"golang.org/x/sync/errgroup"
 )
 
 // amdCompiler returns hiprtc; without it the test fails when CI=true and is
@@ -32,46 +34,79 @@ func amdCompiler(t *testing.T) hip.Compiler {
 // and its own startup, so batching cuts the op×dtype sweep several-fold.
 const batchSize = 40
 
-// compileAll compiles srcs for arch, batched, and checks that every entry
-// point is in the code objects. It returns the number of translation units.
+// compileAll compiles srcs for arch, batched (the batches at once, on every
+// core), and checks that every entry point is in the code objects. It
+// returns the number of translation units.
 func compileAll(t *testing.T, c hip.Compiler, tg Target, arch string, srcs []*Source) int {
 	t.Helper()
 	machine := elf.EM_AMDGPU
 	if tg.Platform == NVIDIA {
 		machine = elf.EM_CUDA
 	}
-	units := 0
+	type unit struct {
+		batch []*Source
+		names []string
+		code  []byte
+		log   string
+		err   error
+	}
+	var units []*unit
 	for lo := 0; lo < len(srcs); lo += batchSize {
-		batch := srcs[lo:min(lo+batchSize, len(srcs))]
+		units = append(units, &unit{batch: srcs[lo:min(lo+batchSize, len(srcs))]})
+	}
+	inParallel(len(units), func(i int) {
+		u := units[i]
 		var b strings.Builder
-		var names []string
-		for _, s := range batch {
+		for _, s := range u.batch {
 			b.WriteString(s.Body)
 			for _, l := range s.Launches {
-				names = append(names, l.Name)
+				u.names = append(u.names, l.Name)
 			}
 		}
-		bodies := b.String()
-		units++
 		// The bodies share the part of the prelude that one of them uses
 		// (the standalone sources and `loom kernels` compile each Code).
-		code, log, err := c.Compile(PreludeFor(tg, bodies)+bodies, fmt.Sprintf("batch%d.hip", lo/batchSize), arch, nil)
-		if err != nil {
+		bodies := b.String()
+		u.code, u.log, u.err = c.Compile(PreludeFor(tg, bodies)+bodies, fmt.Sprintf("batch%d.hip", i), arch, nil)
+	})
+	for _, u := range units {
+		if u.err != nil {
 			// Find the culprits: compile each kernel of the batch alone.
-			t.Errorf("batch of %d kernels for %s failed; compiling them one by one", len(batch), arch)
-			for _, s := range batch {
+			t.Errorf("batch of %d kernels for %s failed; compiling them one by one", len(u.batch), arch)
+			for _, s := range u.batch {
 				if _, _, err := c.Compile(s.Code, s.Name+".hip", arch, nil); err != nil {
 					t.Errorf("%s:\n%v\n--- source body ---\n%s", s.Name, err, s.Body)
 				}
 			}
 			continue
 		}
-		if log != "" && strings.Contains(log, "warning") {
-			t.Logf("%s batch log: %s", arch, log)
+		if u.log != "" && strings.Contains(u.log, "warning") {
+			t.Logf("%s batch log: %s", arch, u.log)
 		}
-		checkCodeObject(t, code, machine, names)
+		checkCodeObject(t, u.code, machine, u.names)
 	}
-	return units
+	return len(units)
+}
+
+// inParallel calls f(0), …, f(n-1), runtime.NumCPU() at a time (compiles
+// are CPU-bound, and hiprtc and NVRTC are safe for concurrent use), and
+// returns when every call has.
+func inParallel(n int, f func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i := range n {
+		g.Go(func() error { f(i); return nil })
+	}
+	g.Wait()
+}
+
+// compileEach compiles every source's one-kernel Code on its own, all at
+// once, and returns the code objects, logs and errors in order.
+func compileEach(c hip.Compiler, arch, ext string, srcs []*Source) (codes [][]byte, logs []string, errs []error) {
+	codes, logs, errs = make([][]byte, len(srcs)), make([]string, len(srcs)), make([]error, len(srcs))
+	inParallel(len(srcs), func(i int) {
+		codes[i], logs[i], errs[i] = c.Compile(srcs[i].Code, srcs[i].Name+ext, arch, nil)
+	})
+	return codes, logs, errs
 }
 
 // checkCodeObject checks the ELF magic and machine and that every name is a
@@ -132,8 +167,9 @@ func TestCompileAMD(t *testing.T) {
 			t.Logf("%d kernels in %d translation units: %v", len(srcs), units, time.Since(start).Round(time.Millisecond))
 			start = time.Now()
 			one := renderAll(t, standalone(), tg)
-			for _, s := range one {
-				code, _, err := c.Compile(s.Code, s.Name+".hip", arch, nil)
+			codes, _, errs := compileEach(c, arch, ".hip", one)
+			for i, s := range one {
+				code, err := codes[i], errs[i]
 				if err != nil {
 					t.Errorf("%s: %v", s.Name, err)
 					continue
@@ -157,6 +193,7 @@ func TestCompileNVIDIA(t *testing.T) {
 	var mu sync.Mutex
 	for _, arch := range []string{"sm_90", "sm_80"} {
 		t.Run(arch, func(t *testing.T) {
+			t.Parallel()
 			tg := Target{Platform: NVIDIA, Arch: arch}
 			start := time.Now()
 			srcs := renderAll(t, allCases(true), tg)
@@ -164,8 +201,9 @@ func TestCompileNVIDIA(t *testing.T) {
 			t.Logf("%d kernels in %d translation units: %v", len(srcs), units, time.Since(start).Round(time.Millisecond))
 			start = time.Now()
 			one := renderAll(t, standalone(), tg)
-			for _, s := range one {
-				code, log, err := c.Compile(s.Code, s.Name+".cu", arch, nil)
+			codes, logs, errs := compileEach(c, arch, ".cu", one)
+			for i, s := range one {
+				code, log, err := codes[i], logs[i], errs[i]
 				if err != nil {
 					t.Errorf("%s: %v", s.Name, err)
 					continue

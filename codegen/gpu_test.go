@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,41 +60,10 @@ func openGPU(t *testing.T) {
 }
 
 // gpuRunner runs kernels on the device, from code objects compiled in
-// batches up front.
+// batches up front (compileParallel).
 type gpuRunner struct {
 	mu  sync.Mutex
 	fns map[string]hip.Function
-}
-
-func newGPURunner(t *testing.T, srcs []*Source) *gpuRunner {
-	r := &gpuRunner{fns: map[string]hip.Function{}}
-	arch := gpu.tg.Arch
-	for lo := 0; lo < len(srcs); lo += batchSize {
-		batch := srcs[lo:min(lo+batchSize, len(srcs))]
-		var b strings.Builder
-		b.WriteString(Prelude(gpu.tg))
-		for _, s := range batch {
-			b.WriteString(s.Body)
-		}
-		code, _, err := gpu.c.Compile(b.String(), "run.cu", arch, nil)
-		if err != nil {
-			t.Fatalf("compile a batch for %s: %v", arch, err)
-		}
-		m, err := gpu.d.LoadModule(code)
-		if err != nil {
-			t.Fatalf("load module: %v", err)
-		}
-		// A module must be unloaded before it is garbage: it pins its image.
-		t.Cleanup(func() { gpu.d.UnloadModule(m) })
-		for _, s := range batch {
-			for _, l := range s.Launches {
-				if r.fns[l.Name], err = m.Function(l.Name); err != nil {
-					t.Fatalf("function %s: %v", l.Name, err)
-				}
-			}
-		}
-	}
-	return r
 }
 
 func (r *gpuRunner) run(src *Source, ins [][]byte, outBytes int) ([]byte, error) {
@@ -168,7 +136,7 @@ func (r *gpuRunner) run(src *Source, ins [][]byte, outBytes int) ([]byte, error)
 func TestGPU(t *testing.T) {
 	openGPU(t)
 	start := time.Now()
-	r := newGPURunner(t, sourcesOf(t, gpu.tg))
+	r := compileParallel(t, sourcesOf(t, gpu.tg))
 	t.Logf("%s: %d kernels compiled and loaded in %v", gpu.tg, len(r.fns), time.Since(start).Round(time.Millisecond))
 	checkCases(t, r, gpu.tg, runnableCases())
 	t.Run("options", func(t *testing.T) { checkOptions(t, r, gpu.tg) })

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -19,7 +18,7 @@ import (
 	"github.com/loomgraph/loom/exec/rocm/hip"
 )
 
-// compileParallel compiles srcs for the GPU in batches, several at once,
+// compileParallel compiles srcs for the GPU in batches, on every core,
 // loads the modules and returns a runner of every launch.
 func compileParallel(t *testing.T, srcs []*Source) *gpuRunner {
 	t.Helper()
@@ -30,23 +29,14 @@ func compileParallel(t *testing.T, srcs []*Source) *gpuRunner {
 	}
 	codes := make([][]byte, len(batches))
 	errs := make([]error, len(batches))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 12)
-	for i, batch := range batches {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var b strings.Builder
-			b.WriteString(Prelude(gpu.tg))
-			for _, s := range batch {
-				b.WriteString(s.Body)
-			}
-			codes[i], _, errs[i] = gpu.c.Compile(b.String(), fmt.Sprintf("rows%d.cu", i), gpu.tg.Arch, nil)
-		}()
-	}
-	wg.Wait()
+	inParallel(len(batches), func(i int) {
+		var b strings.Builder
+		b.WriteString(Prelude(gpu.tg))
+		for _, s := range batches[i] {
+			b.WriteString(s.Body)
+		}
+		codes[i], _, errs[i] = gpu.c.Compile(b.String(), fmt.Sprintf("rows%d.cu", i), gpu.tg.Arch, nil)
+	})
 	for i, batch := range batches {
 		if errs[i] != nil {
 			// Name the culprits.

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
+	"golang.org/x/sync/errgroup"
 )
 
 // compileOptions match the executor's: no contraction into fma.
@@ -170,8 +172,9 @@ func TestCompileAMD(t *testing.T) {
 			target := codegen.Target{Platform: codegen.AMD, Arch: arch}
 			js := jobs(t, cases, target)
 			start := time.Now()
-			for _, j := range js {
-				compileOne(t, c, j, arch, elf.EM_AMDGPU, true)
+			res := compileJobs(c, js, arch)
+			for i, j := range js {
+				checkCompiled(t, j, res[i], arch, elf.EM_AMDGPU, true)
 			}
 			t.Logf("%s: %d sources compiled in %v", arch, len(js), time.Since(start).Round(time.Millisecond))
 		})
@@ -189,15 +192,43 @@ func TestCompileNVIDIA(t *testing.T) {
 	target := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
 	js := jobs(t, cases, target)
 	start := time.Now()
-	for _, j := range js {
-		compileOne(t, c, j, "sm_90", elf.EM_CUDA, false)
+	res := compileJobs(c, js, "sm_90")
+	for i, j := range js {
+		checkCompiled(t, j, res[i], "sm_90", elf.EM_CUDA, false)
 	}
 	t.Logf("sm_90: %d sources compiled in %v", len(js), time.Since(start).Round(time.Millisecond))
 }
 
-func compileOne(t *testing.T, c hip.Compiler, j compileJob, arch string, machine elf.Machine, kd bool) {
+// compiled is the result of compiling a job.
+type compiled struct {
+	code []byte
+	log  string
+	err  error
+}
+
+// compileJobs compiles the jobs for arch, runtime.NumCPU() at a time, and
+// returns their results in order.
+func compileJobs(c hip.Compiler, js []compileJob, arch string) []compiled {
+	res := make([]compiled, len(js))
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for i, j := range js {
+		g.Go(func() error {
+			r := &res[i]
+			r.code, r.log, r.err = c.Compile(j.code, j.entries[0]+".hip", arch, compileOptions(c.Platform()))
+			return nil
+		})
+	}
+	g.Wait()
+	return res
+}
+
+// checkCompiled checks a job's compile: no error, an ELF code object for
+// machine with every entry point (and, with kd, its kernel descriptor);
+// it keeps the code object in compileCache for the GPU tests.
+func checkCompiled(t *testing.T, j compileJob, r compiled, arch string, machine elf.Machine, kd bool) {
 	t.Helper()
-	code, log, err := c.Compile(j.code, j.entries[0]+".hip", arch, compileOptions(c.Platform()))
+	code, log, err := r.code, r.log, r.err
 	if err != nil {
 		t.Errorf("%s (%s): %v", j.name, arch, firstLines(err.Error(), 30))
 		return

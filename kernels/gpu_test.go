@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
+	"golang.org/x/sync/errgroup"
 )
 
 // compileCache shares code objects between tests: (arch, code) → object.
@@ -290,6 +292,42 @@ func runCPU(tc testCase) ([]byte, error) {
 	return outs["out"].Bytes(), nil
 }
 
+// precompile compiles every launch of the cases' indexing steps, each
+// distinct source once and runtime.NumCPU() at a time, into compileCache,
+// so that the checks that follow load code objects instead of compiling
+// one after another. Errors are left for the checks to report.
+func (r *rig) precompile(cases []testCase) {
+	seen := map[string]bool{}
+	var ls []Launch
+	for _, tc := range cases {
+		for _, s := range tc.prog.Plan().Steps {
+			if !strings.HasPrefix(s.Kernel.Name, "I_") {
+				continue
+			}
+			kls, _, err := Plan(s.Kernel, r.target)
+			if err != nil {
+				continue
+			}
+			for _, l := range kls {
+				if !seen[l.Code] {
+					seen[l.Code] = true
+					ls = append(ls, l)
+				}
+			}
+		}
+	}
+	arch := r.dev.Info().Arch
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for _, l := range ls {
+		g.Go(func() error {
+			compileCached(r.comp, l.Code, l.Name, arch)
+			return nil
+		})
+	}
+	g.Wait()
+}
+
 // check runs tc on both executors and compares bit for bit.
 func check(t *testing.T, r *rig, tc testCase) {
 	t.Helper()
@@ -316,7 +354,7 @@ func TestGPUOps(t *testing.T) {
 	r := gpu(t)
 	t.Logf("device: %s (%s, wave %d)", r.dev.Info().Name, r.dev.Info().Arch, r.dev.Info().WaveSize)
 	seed := uint64(100)
-	n := 0
+	var cases []testCase
 	for _, op := range []ir.Op{ir.OpIndexSelect, ir.OpGather, ir.OpScatter, ir.OpScatterAdd, ir.OpIndexAdd, ir.OpCat, ir.OpSliceAssign} {
 		for _, vdt := range valueDTypes {
 			idts := idsDTypes
@@ -328,13 +366,17 @@ func TestGPUOps(t *testing.T) {
 					if variant == 1 && idt != idts[len(idts)-1] {
 						continue
 					}
-					check(t, r, caseFor(t, op, vdt, idt, variant, seed))
+					cases = append(cases, caseFor(t, op, vdt, idt, variant, seed))
 					seed++
-					n++
 				}
 			}
 		}
 	}
+	r.precompile(cases)
+	for _, tc := range cases {
+		check(t, r, tc)
+	}
+	n := len(cases)
 	t.Logf("%d cases compared", n)
 }
 
@@ -377,6 +419,7 @@ func TestGPUBadIDs(t *testing.T) {
 func TestGPUArgsort(t *testing.T) {
 	r := gpu(t)
 	seed := uint64(500)
+	var cases []testCase
 	for _, n := range []int{1, 2, 1023, 1024, 1025, 4097, 100000} {
 		rows := 3
 		if n == 100000 {
@@ -384,7 +427,7 @@ func TestGPUArgsort(t *testing.T) {
 		}
 		for _, desc := range []bool{false, true} {
 			for _, strided := range []bool{false, true} {
-				check(t, r, argsortCase(t, dtype.F32, rows, n, desc, strided, seed))
+				cases = append(cases, argsortCase(t, dtype.F32, rows, n, desc, strided, seed))
 				seed++
 			}
 		}
@@ -392,14 +435,18 @@ func TestGPUArgsort(t *testing.T) {
 	for _, dt := range valueDTypes {
 		for _, n := range []int{777, 2049, 30000} {
 			for _, desc := range []bool{false, true} {
-				check(t, r, argsortCase(t, dt, 3, n, desc, false, seed))
+				cases = append(cases, argsortCase(t, dt, 3, n, desc, false, seed))
 				seed++
 			}
 		}
 	}
 	// Many short rows: several rows per block.
-	check(t, r, argsortCase(t, dtype.I64, 1000, 5, true, true, seed))
-	check(t, r, argsortCase(t, dtype.F16, 777, 33, false, false, seed+1))
+	cases = append(cases, argsortCase(t, dtype.I64, 1000, 5, true, true, seed))
+	cases = append(cases, argsortCase(t, dtype.F16, 777, 33, false, false, seed+1))
+	r.precompile(cases)
+	for _, tc := range cases {
+		check(t, r, tc)
+	}
 }
 
 // timeSteps times the plan's (single) step with events: the median of

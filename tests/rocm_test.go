@@ -16,15 +16,15 @@ var (
 	gpuErr  error
 )
 
-// onGPU returns a factory of poisoned GPU executors (one device executor,
-// its poison byte set per run), or skips the test when no GPU executor can
-// open here.
+// onGPU returns a factory of poisoned GPU executors (views of one device
+// executor, each with its own poison byte, so that cases can run in
+// parallel), or skips the test when no GPU executor can open here.
 func onGPU(t *testing.T) func(byte) exec.Executor {
 	gpuOnce.Do(func() { gpu, gpuErr = rocm.Open() })
 	if gpuErr != nil {
 		t.Skipf("no GPU: the conformance suite runs on the CPU only here (%v)", gpuErr)
 	}
-	return func(p byte) exec.Executor { return gpu.Poison(p) }
+	return func(p byte) exec.Executor { return gpu.WithPoison(p) }
 }
 
 // TestROCm runs the same conformance groups as TestCPU on the GPU executor,

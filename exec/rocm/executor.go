@@ -145,7 +145,9 @@ func (e *Executor) String() string {
 
 // Poison makes every later allocation of temporaries and outputs start with
 // every byte set to b (a MemsetD8 queued before the memory is used), so that
-// tests can tell elements a kernel never wrote. It returns e.
+// tests can tell elements a kernel never wrote. It returns e. It sets e
+// for every run: runs that need different bytes at the same time use
+// WithPoison views instead.
 func (e *Executor) Poison(b byte) *Executor {
 	e.poison.Store(int32(b))
 	return e
@@ -198,21 +200,7 @@ func (e *Executor) checkOpen() error {
 // Alloc returns device memory for n bytes from the caching allocator;
 // temporaries and outputs are poisoned when Poison is set.
 func (e *Executor) Alloc(n int, kind plan.BufferKind) (exec.Memory, error) {
-	if err := e.checkOpen(); err != nil {
-		return nil, err
-	}
-	b, err := e.alloc.alloc(int64(n))
-	if err != nil {
-		return nil, err
-	}
-	m := &memory{e: e, blk: b}
-	if p := e.poison.Load(); p >= 0 && n > 0 && kind != plan.BufInput {
-		if err := e.dev.MemsetD8(b.ptr, byte(p), uint64(n), e.stream); err != nil {
-			e.alloc.release(b)
-			return nil, fmt.Errorf("rocm: poison %d bytes: %w", n, err)
-		}
-	}
-	return m, nil
+	return e.allocPoison(n, kind, e.poison.Load())
 }
 
 // Free returns memory to the allocator's cache. Work already queued on it

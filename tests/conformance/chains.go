@@ -21,7 +21,7 @@ func Chains(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	s := newSuite(t, newExec, opts)
 	for k := range 56 {
 		dt := dtype.All[k%len(dtype.All)]
-		t.Run(fmt.Sprintf("%v/%d", dt, k), func(t *testing.T) { s.randomChain(t, dt) })
+		t.Run(fmt.Sprintf("%v/%d", dt, k), func(t *testing.T) { t.Parallel(); s.randomChain(t, dt) })
 	}
 	t.Run("dag", s.dag)
 	t.Run("smoke", s.smokeChain)
@@ -175,6 +175,7 @@ func specOf(op ir.Op) binarySpec {
 func (s *suite) dag(t *testing.T) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			g := gen{f: uniform(-6, 6), specials: infSpec}
 			in := func(name string) node {

@@ -74,6 +74,7 @@ func (s *suite) unary(t *testing.T) {
 			continue
 		}
 		t.Run(op.String(), func(t *testing.T) {
+			t.Parallel()
 			for _, dt := range info.In.List() {
 				if !dt.IsFloat() && spec.i == nil {
 					t.Errorf("op %s claims %v but its spec has no integer reference", op, dt)
@@ -81,6 +82,7 @@ func (s *suite) unary(t *testing.T) {
 				}
 				for _, p := range spec.paramSets(dt) {
 					t.Run(dt.String()+"/"+paramName(p), func(t *testing.T) {
+						t.Parallel()
 						c := s.newCase(t)
 						for _, l := range unaryLayouts {
 							x, xv := l.opd.build(c, "x_"+l.name, dt, spec.gen)
@@ -135,8 +137,10 @@ func (c *tcase) pair(name string, a, b operand, dt dtype.DType, ga, gb gen) (*gr
 func (s *suite) binary(t *testing.T) {
 	for _, spec := range binarySpecs {
 		t.Run(spec.op.String(), func(t *testing.T) {
+			t.Parallel()
 			for _, dt := range spec.op.Info().In.List() {
 				t.Run(dt.String(), func(t *testing.T) {
+					t.Parallel()
 					c := s.newCase(t)
 					for _, l := range binaryLayouts {
 						x, y, xv, yv := c.pair(l.name, l.a, l.b, dt, spec.lhs, spec.rhs)
@@ -160,8 +164,10 @@ func (s *suite) binary(t *testing.T) {
 func (s *suite) compare(t *testing.T) {
 	for _, spec := range compareSpecs {
 		t.Run(spec.op.String(), func(t *testing.T) {
+			t.Parallel()
 			for _, dt := range spec.op.Info().In.List() {
 				t.Run(dt.String(), func(t *testing.T) {
+					t.Parallel()
 					c := s.newCase(t)
 					for _, l := range binaryLayouts {
 						x, y, xv, yv := c.pair(l.name, l.a, l.b, dt, discreteMix, discreteMix)
@@ -206,6 +212,7 @@ func (s *suite) where(t *testing.T) {
 	for _, cdt := range ir.IDDTypes.List() {
 		for _, dt := range ir.OpWhere.Info().In.List() {
 			t.Run(cdt.String()+"/"+dt.String(), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				for _, l := range whereLayouts {
 					cond, cv := l.c.build(c, "c_"+l.name, cdt, condGen)
@@ -260,6 +267,7 @@ func (s *suite) cast(t *testing.T) {
 	for _, from := range dtype.All {
 		for _, to := range dtype.All {
 			t.Run(from.String()+"_to_"+to.String(), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				for _, l := range castLayouts {
 					x, xv := l.opd.build(c, "x_"+l.name, from, castSource)
@@ -280,6 +288,7 @@ func (s *suite) full(t *testing.T) {
 	shapes := [][]int{{2, 3}, {}, {0, 4}, {4100}}
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			fill := func(v float64, shape []int) want {
 				out := newVals(dt, shape)
@@ -327,6 +336,7 @@ var aranges = []struct {
 func (s *suite) arange(t *testing.T) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			for ai, a := range aranges {
 				n := 0
@@ -384,6 +394,7 @@ func (s *suite) arange(t *testing.T) {
 func (s *suite) copy(t *testing.T) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			g := castSource
 			x, xv := c.input("x", dt, stdShape, g)

@@ -123,6 +123,7 @@ var builderCases = []struct {
 func builderErrors(t *testing.T) {
 	for _, bc := range builderCases {
 		t.Run(bc.name, func(t *testing.T) {
+			t.Parallel()
 			noPanic(t, bc.name, func() {
 				g := graph.New()
 				x := g.Input("x", dtype.F32, 3, 4)
@@ -181,6 +182,7 @@ func outputErrors(t *testing.T) {
 	}
 	for _, oc := range cases {
 		t.Run(oc.name, func(t *testing.T) {
+			t.Parallel()
 			noPanic(t, oc.name, func() {
 				g := graph.New()
 				x := g.Input("x", dtype.F32, 3)
@@ -246,6 +248,7 @@ func runErrors(t *testing.T, e exec.Executor) {
 	}
 	for _, rc := range cases {
 		t.Run(rc.name, func(t *testing.T) {
+			t.Parallel()
 			noPanic(t, rc.name, func() {
 				in := good()
 				if rc.edit != nil {
@@ -264,6 +267,7 @@ func runErrors(t *testing.T, e exec.Executor) {
 		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
+		t.Parallel()
 		noPanic(t, "cancelled", func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -274,6 +278,7 @@ func runErrors(t *testing.T, e exec.Executor) {
 		})
 	})
 	t.Run("no_inputs", func(t *testing.T) {
+		t.Parallel()
 		noPanic(t, "no inputs", func() {
 			g := graph.New()
 			g.Output("f", g.Full(dtype.I64, 7, 2))

@@ -82,6 +82,7 @@ var functionPoints = []struct {
 func (s *suite) functionPoints(t *testing.T) {
 	for _, dt := range dtype.Floats {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			for i, p := range functionPoints {
 				if p.dts != nil && !containsDT(p.dts, dt) {

@@ -1044,11 +1044,13 @@ func idxDimArg(r *rand.Rand, dim, rank int) int {
 func idxTestIDOps(t *testing.T, s *idxSuite) {
 	for _, op := range idxIDOps {
 		t.Run(op.String(), func(t *testing.T) {
+			t.Parallel()
 			for _, vdt := range dtype.All {
 				for _, idt := range idxIDTypes {
 					for rank := 1; rank <= 3; rank++ {
 						for dim := range rank {
 							t.Run(fmt.Sprintf("%v/ids_%v/rank%d/dim%d", vdt, idt, rank, dim), func(t *testing.T) {
+								t.Parallel()
 								idxIDOpCase(t, s, op, vdt, idt, rank, dim)
 							})
 						}
@@ -1202,6 +1204,7 @@ func idxTestAddOrder(t *testing.T, s *idxSuite) {
 		for dim := range 2 {
 			for _, idt := range idxIDTypes {
 				t.Run(fmt.Sprintf("%v/dim%d/ids_%v", op, dim, idt), func(t *testing.T) {
+					t.Parallel()
 					c := s.newCase(t)
 					r := c.r
 					const n = 300
@@ -1283,6 +1286,7 @@ func idxTestDuplicates(t *testing.T, s *idxSuite) {
 	for _, vdt := range dtype.All {
 		for _, idt := range idxIDTypes {
 			t.Run(fmt.Sprintf("%v/ids_%v", vdt, idt), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				// dst [3, 2], src [5, 2] along dim 0, every id 1 but a sentinel
 				// in the last row of column 1: scatter's result in column 1 is
@@ -1315,6 +1319,7 @@ func idxTestDuplicates(t *testing.T, s *idxSuite) {
 func idxTestSentinels(t *testing.T, s *idxSuite) {
 	for _, vdt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.U32, dtype.I64} {
 		t.Run(vdt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xv := c.value("x", vdt, []int{300, 2}, idxGenAny)
 			dv := idxDraw(c.r, vdt, []int{300, 2}, idxGenInt)
@@ -1360,6 +1365,7 @@ func idxTestBadIDs(t *testing.T, s *idxSuite) {
 	for _, op := range idxIDOps {
 		for _, idt := range idxIDTypes {
 			t.Run(fmt.Sprintf("%v/ids_%v", op, idt), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				r := c.r
 				vdt := dtype.All[r.IntN(len(dtype.All))]
@@ -1447,6 +1453,7 @@ func idxTestCat(t *testing.T, s *idxSuite) {
 				for _, k := range []int{2, 3} {
 					for _, empty := range []int{-1, 0, k - 1} {
 						t.Run(fmt.Sprintf("%v/rank%d/dim%d/%d_inputs/empty%d", dt, rank, dim, k, empty), func(t *testing.T) {
+							t.Parallel()
 							c := s.newCase(t)
 							r := c.r
 							variant := r.IntN(4)
@@ -1498,6 +1505,7 @@ func idxTestCat(t *testing.T, s *idxSuite) {
 		}
 	}
 	t.Run("AllEmpty", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		a, av := c.value("a", dtype.F32, []int{0, 2}, idxGenAny)
 		b, bv := c.value("b", dtype.F32, []int{0, 2}, idxGenAny)
@@ -1505,6 +1513,7 @@ func idxTestCat(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("SameInputTwice", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		a, av := c.value("a", dtype.I64, []int{2, 3}, idxGenAny)
 		c.expect("y", graph.Cat(1, a, a.Affine(1, 0), a), idxRefCat(1, av, av, av))
@@ -1529,6 +1538,7 @@ func idxTestSliceAssign(t *testing.T, s *idxSuite) {
 			for dim := range rank {
 				for _, pos := range []string{"start", "middle", "end"} {
 					t.Run(fmt.Sprintf("%v/rank%d/dim%d/%s", dt, rank, dim, pos), func(t *testing.T) {
+						t.Parallel()
 						c := s.newCase(t)
 						r := c.r
 						variant := r.IntN(4)
@@ -1560,6 +1570,7 @@ func idxTestSliceAssign(t *testing.T, s *idxSuite) {
 		}
 	}
 	t.Run("EmptySource", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		dst, dv := c.value("dst", dtype.U32, []int{3, 4}, idxGenAny)
 		src, sv := c.value("src", dtype.U32, []int{3, 0}, idxGenAny)
@@ -1567,6 +1578,7 @@ func idxTestSliceAssign(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("WholeDim", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		dst, dv := c.value("dst", dtype.F16, []int{3, 4}, idxGenAny)
 		src, sv := c.value("src", dtype.F16, []int{3, 4}, idxGenAny)
@@ -1591,6 +1603,7 @@ var idxAranges = [][3]float64{
 func idxTestFill(t *testing.T, s *idxSuite) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			for j, v := range idxFullValues {
 				want := idxZeros(dt, []int{2, 3})
@@ -1702,6 +1715,7 @@ func idxTestArgsort(t *testing.T, s *idxSuite) {
 					dir = "desc"
 				}
 				t.Run(fmt.Sprintf("%v/%s/%s", dt, sc.name, dir), func(t *testing.T) {
+					t.Parallel()
 					c := s.newCase(t)
 					xv := idxDrawKeys(c.r, dt, sc.shape)
 					l := idxContiguous
@@ -1722,6 +1736,7 @@ func idxTestArgsort(t *testing.T, s *idxSuite) {
 	// An elementwise producer feeding argsort, a consumer of sort's values.
 	for _, dt := range dtype.All {
 		t.Run(fmt.Sprintf("%v/fused_neighbours", dt), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xv := c.value("x", dt, []int{3, 37}, idxGenSmall)
 			x, xv = x.Affine(2, 1), idxAffine(xv, 2, 1)
@@ -1763,6 +1778,7 @@ func idxTestSortTies(t *testing.T, s *idxSuite) {
 	negZero, negNaN := math.Copysign(0, -1), math.Copysign(math.NaN(), -1)
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			var rows [][]float64
 			if dt.IsFloat() {
@@ -1823,6 +1839,7 @@ func idxTestSortTies(t *testing.T, s *idxSuite) {
 func idxTestChain(t *testing.T, s *idxSuite) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.I64, dtype.U8} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xv := c.value("x", dt, []int{4, 5}, idxGenSmall)
 			iv := idxDrawIDs(c.r, dtype.U32, []int{3}, 4)
@@ -1858,6 +1875,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		return c.laid(name, v, l, func(ps []int) idxArr { return idxDraw(c.r, v.dt, ps, idxGenAny) })
 	}
 	t.Run("index_select", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		xv := idxDraw(c.r, dtype.F32, []int{600, 200}, idxGenAny)
 		x := tr(c, "x", xv)
@@ -1867,6 +1885,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("gather", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		xv := idxDraw(c.r, dtype.BF16, []int{400, 300}, idxGenAny)
 		iv := idxDrawIDs(c.r, dtype.U8, []int{400, 250}, 255)
@@ -1874,6 +1893,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("scatter_add", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		dv := idxDraw(c.r, dtype.I64, []int{500, 200}, idxGenInt)
 		sv := idxDraw(c.r, dtype.I64, []int{800, 200}, idxGenInt)
@@ -1882,6 +1902,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("scatter", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		dv := idxDraw(c.r, dtype.F64, []int{200, 500}, idxGenAny)
 		sv := idxDraw(c.r, dtype.F64, []int{200, 800}, idxGenAny)
@@ -1890,6 +1911,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("index_add", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		dv := idxDraw(c.r, dtype.F16, []int{300, 300}, idxGenInt)
 		sv := idxDraw(c.r, dtype.F16, []int{300, 400}, idxGenInt)
@@ -1898,6 +1920,7 @@ func idxTestLarge(t *testing.T, s *idxSuite) {
 		c.run()
 	})
 	t.Run("cat_slice_assign", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		av := idxDraw(c.r, dtype.U32, []int{200, 300}, idxGenAny)
 		bv := idxDraw(c.r, dtype.U32, []int{0, 300}, idxGenAny)
@@ -1915,6 +1938,7 @@ func idxTestEmpty(t *testing.T, s *idxSuite) {
 	for _, vdt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.I64, dtype.U8} {
 		for _, idt := range idxIDTypes {
 			t.Run(fmt.Sprintf("%v/ids_%v", vdt, idt), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xv := c.value("x", vdt, []int{3, 4}, idxGenInt)
 				i0 := idxZeros(idt, []int{0})
@@ -1943,6 +1967,7 @@ func idxTestEmpty(t *testing.T, s *idxSuite) {
 func idxTestBroadcast(t *testing.T, s *idxSuite) {
 	for _, vdt := range []dtype.DType{dtype.F32, dtype.F16, dtype.U32, dtype.I64} {
 		t.Run(vdt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			rowv := idxDraw(c.r, vdt, []int{1, 6}, idxGenInt)
 			row := c.in("row", rowv)
@@ -1981,6 +2006,7 @@ func idxTestBroadcast(t *testing.T, s *idxSuite) {
 func idxTestSameOperand(t *testing.T, s *idxSuite) {
 	for _, dt := range idxIDTypes {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			xv := idxZeros(dt, []int{5, 5})
 			for k := range xv.i {
@@ -2012,6 +2038,7 @@ func idxTestArangeStop(t *testing.T, s *idxSuite) {
 	for _, a := range [][3]float64{{1, 1.3, 0.1}, {1.3, 1, -0.1}} {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F64} {
 			t.Run(fmt.Sprintf("%v/%g_%g_%g", dt, a[0], a[1], a[2]), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				start, stop, step := a[0], a[1], a[2]
 				var vals []float64
@@ -2044,6 +2071,7 @@ func idxTestRoundedProducer(t *testing.T, s *idxSuite) {
 	consts := map[dtype.DType]float64{dtype.F16: 2048, dtype.BF16: 256, dtype.U8: 200, dtype.U32: 4294967000}
 	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16, dtype.U8, dtype.U32} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			xv := idxZeros(dt, []int{3, 40})
 			for k := range xv.numel() {

@@ -18,6 +18,7 @@ var largeShape = []int{600, 500}
 func Large(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Options) {
 	s := newSuite(t, newExec, opts)
 	t.Run("exp_f32_transposed", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		sp := unarySpecs[ir.OpExp]
 		x, xv := transposed.build(c, "x", dtype.F32, largeShape, sp.gen)
@@ -25,6 +26,7 @@ func Large(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 		c.run()
 	})
 	t.Run("add_f16_narrowed_lead", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		x, y, xv, yv := c.pair("", opd(narrowed, largeShape...), opd(lead, largeShape...), dtype.F16, wideGen, wideGen)
 		out := newVals(dtype.F16, largeShape)
@@ -35,6 +37,7 @@ func Large(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 		c.run()
 	})
 	t.Run("where_i64_permuted", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		cond, cv := permuted.build(c, "c", dtype.I64, largeShape, condGen)
 		x, xv := broadcast.build(c, "x", dtype.BF16, largeShape, wideGen)
@@ -49,12 +52,14 @@ func Large(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 		c.run()
 	})
 	t.Run("cast_f64_to_bf16_chain", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		x, xv := chain.build(c, "x", dtype.F64, largeShape, castSource)
 		c.expect("y", x.Cast(dtype.BF16), want{v: castVals(xv, dtype.BF16), tol: exact, args: []vals{xv}})
 		c.run()
 	})
 	t.Run("arange", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		f := newVals(dtype.F32, []int{300000})
 		i := newVals(dtype.I64, []int{300000})
@@ -67,6 +72,7 @@ func Large(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 		c.run()
 	})
 	t.Run("silu_affine_f32_transposed", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		x, xv := transposed.build(c, "x", dtype.F32, largeShape, gen{f: uniform(-20, 20)})
 		out := newVals(dtype.F32, largeShape)

@@ -1009,6 +1009,7 @@ func (s *redSuite) dims(t *testing.T) {
 	for _, dt := range dtype.All {
 		for _, sh := range shapes {
 			t.Run(fmt.Sprintf("%v/rank%d", dt, len(sh)), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, sh, nil)
 				for d := -1; d < len(sh); d++ {
@@ -1037,6 +1038,7 @@ func (s *redSuite) multiDims(t *testing.T) {
 	for _, dt := range dtype.All {
 		for _, cs := range cases {
 			t.Run(fmt.Sprintf("%v/rank%d", dt, len(cs.shape)), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, cs.shape, nil)
 				for _, dims := range cs.dims {
@@ -1083,6 +1085,7 @@ func (s *redSuite) views(t *testing.T) {
 	for _, dt := range dtype.All {
 		for _, v := range views {
 			t.Run(fmt.Sprintf("%v/%s", dt, v.name), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, v.shape, nil)
 				y, ya := v.g(x), v.ref(xa)
@@ -1135,6 +1138,7 @@ func (s *redSuite) rowLens(t *testing.T) {
 		}
 		for _, dt := range dtype.All {
 			t.Run(fmt.Sprintf("L%d/%v", L, dt), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, []int{rows, L}, nil)
 				ops := []string{"sum", "max", "min", "argmax", "argmin"}
@@ -1184,6 +1188,7 @@ func (s *redSuite) layouts(t *testing.T) {
 	for _, cs := range cases {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.U32, dtype.I64} {
 			t.Run(fmt.Sprintf("%s/%v", cs.name, dt), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, cs.shape, nil)
 				for _, op := range []string{"sum", "max", "min", "argmax", "argmin"} {
@@ -1239,6 +1244,7 @@ func (s *redSuite) fusedLong(t *testing.T) {
 	const R, L = 2, 3*4096 + 1000
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F64, dtype.U8, dtype.U32, dtype.I64} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xa := c.randInput("x", dt, []int{R, L}, nil)
 			w, wa := c.randInput("w", dt, []int{L}, nil)
@@ -1309,6 +1315,7 @@ func (s *redSuite) fusedLong(t *testing.T) {
 	// float32, so the chunk partials themselves are finite); bf16 holds them.
 	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
 		t.Run(dt.String()+"/overflow", func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			const n = 40000
 			f, _ := c.randVals(dt, 2*n, func(r *rand.Rand, dt dtype.DType) float64 { return 1.5 + r.Float64() })
@@ -1329,6 +1336,7 @@ func (s *redSuite) fusedLong(t *testing.T) {
 func (s *redSuite) concurrent(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.U32} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			c.parallel = 4
 			x, xa := c.randInput("x", dt, []int{3, 9000}, nil)
@@ -1364,6 +1372,7 @@ func redConst(dt dtype.DType, shape []int, vals []float64) redArr {
 func (s *redSuite) sources(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.U8, dtype.I64} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			ar := func(R, L int, start, step float64) (*graph.Tensor, redArr) {
 				n := R * L
@@ -1426,6 +1435,7 @@ func (s *redSuite) shared(t *testing.T) {
 	for _, dt := range redFloats {
 		for _, L := range []int{33, 5000} {
 			t.Run(fmt.Sprintf("%v/L%d", dt, L), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, []int{3, L}, nil)
 				rnd := redRound(dt)
@@ -1482,6 +1492,7 @@ func (s *redSuite) multiDimLong(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.U8, dtype.I64} {
 		for _, cs := range cases {
 			t.Run(fmt.Sprintf("%v/%v/%v", dt, cs.shape, cs.dims), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, cs.shape, nil)
 				for _, op := range redOpsFor(dt, len(cs.dims) == 1) {
@@ -1521,6 +1532,7 @@ func (s *redSuite) special(t *testing.T) {
 	const L = 9
 	for _, dt := range redFloats {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			f, _ := c.randVals(dt, len(redSpecialRows)*L, nil)
 			for r, row := range redSpecialRows {
@@ -1589,6 +1601,7 @@ func (s *redSuite) specialLong(t *testing.T) {
 	}
 	for _, dt := range redFloats {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			f, _ := c.randVals(dt, len(rows)*L, nil)
 			for r, rw := range rows {
@@ -1617,6 +1630,7 @@ func (s *redSuite) ties(t *testing.T) {
 	}
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xa := c.randInput("x", dt, []int{7, 9}, small)
 			for _, d := range []int{0, 1} {
@@ -1658,6 +1672,7 @@ func (s *redSuite) ties(t *testing.T) {
 func (s *redSuite) empty(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.U8, dtype.I64} {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xa := c.randInput("x", dt, []int{3, 0}, nil)
 			e, ea := c.randInput("e", dt, []int{0, 4}, nil)
@@ -1670,6 +1685,7 @@ func (s *redSuite) empty(t *testing.T) {
 			c.run()
 		})
 		t.Run(dt.String()+"/errors", func(t *testing.T) {
+			t.Parallel()
 			for _, op := range []string{"max", "min", "argmax", "argmin"} {
 				g := graph.New()
 				x := g.Input("x", dt, 3, 0)
@@ -1729,6 +1745,7 @@ func (s *redSuite) softmax(t *testing.T) {
 	for _, dt := range redFloats {
 		for _, sh := range shapes {
 			t.Run(fmt.Sprintf("%v/rank%d", dt, len(sh)), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, sh, nil)
 				for d := -1; d < len(sh); d++ {
@@ -1779,6 +1796,7 @@ func (s *redSuite) norms(t *testing.T) {
 	for _, dt := range redFloats {
 		for _, cs := range cases {
 			t.Run(fmt.Sprintf("%v/%s", dt, cs.name), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				L := cs.shape[len(cs.shape)-1]
 				shape := cs.shape
@@ -1837,6 +1855,7 @@ func (s *redSuite) halfOverflow(t *testing.T) {
 		}
 	}
 	t.Run("norms_4096", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		const R, L = 2, 4096
 		x, xa := c.randInput("x", dt, []int{R, L}, func(r *rand.Rand, _ dtype.DType) float64 {
@@ -1873,6 +1892,7 @@ func (s *redSuite) halfOverflow(t *testing.T) {
 		c.run()
 	})
 	t.Run("softmax_70000", func(t *testing.T) {
+		t.Parallel()
 		c := s.newCase(t)
 		const R, L = 2, 70000
 		x, xa := c.randInput("x", dt, []int{R, L}, func(r *rand.Rand, _ dtype.DType) float64 { return r.Float64()*0.02 - 0.01 })
@@ -1907,6 +1927,7 @@ func (s *redSuite) halfAccuracy(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
 		for _, off := range []float64{0, 5} { // 5: Σx² stays below 65504
 			t.Run(fmt.Sprintf("%v/offset%g", dt, off), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				const R, L = 4, 1000
 				rnd := redRound(dt)
@@ -1967,6 +1988,7 @@ func (s *redSuite) w5(t *testing.T) {
 	for _, dt := range redFloats {
 		for _, L := range []int{40, 4097} {
 			t.Run(fmt.Sprintf("%v/L%d", dt, L), func(t *testing.T) {
+				t.Parallel()
 				c := s.newCase(t)
 				x, xa := c.randInput("x", dt, []int{3, L}, nil)
 				w, wa := c.randInput("w", dt, []int{L}, nil)
@@ -2006,6 +2028,7 @@ func (s *redSuite) rope(t *testing.T) {
 					for _, trans := range []bool{false, true} {
 						name := fmt.Sprintf("%v/%s/b%dh%dt%dd%d/batched=%v/transposed=%v", dt, kind, dm.b, dm.h, dm.t, dm.d, batched, trans)
 						t.Run(name, func(t *testing.T) {
+							t.Parallel()
 							s.ropeCase(t, dt, kind, dm.b, dm.h, dm.t, dm.d, batched, trans)
 						})
 					}
@@ -2080,6 +2103,7 @@ func redStructure(t *testing.T) {
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16} {
 		for _, cs := range cases {
 			t.Run(fmt.Sprintf("%v/%s", dt, cs.name), func(t *testing.T) {
+				t.Parallel()
 				for _, fused := range []bool{true, false} {
 					g := graph.New()
 					x := g.Input("x", dt, R, L)

@@ -28,7 +28,7 @@ func Views(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 	t.Run("composed", s.composedViews)
 	for k := range 60 {
 		dt := dtype.All[k%len(dtype.All)]
-		t.Run(fmt.Sprintf("random/%v/%d", dt, k), func(t *testing.T) { s.randomViews(t, dt) })
+		t.Run(fmt.Sprintf("random/%v/%d", dt, k), func(t *testing.T) { t.Parallel(); s.randomViews(t, dt) })
 	}
 }
 
@@ -68,6 +68,7 @@ func copies(t *testing.T, c *tcase) int {
 func (s *suite) reshapeContiguous(t *testing.T) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xv := c.input("x", dt, []int{4, 6, 5}, viewGen)
 			y, w := consume(x.Reshape(2, 60), xv.reshape([]int{2, 60}))
@@ -92,6 +93,7 @@ func (s *suite) reshapeContiguous(t *testing.T) {
 func (s *suite) reshapeStrided(t *testing.T) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			x, xv := c.input("x", dt, []int{4, 6, 5}, viewGen)
 			y, w := consume(x.Transpose(0, 2).Reshape(-1), xv.transpose(0, 2).reshape([]int{120}))
@@ -216,6 +218,7 @@ var composedViews = []viewCase{
 func (s *suite) runViews(t *testing.T, cases []viewCase) {
 	for _, dt := range dtype.All {
 		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
 			c := s.newCase(t)
 			for _, vc := range cases {
 				x, xv := c.input("x_"+vc.name, dt, vc.shape, viewGen)

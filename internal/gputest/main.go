@@ -1,0 +1,454 @@
+// Command gputest runs Loom's test binaries on a machine without Go (the GPU
+// machine): scripts/gpu-test builds every package's test binary, a manifest
+// (tests.txt) and this runner into .gpu/; there,
+//
+//	.gpu/gputest -logs DIR [flags] [-- test binary flags]
+//
+// runs every binary in its package directory (as go test does) with
+// -test.v=test2json, several packages at once, all sharing one kernel cache
+// (LOOM_CACHE_DIR), and converts their output into `go test -json` events
+// (internal/test2json, Go's own converter). It prints a line per package as
+// it finishes, with the output of every failed test, then a table of
+// passed/failed/skipped tests per package, the number skipped on its own
+// line and last exactly "N passed, N failed". The exit status is 1 if any
+// test or any binary failed.
+//
+// Counts are of leaf tests (tests without subtests), plus a parent test that
+// failed on its own (none of its subtests failed), plus one failure for a
+// binary that exited with an error no test accounts for (a timeout, a panic
+// outside a test, a failing TestMain).
+//
+// DIR gets, per package, NAME.json (the test2json events) and NAME.log (the
+// raw output), written as the tests run, and summary.txt at the end.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/loomgraph/loom/internal/test2json"
+)
+
+// Manifest is the file in the binaries' folder that lists the packages: one
+// line each, "DIR BINARY" (DIR relative to the repository root), in the
+// order they are started.
+const Manifest = "tests.txt"
+
+// cacheEnv is exec/rocm's kernel cache directory variable (CacheDirEnv).
+const cacheEnv = "LOOM_CACHE_DIR"
+
+// libDirs are appended to the binaries' LD_LIBRARY_PATH: where CUDA's and
+// ROCm's libraries live on the GPU machines.
+var libDirs = []string{"/usr/local/cuda/lib64", "/opt/rocm/lib"}
+
+func main() {
+	self, _ := os.Executable()
+	dir := flag.String("dir", filepath.Dir(self), "folder of the test binaries and "+Manifest)
+	root := flag.String("root", "", "repository root (default: the parent of -dir)")
+	logs := flag.String("logs", "", "folder for the logs (default: DIR/logs under -dir)")
+	jobs := flag.Int("j", 4, "test binaries run at once")
+	timeout := flag.Duration("timeout", 8*time.Minute, "time limit of each test binary (its -test.timeout; killed 1m later)")
+	cache := flag.String("cache", "", "kernel cache shared by every binary (default: a fresh temporary folder, removed at the end)")
+	pkgRE := flag.String("pkg", "", "run only the packages whose folder matches this regular expression")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: gputest [flags] [-- test binary flags, e.g. -test.run TestGPU -test.short]\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	r := &runner{dir: *dir, root: *root, logs: *logs, timeout: *timeout, args: flag.Args()}
+	if r.root == "" {
+		r.root = filepath.Dir(r.dir)
+	}
+	if r.logs == "" {
+		r.logs = filepath.Join(r.dir, "logs")
+	}
+	pkgs, err := readManifest(filepath.Join(r.dir, Manifest))
+	if err == nil && *pkgRE != "" {
+		var re *regexp.Regexp
+		if re, err = regexp.Compile(*pkgRE); err == nil {
+			pkgs = slices.DeleteFunc(pkgs, func(p *pkgRun) bool { return !re.MatchString(p.dir) })
+		}
+	}
+	if err == nil {
+		err = os.MkdirAll(r.logs, 0o755)
+	}
+	if err == nil {
+		err = r.setCache(*cache)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gputest:", err)
+		os.Exit(2)
+	}
+	failed := r.runAll(pkgs, max(1, *jobs))
+	r.cleanup()
+	if failed {
+		os.Exit(1)
+	}
+}
+
+// runner holds the settings of one run.
+type runner struct {
+	dir, root, logs string
+	timeout         time.Duration
+	args            []string // passed to every binary
+	cacheDir        string
+	removeCache     bool
+
+	outMu sync.Mutex // one package's report at a time on stdout
+}
+
+// pkgRun is one package's binary and, once run, its results.
+type pkgRun struct {
+	dir, bin string
+
+	elapsed                 time.Duration
+	exitErr                 error
+	results                 map[string]string   // test → pass, fail or skip
+	output                  map[string][]string // test → output lines (while running; kept for failures and skips)
+	pkgOut                  []string            // the last lines not attributed to a test
+	passed, failed, skipped int
+	failures                []string // tests counted as failed, in order
+	skips                   []string // top-level tests skipped, with why
+}
+
+func readManifest(path string) ([]*pkgRun, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (build it with scripts/gpu-test)", err)
+	}
+	var pkgs []*pkgRun
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%s: bad line %q", path, line)
+		}
+		pkgs = append(pkgs, &pkgRun{dir: f[0], bin: f[1]})
+	}
+	return pkgs, nil
+}
+
+func (r *runner) setCache(dir string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "loom-kernels-")
+		if err != nil {
+			return err
+		}
+		r.cacheDir, r.removeCache = d, true
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	r.cacheDir = abs
+	return os.MkdirAll(abs, 0o755)
+}
+
+func (r *runner) cleanup() {
+	if r.removeCache {
+		os.RemoveAll(r.cacheDir)
+	}
+}
+
+// runAll runs the packages, jobs at a time, in manifest order, and prints
+// the summary. It reports whether anything failed.
+func (r *runner) runAll(pkgs []*pkgRun, jobs int) bool {
+	fmt.Printf("gputest: %d packages, %d at a time, timeout %v each, kernel cache %s, logs in %s\n",
+		len(pkgs), jobs, r.timeout, r.cacheDir, r.logs)
+	start := time.Now()
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for _, p := range pkgs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.run(p)
+			r.report(p)
+		}()
+	}
+	wg.Wait()
+	return r.summary(pkgs, time.Since(start))
+}
+
+// run runs p's binary and collects its results.
+func (r *runner) run(p *pkgRun) {
+	p.results, p.output = map[string]string{}, map[string][]string{}
+	name := strings.TrimSuffix(p.bin, ".test")
+	t0 := time.Now()
+	defer func() { p.elapsed = time.Since(t0) }()
+	raw, err1 := os.Create(filepath.Join(r.logs, name+".log"))
+	js, err2 := os.Create(filepath.Join(r.logs, name+".json"))
+	if err := errors.Join(err1, err2); err != nil {
+		p.exitErr = err
+		return
+	}
+	defer raw.Close()
+	defer js.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Minute)
+	defer cancel()
+	args := append([]string{"-test.v=test2json", "-test.timeout=" + r.timeout.String()}, r.args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(r.dir, p.bin), args...)
+	cmd.Dir = filepath.Join(r.root, p.dir)
+	cmd.Env = append(os.Environ(), cacheEnv+"="+r.cacheDir, "LD_LIBRARY_PATH="+libPath())
+	// Past the hard limit: a goroutine dump (SIGQUIT), then a kill.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 30 * time.Second
+	// One pipe for stdout and stderr, as -test.v=test2json wants.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		p.exitErr = err
+		return
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	events := &eventSink{p: p, w: js}
+	conv := test2json.NewConverter(events, p.dir, test2json.Timestamp)
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		p.exitErr = err
+		conv.Exited(err)
+		conv.Close()
+		return
+	}
+	io.Copy(io.MultiWriter(raw, conv), pr)
+	pr.Close()
+	p.exitErr = cmd.Wait()
+	conv.Exited(p.exitErr)
+	conv.Close()
+	events.flush()
+	p.count()
+}
+
+// libPath is LD_LIBRARY_PATH with libDirs appended.
+func libPath() string {
+	dirs := filepath.SplitList(os.Getenv("LD_LIBRARY_PATH"))
+	for _, d := range libDirs {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return strings.Join(slices.DeleteFunc(dirs, func(d string) bool { return d == "" }), string(filepath.ListSeparator))
+}
+
+// event is a test2json event (the fields used here).
+type event struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// Limits on what is kept in memory for the report (the logs have it all).
+const (
+	keepLines    = 200 // output lines kept per test
+	keepPkgLines = 100 // lines not attributed to a test
+)
+
+// eventSink receives the converter's JSON events: it writes them to w and
+// records results and output in p.
+type eventSink struct {
+	p   *pkgRun
+	w   io.Writer
+	buf []byte
+}
+
+func (s *eventSink) Write(b []byte) (int, error) {
+	s.w.Write(b)
+	s.buf = append(s.buf, b...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			break
+		}
+		s.event(s.buf[:i])
+		s.buf = s.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+func (s *eventSink) flush() {
+	if len(s.buf) > 0 {
+		s.event(s.buf)
+		s.buf = nil
+	}
+}
+
+func (s *eventSink) event(line []byte) {
+	var e event
+	if json.Unmarshal(line, &e) != nil {
+		return
+	}
+	p := s.p
+	switch {
+	case e.Action == "output" && e.Test == "":
+		p.pkgOut = appendCapped(p.pkgOut, e.Output, keepPkgLines)
+	case e.Action == "output":
+		p.output[e.Test] = appendCapped(p.output[e.Test], e.Output, keepLines)
+	case e.Test == "":
+	case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
+		p.results[e.Test] = e.Action
+		if e.Action == "pass" {
+			delete(p.output, e.Test)
+		}
+	}
+}
+
+// appendCapped appends line to lines, dropping the oldest past n.
+func appendCapped(lines []string, line string, n int) []string {
+	lines = append(lines, line)
+	if len(lines) > n {
+		lines = slices.Delete(lines, 0, len(lines)-n)
+	}
+	return lines
+}
+
+// count turns p.results into the counts: leaf tests, parents that failed on
+// their own, and the binary's own failure.
+func (p *pkgRun) count() {
+	names := make([]string, 0, len(p.results))
+	for n := range p.results {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	// In sorted order a test's subtests follow it ("T" < "T/a"), though
+	// other tests may come between ("T" < "T-x" < "T/a"): look for any
+	// name with the prefix.
+	hasSub := func(n string, failedOnly bool) bool {
+		pre := n + "/"
+		i, _ := slices.BinarySearch(names, pre)
+		for ; i < len(names) && strings.HasPrefix(names[i], pre); i++ {
+			if !failedOnly || p.results[names[i]] == "fail" {
+				return true
+			}
+		}
+		return false
+	}
+	anyFailed := false
+	for _, n := range names {
+		res := p.results[n]
+		anyFailed = anyFailed || res == "fail"
+		if hasSub(n, false) && (res != "fail" || hasSub(n, true)) {
+			continue
+		}
+		switch res {
+		case "pass":
+			p.passed++
+		case "fail":
+			p.failed++
+			p.failures = append(p.failures, n)
+		case "skip":
+			p.skipped++
+			if !strings.Contains(n, "/") {
+				p.skips = append(p.skips, n+": "+skipReason(p.output[n]))
+			}
+		}
+	}
+	if p.exitErr != nil && !anyFailed {
+		p.failed++
+		p.failures = append(p.failures, "")
+	}
+}
+
+// skipReason is the first line of a skipped test's own output, shortened
+// to maxReason bytes.
+func skipReason(out []string) string {
+	for _, l := range out {
+		if s := strings.TrimSpace(l); s != "" && !isFraming(s) {
+			if len(s) > maxReason {
+				s = strings.ToValidUTF8(s[:maxReason], "") + "…"
+			}
+			return s
+		}
+	}
+	return "(no message)"
+}
+
+// maxReason bounds a skip message in the report (the logs have it whole).
+const maxReason = 160
+
+func isFraming(s string) bool {
+	return strings.HasPrefix(s, "=== ") || strings.HasPrefix(s, "--- ")
+}
+
+// maxReported bounds the failed tests whose output is printed per package.
+const maxReported = 20
+
+// report prints p's line, its top-level skips and its failures.
+func (r *runner) report(p *pkgRun) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	status := "ok  "
+	if p.failed > 0 {
+		status = "FAIL"
+	}
+	fmt.Printf("%s %-20s %7.1fs  %d passed, %d failed, %d skipped\n", status, p.dir, p.elapsed.Seconds(), p.passed, p.failed, p.skipped)
+	for _, s := range p.skips {
+		fmt.Printf("     skip %s\n", s)
+	}
+	for i, n := range p.failures {
+		if i == maxReported {
+			fmt.Printf("     … %d more failed tests: see %s\n", len(p.failures)-i, filepath.Join(r.logs, strings.TrimSuffix(p.bin, ".test")+".log"))
+			break
+		}
+		if n == "" {
+			fmt.Printf("     %s: %v; its last output:\n", p.bin, p.exitErr)
+			printIndented(p.pkgOut)
+			continue
+		}
+		fmt.Printf("     --- FAIL: %s\n", n)
+		printIndented(p.output[n])
+	}
+}
+
+func printIndented(lines []string) {
+	for _, l := range lines {
+		if s := strings.TrimRight(l, "\n"); s != "" && !isFraming(strings.TrimSpace(s)) {
+			fmt.Printf("        %s\n", s)
+		}
+	}
+}
+
+// summary prints (and writes to summary.txt) the table and the totals; it
+// reports whether anything failed.
+func (r *runner) summary(pkgs []*pkgRun, elapsed time.Duration) bool {
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	fmt.Fprintf(w, "\n%-20s %7s %7s %7s %9s\n", "package", "passed", "failed", "skipped", "time")
+	var passed, failed, skipped int
+	for _, p := range pkgs {
+		fmt.Fprintf(w, "%-20s %7d %7d %7d %8.1fs\n", p.dir, p.passed, p.failed, p.skipped, p.elapsed.Seconds())
+		passed += p.passed
+		failed += p.failed
+		skipped += p.skipped
+	}
+	fmt.Fprintf(w, "total time %.1fs; logs in %s\n", elapsed.Seconds(), r.logs)
+	fmt.Fprintf(w, "%d skipped\n", skipped)
+	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	w.Flush()
+	fmt.Print(b.String())
+	if err := os.WriteFile(filepath.Join(r.logs, "summary.txt"), []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "gputest:", err)
+	}
+	return failed > 0
+}
