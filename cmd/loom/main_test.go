@@ -21,7 +21,14 @@ func loom(t *testing.T, args ...string) (status int, stdout, stderr string) {
 	return status, out.String(), errb.String()
 }
 
+// hasGPU reports whether a GPU executor opens here (then auto picks it).
+func hasGPU() bool {
+	_, _, err := openExecutor("rocm")
+	return err == nil
+}
+
 func TestDemo(t *testing.T) {
+	gpu := hasGPU()
 	for _, device := range []string{"auto", "cpu"} {
 		t.Run(device, func(t *testing.T) {
 			// 64×33: not a multiple of any tile or vector width.
@@ -29,13 +36,20 @@ func TestDemo(t *testing.T) {
 			if status != exitOK || !strings.Contains(out, "\nOK\n") {
 				t.Fatalf("loom demo: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
 			}
-			for _, want := range []string{"seed:", "executor: cpu", "step 0: kernel ", "compile:", "median of 5", "elements/s", "max abs error"} {
+			executor := "executor: cpu"
+			if device == "auto" && gpu {
+				executor = "executor: rocm"
+			}
+			for _, want := range []string{"seed:", executor, "step 0: kernel ", "compile:", "median of 5", "elements/s", "max abs error"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
 			}
-			if device == "auto" && !strings.Contains(out, "no GPU executor could open") {
+			switch {
+			case device == "auto" && !gpu && !strings.Contains(out, "no GPU executor could open"):
 				t.Errorf("auto does not say why it chose the CPU:\n%s", out)
+			case device == "auto" && gpu && !strings.Contains(out, "a GPU was found"):
+				t.Errorf("auto does not say why it chose the GPU:\n%s", out)
 			}
 		})
 	}
@@ -134,13 +148,20 @@ func TestBadArguments(t *testing.T) {
 
 func TestOpenExecutor(t *testing.T) {
 	e, why, err := openExecutor("auto")
-	// This machine has no GPU: auto must fall back to the CPU and say why,
-	// and asking for rocm by name must fail rather than fall back.
+	if hasGPU() {
+		// With a GPU, auto takes it and says so.
+		if err != nil || e.Name() != "rocm" || !strings.Contains(why, "a GPU was found") {
+			t.Errorf("openExecutor(auto) on a GPU machine = %v, %q, %v", e, why, err)
+		}
+		return
+	}
+	// Without a GPU, auto must fall back to the CPU and say why, and asking
+	// for rocm by name must fail rather than fall back.
 	if err != nil || e.Name() != "cpu" || !strings.Contains(why, "no GPU executor could open") {
 		t.Errorf("openExecutor(auto) = %v, %q, %v", e, why, err)
 	}
 	if _, _, err := openExecutor("rocm"); err == nil {
-		t.Skip("a GPU executor opened: this machine has a GPU")
+		t.Error(`openExecutor("rocm") succeeded where auto found no GPU`)
 	}
 }
 
