@@ -375,6 +375,10 @@ func TestOpen(t *testing.T) {
 	if !strings.HasPrefix(h.Name(), "gonum") || !strings.Contains(why, "LOOM_BLAS=gonum") {
 		t.Fatalf("LOOM_BLAS=gonum: got %q, %q", h.Name(), why)
 	}
+	t.Setenv(EnvBackend, "mkl")
+	if _, why := Open(2); !strings.Contains(why, `LOOM_BLAS="mkl" ignored`) {
+		t.Fatalf("LOOM_BLAS=mkl: %q should say it is ignored", why)
+	}
 	t.Setenv(EnvBackend, "")
 	h, why = Open(2)
 	t.Logf("Open: %s", why)
