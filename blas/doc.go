@@ -23,5 +23,9 @@
 //   - f32 and f64 on the host; the executor converts f16/bf16 to f32 around
 //     the call (accumulation in f32, as Candle does).
 //   - A missing library is never an error: Open says which backend it
-//     chose and why.
+//     chose and why. LOOM_BLAS=gonum forces gonum; OpenGonum and
+//     OpenOpenBLAS pick one explicitly (tests run both).
+//   - Threads: the executor passes its worker count. OpenBLAS's thread
+//     count is process-global (openblas.go says how hosts share it); gonum
+//     spreads batches of small items over that many goroutines.
 package blas
