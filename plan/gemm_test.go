@@ -10,7 +10,9 @@ import (
 // TestGemmOperandOf: which layouts a GEMM reads in place, with which
 // transpose flag, leading dimension and batch stride.
 func TestGemmOperandOf(t *testing.T) {
-	lay := func(dims, strides []int, off int) ir.Layout { return ir.Layout{Dims: dims, Strides: strides, Offset: off} }
+	lay := func(dims, strides []int, off int) ir.Layout {
+		return ir.Layout{Dims: dims, Strides: strides, Offset: off}
+	}
 	for _, tc := range []struct {
 		name  string
 		l     ir.Layout
