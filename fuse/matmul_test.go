@@ -1,6 +1,7 @@
 package fuse_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // opsOf lists each step's ops, e.g. [[matmul] [add gelu add]].
@@ -122,6 +124,34 @@ func TestMatmulOperandCopies(t *testing.T) {
 			if tc.why != "" && len(logLines(log, "matmul-operands", tc.why)) == 0 {
 				t.Errorf("%s: the log does not say %q:\n%s", tc.name, tc.why, log)
 			}
+		}
+	}
+}
+
+// TestMatmulTF32Option: AllowTF32 is recorded in the plan and its dump
+// (off by default), and one buffer read as both operands of a product is
+// one operand of the step.
+func TestMatmulTF32Option(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		g := graph.New()
+		x := g.Input("x", dtype.F32, 3, 3)
+		g.Output("y", x.Matmul(x))
+		opts := fused
+		opts.AllowTF32 = allow
+		p := mustCompile(t, g, opts)
+		if p.Plan().AllowTF32 != allow || !strings.Contains(dump(t, p, "plan"), fmt.Sprintf("matmul: allow_tf32=%v\n", allow)) {
+			t.Errorf("AllowTF32=%v not recorded:\n%s", allow, dump(t, p, "plan"))
+		}
+		k := kernels(p)[0]
+		gs, err := plan.Gemm(k)
+		if err != nil || len(k.Ins) != 1 || gs.A != gs.B {
+			t.Errorf("x·x: %d operands, gemm %v, %v", len(k.Ins), gs, err)
+		}
+		in, _ := tensor.New([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9}, 3, 3)
+		out := mustRun(t, p, map[string]*tensor.Tensor{"x": in}, 0xff)
+		want := []float32{30, 36, 42, 66, 81, 96, 102, 126, 150}
+		if got := out["y"].Float64s(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("x·x = %v, want %v", got, want)
 		}
 	}
 }
