@@ -53,7 +53,8 @@ func (b *Buffer) String() string {
 }
 
 // Operand is an external read of a kernel: a buffer through a layout whose
-// dims are the kernel's shape.
+// dims are the kernel's shape (a matmul's operands have their own dims,
+// [batch..., M, K] and [batch..., K, N]; see Gemm).
 type Operand struct {
 	Buf    *Buffer
 	Layout ir.Layout
