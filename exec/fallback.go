@@ -97,11 +97,35 @@ func runFallback(ctx context.Context, e Fallbacker, s *plan.Step, mem []Memory) 
 	return nil
 }
 
+// BLASNamer is implemented by executors that run matmul steps through a
+// BLAS library (the CPU's host BLAS); Placement names it once for plans
+// with matmul steps.
+type BLASNamer interface {
+	// BLAS names the library and why it was chosen.
+	BLAS() string
+}
+
 // Placement describes where each step of p runs on e: the executor's own
-// steps, and the steps that fall back, with the transfers they make.
+// steps, and the steps that fall back, with the transfers they make. For a
+// plan with matmul steps it first names the BLAS of each executor that
+// runs them.
 func Placement(p *plan.Plan, e Executor) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "placement on %s:\n", e.Name())
+	named := map[string]bool{}
+	for _, s := range p.Steps {
+		if !s.Kernel.IsMatmul() {
+			continue
+		}
+		runner := e
+		if fb, _ := fallbackFor(e, s.Kernel); fb != nil {
+			runner = fb.Fallback()
+		}
+		if bn, ok := runner.(BLASNamer); ok && !named[runner.Name()] {
+			named[runner.Name()] = true
+			fmt.Fprintf(&b, "matmul on %s: %s\n", runner.Name(), bn.BLAS())
+		}
+	}
 	for i, s := range p.Steps {
 		k := s.Kernel
 		fb, why := fallbackFor(e, k)

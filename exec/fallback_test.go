@@ -28,6 +28,9 @@ func (p *picky) Supports(k *plan.Kernel) error {
 	if k.RowAxes > 0 || k.Instrs[0].Node.Info().Class == ir.ClassIndex {
 		return errors.New("no row or indexing kernels here")
 	}
+	if k.IsMatmul() {
+		return errors.New("no GEMM here")
+	}
 	return nil
 }
 
@@ -77,6 +80,53 @@ func TestFallback(t *testing.T) {
 		if !strings.Contains(pl, s) {
 			t.Errorf("placement lacks %q:\n%s", s, pl)
 		}
+	}
+	t.Log(pl)
+}
+
+// TestFallbackMatmul: matmul steps fall back like any other (the GPU's
+// path until its GEMM lands), the epilogue runs on the executor, the
+// result equals a plain CPU run, and the placement names the fallback's
+// BLAS once.
+func TestFallbackMatmul(t *testing.T) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 3, 5, 8)
+	w := g.Input("w", dtype.F32, 6, 8)
+	b := g.Input("b", dtype.F32, 6)
+	y := graph.Linear(x, w, b).Gelu()
+	g.Output("out", y.Matmul(w).Add(graph.Scalar(1)))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]*tensor.Tensor{}
+	for _, n := range g.IR().Inputs() {
+		vs := make([]float32, n.Numel())
+		for i := range vs {
+			vs[i] = float32((i*7+n.ID)%11)/4 - 1.25
+		}
+		in[n.Name], _ = tensor.New(vs, n.Shape...)
+	}
+	e := &picky{Executor: cpu.New().Poison(0xff), host: cpu.New().Poison(0xee), t: t}
+	got, err := p.Run(context.Background(), e, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(context.Background(), cpu.New(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got["out"].Bytes(), want["out"].Bytes()) {
+		t.Fatalf("fallback run differs:\n%v\n%v", got["out"].Float64s(), want["out"].Float64s())
+	}
+	pl := exec.Placement(p.Plan(), e)
+	for _, s := range []string{"(fallback: no GEMM here)", "E_add_gelu_90 on cpu\n"} {
+		if !strings.Contains(pl, s) {
+			t.Errorf("placement lacks %q:\n%s", s, pl)
+		}
+	}
+	if n := strings.Count(pl, "matmul on cpu: "); n != 1 {
+		t.Errorf("placement names the BLAS %d times, want once:\n%s", n, pl)
 	}
 	t.Log(pl)
 }

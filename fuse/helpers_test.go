@@ -227,7 +227,7 @@ func checkSlots(p *plan.Plan) error {
 
 // Kernel names: E_<ops>_<numel> for elementwise kernels, R_<ops>_<rows>x<rowlen>
 // for row (reduction) kernels, I_<op>_<numel> for indexing steps.
-var kernelNameRE = regexp.MustCompile(`^([ERI])_([a-z]+(_[a-z]+)*)_([0-9]+(x[0-9]+)?)$`)
+var kernelNameRE = regexp.MustCompile(`^([ERIM])_([a-z]+(_[a-z]+)*)_([0-9]+(x[0-9]+)*)$`)
 
 // checkPlan checks structural invariants of any plan: kernel names, operand
 // counts (fused plans), operand dims, what each kernel stores, memory slots.
@@ -239,6 +239,11 @@ func checkPlan(p *plan.Plan) error {
 		if k.RowAxes > 0 {
 			size = fmt.Sprintf("%dx%d", ir.Numel(k.RowShape()), k.RowLen())
 		}
+		if k.IsMatmul() {
+			// M_matmul_<batch>x<M>x<K>x<N>; operands have their own dims.
+			n, r := k.Instrs[0].Node, len(k.Shape)
+			size = fmt.Sprintf("%dx%dx%dx%d", ir.Numel(k.Shape[:r-2]), k.Shape[r-2], n.Args[0].Shape[r-1], k.Shape[r-1])
+		}
 		if m := kernelNameRE.FindStringSubmatch(k.Name); m == nil || m[4] != size {
 			errs = append(errs, fmt.Sprintf("step %d: kernel name %q is not X_<ops>_%s", i, k.Name, size))
 		}
@@ -249,7 +254,7 @@ func checkPlan(p *plan.Plan) error {
 			errs = append(errs, fmt.Sprintf("step %d: unfused kernel %s has %d instructions", i, k.Name, len(k.Instrs)))
 		}
 		for j, in := range k.Ins {
-			if !slices.Equal(in.Layout.Dims, k.Shape) && (k.RowAxes == 0 || !slices.Equal(in.Layout.Dims, k.RowShape())) {
+			if !k.IsMatmul() && !slices.Equal(in.Layout.Dims, k.Shape) && (k.RowAxes == 0 || !slices.Equal(in.Layout.Dims, k.RowShape())) {
 				errs = append(errs, fmt.Sprintf("step %d: operand %d has dims %v, kernel shape %v", i, j, in.Layout.Dims, k.Shape))
 			}
 		}

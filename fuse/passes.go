@@ -15,6 +15,8 @@ type Options struct {
 	Fusion bool
 	// Check runs the verifier after every pass (also set by LOOM_CHECK=1).
 	Check bool
+	// AllowTF32 is recorded in the plan for executors (plan.Plan.AllowTF32).
+	AllowTF32 bool
 }
 
 // State is what passes work on: the graph, the plan being built, and the log.
@@ -43,6 +45,9 @@ type Pass struct {
 //   - dce before grouping, so dead nodes never keep a producer materialised;
 //   - fold before cse, so folded chains that become identical are merged;
 //   - broadcast-fills (fusion only) before group, so constants fuse;
+//   - matmul-operands after broadcast-fills (a filled constant is a
+//     contiguous value, no copy needed) and before group, which must see
+//     the copies it inserts;
 //   - grouping before plan, which turns groups into kernels and buffers;
 //   - buffers last: it needs the final step order for lifetimes.
 var Passes = []Pass{
@@ -51,6 +56,7 @@ var Passes = []Pass{
 	{Name: "fold", Fn: fold},
 	{Name: "cse", Fn: cse},
 	{Name: "broadcast-fills", Fn: broadcastFills, Fusion: true},
+	{Name: "matmul-operands", Fn: matmulOperands},
 	{Name: "group", Fn: group},
 	{Name: "plan", Fn: makePlan},
 	{Name: "buffers", Fn: buffers},

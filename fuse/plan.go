@@ -16,7 +16,7 @@ import (
 // transpose or broadcast costs nothing).
 func makePlan(s *State) error {
 	g := s.Graph
-	p := &plan.Plan{Graph: g, Fused: s.Opts.Fusion}
+	p := &plan.Plan{Graph: g, Fused: s.Opts.Fusion, AllowTF32: s.Opts.AllowTF32}
 	bufOf := make([]*plan.Buffer, len(g.Nodes))
 	newBuf := func(n *ir.Node, kind plan.BufferKind, name string) *plan.Buffer {
 		b := &plan.Buffer{ID: len(p.Buffers), DType: n.DType, Shape: slices.Clone(n.Shape), Kind: kind, Name: name, Node: n, Slot: -1}
@@ -156,9 +156,15 @@ func rowBroadcast(k *plan.Kernel, base, v *ir.Node) bool {
 
 // kernelName says what a kernel does and how big it is, as
 // E_<op>_<op>…_<numel>, e.g. E_cast_silu_affine_where_16777216, or for a
-// row kernel R_<ops>_<rows>x<rowlen>. Repeated ops are kept so that the name
-// reads as the chain.
+// row kernel R_<ops>_<rows>x<rowlen>, or for a matmul
+// M_matmul_<batch>x<M>x<K>x<N>. Repeated ops are kept so that the name reads
+// as the chain.
 func kernelName(k *plan.Kernel) string {
+	if k.IsMatmul() {
+		n := k.Instrs[0].Node
+		r := len(n.Shape)
+		return fmt.Sprintf("M_matmul_%dx%dx%dx%d", ir.Numel(n.Shape[:r-2]), n.Shape[r-2], n.Args[0].Shape[r-1], n.Shape[r-1])
+	}
 	var ops []string
 	for _, in := range k.Instrs {
 		if in.Node.Op == ir.OpFull && len(k.Instrs) > 1 {

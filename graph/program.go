@@ -23,6 +23,12 @@ type Options struct {
 	NoFusion bool
 	// Check verifies the IR after every pass (also set by LOOM_CHECK=1).
 	Check bool
+	// AllowTF32 lets the GPU run f32 matmuls with TF32 tensor-core
+	// arithmetic (about 3 decimal digits per product, f32 accumulation), as
+	// Candle's set_gemm_reduced_precision_f32(true). Off by default; the
+	// CPU always computes f32 matmuls in f32. Recorded in the plan
+	// (plan.Plan.AllowTF32).
+	AllowTF32 bool
 }
 
 // Program is a compiled graph: immutable, safe to run concurrently.
@@ -48,7 +54,7 @@ func (g *Graph) Compile(opts Options) (*Program, error) {
 	// Compile works on a snapshot: later builder calls must not change a
 	// compiled program.
 	snap := g.ir.Rebuild(ir.Copy)
-	st, err := fuse.Compile(snap, fuse.Options{Fusion: fusion, Check: opts.Check})
+	st, err := fuse.Compile(snap, fuse.Options{Fusion: fusion, Check: opts.Check, AllowTF32: opts.AllowTF32})
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,9 @@ const (
 	OpSliceAssign // (dst, src) Params: dim, start; out = dst with src written at [start, start+len)
 	OpArgsort     // (x) Params: descending (0|1); u32 indices along the last dim, stable
 
+	// Matrix product: its own step (a GEMM).
+	OpMatmul // (a, b): a [..., M, K] · b [..., K, N] → [..., M, N]
+
 	NumOps
 )
 
@@ -96,10 +99,11 @@ const (
 	ClassElementwise              // out[i] depends only on args at i (incl. cast, compare, where, copy)
 	ClassReduce                   // out[r] reduces row r: the arg's trailing Params[0] axes
 	ClassIndex                    // indexing, sorting and data movement: a barrier to fusion
+	ClassMatmul                   // matrix products: one GEMM step each, a barrier to fusion
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise", "reduce", "index"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -251,6 +255,13 @@ var opTable = [NumOps]OpInfo{
 	// ascending and first descending (descending is the reverse order of
 	// ascending keys, with ties still in index order).
 	OpArgsort: indexOp("argsort", 1, OutU32, "descending"),
+
+	// matmul follows Candle's matmul/broadcast_matmul: the last two dims
+	// are contracted (a [..., M, K] · b [..., K, N] → [..., M, N]); the
+	// builder broadcasts the batch dims (numpy rules), so both args have the
+	// output's batch dims, as views. Floats only (Candle has no integer
+	// matmul); f16 and bf16 accumulate in float32 and round once on store.
+	OpMatmul: {Name: "matmul", Arity: 2, Class: ClassMatmul, In: FloatDTypes},
 }
 
 // IDArg returns the index of an indexing op's ids argument, or -1.

@@ -13,6 +13,8 @@ import (
 //     nodes share a key);
 //   - each node matches its op's row: arity, parameter count, dtype rule;
 //   - elementwise args have the node's shape (broadcasts are views);
+//   - a matmul's args are [batch..., M, K] and [batch..., K, N] of its
+//     dtype, with exactly its batch dims (broadcasts are views);
 //   - a view reads a non-view argument, its layout's dims are its shape,
 //     strides are non-negative and every address is inside the argument;
 //   - inputs have unique non-empty names, outputs have unique names and
@@ -80,6 +82,8 @@ func Verify(g *Graph) error {
 			verifyReduce(n, info, bad)
 		case ClassIndex:
 			verifyIndex(n, info, bad)
+		case ClassMatmul:
+			verifyMatmul(n, info, bad)
 		}
 	}
 	outs := map[string]bool{}
@@ -190,5 +194,34 @@ func verifyIndex(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 	dim := int(n.Params[0])
 	if n.Op != OpArgsort && (dim < 0 || dim >= len(n.Shape)) {
 		bad(n, "dim %v out of range for rank %d", n.Params[0], len(n.Shape))
+	}
+}
+
+// verifyMatmul checks a matmul: two float args of the output's dtype, rank
+// ≥ 2, the output's batch dims on both (the builder broadcasts them with
+// views), inner dims equal and the output [batch..., M, N].
+func verifyMatmul(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
+	a, b := n.Args[0], n.Args[1]
+	if a.DType != n.DType || b.DType != n.DType {
+		bad(n, "args %v%v and %v%v, output dtype %v: dtypes must match", a.DType, a.Shape, b.DType, b.Shape, n.DType)
+	}
+	if !info.In.Has(n.DType) {
+		bad(n, "dtype %v not supported by %s (supports %v)", n.DType, n.Op, info.In)
+	}
+	r := len(n.Shape)
+	if r < 2 || len(a.Shape) != r || len(b.Shape) != r {
+		bad(n, "args %v and %v, output %v: want rank ≥ 2, all equal (batch broadcasts are views)", a.Shape, b.Shape, n.Shape)
+		return
+	}
+	batch := n.Shape[:r-2]
+	m, k, k2, nn := a.Shape[r-2], a.Shape[r-1], b.Shape[r-2], b.Shape[r-1]
+	if !slices.Equal(a.Shape[:r-2], batch) || !slices.Equal(b.Shape[:r-2], batch) {
+		bad(n, "args %v and %v do not have the output's batch dims %v", a.Shape, b.Shape, batch)
+	}
+	if k != k2 {
+		bad(n, "inner dims differ: %v · %v", a.Shape, b.Shape)
+	}
+	if n.Shape[r-2] != m || n.Shape[r-1] != nn {
+		bad(n, "output %v, args %v · %v give [%d %d] matrices", n.Shape, a.Shape, b.Shape, m, nn)
 	}
 }

@@ -53,7 +53,8 @@ func (b *Buffer) String() string {
 }
 
 // Operand is an external read of a kernel: a buffer through a layout whose
-// dims are the kernel's shape.
+// dims are the kernel's shape (a matmul's operands have their own dims,
+// [batch..., M, K] and [batch..., K, N]; see Gemm).
 type Operand struct {
 	Buf    *Buffer
 	Layout ir.Layout
@@ -138,6 +139,21 @@ func (k *Kernel) OpNames() []string {
 	return names
 }
 
+// IsMatmul reports whether the kernel is one matmul step (a GEMM: see Gemm).
+func (k *Kernel) IsMatmul() bool {
+	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassMatmul
+}
+
+// HasMatmul reports whether any step of the plan is a matmul.
+func (p *Plan) HasMatmul() bool {
+	for _, s := range p.Steps {
+		if s.Kernel.IsMatmul() {
+			return true
+		}
+	}
+	return false
+}
+
 // Step is one unit of work in a plan.
 type Step struct {
 	Kernel *Kernel
@@ -154,6 +170,11 @@ type Plan struct {
 	SlotBytes []int
 	// Fused records whether elementwise fusion ran.
 	Fused bool
+	// AllowTF32 lets executors run f32 matmul steps with TF32 tensor-core
+	// arithmetic (10-bit mantissa products, f32 accumulation), as Candle's
+	// set_gemm_reduced_precision_f32(true). Off by default: f32 matmuls are
+	// computed in f32. The CPU ignores it.
+	AllowTF32 bool
 	// Cache holds executor-private per-plan state keyed by executor (the
 	// GPU executor records there that every step is prepared).
 	Cache sync.Map
@@ -182,6 +203,9 @@ func (p *Plan) WriteText(w *strings.Builder) {
 	reuse, noReuse := p.PeakBytes()
 	fmt.Fprintf(w, "plan: %d steps, %d buffers, fused=%v\n", len(p.Steps), len(p.Buffers), p.Fused)
 	fmt.Fprintf(w, "peak bytes (temporaries + outputs): %d with reuse, %d without\n", reuse, noReuse)
+	if p.HasMatmul() {
+		fmt.Fprintf(w, "matmul: allow_tf32=%v\n", p.AllowTF32)
+	}
 	for i, s := range p.SlotBytes {
 		fmt.Fprintf(w, "slot%d: %d bytes\n", i, s)
 	}
@@ -193,6 +217,13 @@ func (p *Plan) WriteText(w *strings.Builder) {
 		fmt.Fprintf(w, "step %d: %s -> b%d\n", i, k.Name, k.Out.ID)
 		for j, in := range k.Ins {
 			fmt.Fprintf(w, "  in%d = b%d %v\n", j, in.Buf.ID, in.Layout)
+		}
+		if k.IsMatmul() {
+			if g, err := Gemm(k); err != nil {
+				fmt.Fprintf(w, "  gemm: %v\n", err)
+			} else {
+				fmt.Fprintf(w, "  %v offsets a=%d b=%d\n", g.Call, g.OffA, g.OffB)
+			}
 		}
 		for j, in := range k.Instrs {
 			args := make([]string, len(in.Args))

@@ -4,7 +4,7 @@
 // Usage:
 //
 //	loom demo [-n ROWS] [-m COLS] [-device auto|cpu] [-seed N]
-//	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo]
+//	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/workloads"
 )
@@ -27,6 +28,17 @@ var dumpFormats = []string{graph.DumpText, graph.DumpDOT, graph.DumpPlan, graph.
 // dumpGraphs are the graphs dump can compile, by -graph name.
 var dumpGraphs = map[string]func() *graph.Graph{
 	"demo": func() *graph.Graph { return demoGraph(dumpRows, dumpCols) },
+	// linear: a transformer MLP's first half, gelu(x·wᵀ + b) + x·0.5 over a
+	// batch of rows: one GEMM step (the weight read transposed in place)
+	// and one fused epilogue kernel.
+	"linear": func() *graph.Graph {
+		g := graph.New()
+		x := g.Input("x", dtype.F32, 2, dumpRows, dumpCols)
+		w := g.Input("w", dtype.F32, dumpCols, dumpCols)
+		b := g.Input("b", dtype.F32, dumpCols)
+		g.Output("y", graph.Linear(x, w, b).Gelu().Add(x.Affine(0.5, 0)))
+		return g
+	},
 }
 
 func init() {
@@ -59,7 +71,7 @@ func newDumpFlags(stderr io.Writer) *dumpFlags {
 		format: fs.String("format", graph.DumpText, "the dump `format`: text (the compiled graph), dot (Graphviz), plan (steps and buffers) or log (what each compiler pass did)"),
 		out:    fs.String("o", "", "write to `FILE` instead of stdout"),
 		fusion: fs.Bool("fusion", true, "fuse elementwise chains (false: one step per op; LOOM_FUSION=0 also turns fusion off)"),
-		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
+		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d), linear (a GEMM and its epilogue) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
 		device: fs.String("device", "auto", "for -format placement: the executor whose placement to show ("+devices+")"),
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
+	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/plan"
@@ -18,6 +20,10 @@ type Executor struct {
 	workers int
 	poison  int // -1: off; else the byte every new allocation is filled with
 	arenas  arenas
+	// The host BLAS of matmul steps, opened on first use (matmul.go).
+	blasOnce sync.Once
+	blasHost blas.Host
+	blasWhy  string
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
@@ -143,6 +149,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	k := s.Kernel
 	if isIndexKernel(k) {
 		return e.runIndex(k, mem)
+	}
+	if k.IsMatmul() {
+		return e.runMatmul(ctx, k, mem)
 	}
 	pi, ok := k.Cache.Load(e)
 	if !ok {

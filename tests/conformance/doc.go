@@ -21,6 +21,8 @@
 //	Errors       every builder, compile and run error: message content, no panics
 //	Formulas     known points of gelu, normcdf, round, casts …
 //	Large        300k-element cases: many tiles, all workers
+//	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
+//	             operand views (in place and copied), empty dims, K = 16384
 //
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
@@ -53,4 +55,5 @@ func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Optio
 	t.Run("Errors", func(t *testing.T) { Errors(t, newExec) })
 	t.Run("Formulas", func(t *testing.T) { Formulas(t, newExec, opts) })
 	t.Run("Large", func(t *testing.T) { Large(t, newExec, opts) })
+	t.Run("Matmul", func(t *testing.T) { Matmul(t, newExec, opts) })
 }

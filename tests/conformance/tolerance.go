@@ -13,6 +13,10 @@ type tolerance struct {
 	// ulps bounds f16/bf16 results: the distance from the reference rounded
 	// to the dtype, in units of the dtype's spacing at that value.
 	ulps float64
+	// rel16 widens the f16/bf16 bound by rel16·scale, for results computed
+	// in f32 from many terms (matmul): the f32 error of the sum before the
+	// one rounding to half, relative to the terms' magnitude.
+	rel16 float64
 	// f32 and f64 results: |got − exact| ≤ rel·max(|exact|, scale) + abs,
 	// where exact is the unrounded float64 reference and scale an optional
 	// per-element magnitude (for affine, |x·mul| + |add|: the size of the
@@ -63,7 +67,7 @@ func (tl tolerance) ok(dt dtype.DType, got, x, scale float64, signFree bool) boo
 	}
 	switch dt {
 	case dtype.F16, dtype.BF16:
-		return math.Abs(got-want) <= tl.ulps*ulp(dt, want)
+		return math.Abs(got-want) <= tl.ulps*ulp(dt, want)+tl.rel16*scale
 	case dtype.F32:
 		return math.Abs(got-x) <= tl.rel32*max(math.Abs(x), scale)+tl.abs32
 	}
