@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/loomgraph/loom/dtype"
@@ -14,6 +15,8 @@ import (
 type Size struct {
 	Elems      int
 	Rows, Cols int
+	// GemmN is the size of the W9 GEMMs (n × n × n).
+	GemmN int
 }
 
 // Workload is one benchmark graph.
@@ -23,6 +26,9 @@ type Workload struct {
 	Build func(sz Size) (*graph.Graph, error)
 	// Skip, if set, says why the workload cannot run yet.
 	Skip string
+	// Flops, if set, is the floating-point work of one run: the dense
+	// workloads report FLOP/s rather than bytes moved.
+	Flops func(sz Size) float64
 }
 
 // All lists W1–W8 in order.
@@ -39,7 +45,7 @@ var All = []Workload{
 
 // ByID finds a workload.
 func ByID(id string) (Workload, error) {
-	for _, w := range All {
+	for _, w := range append(All[:len(All):len(All)], Dense...) {
 		if w.ID == id {
 			return w, nil
 		}
@@ -121,18 +127,24 @@ func w8(Size) (*graph.Graph, error) {
 }
 
 // Inputs draws fresh random inputs for every input of g: normal-ish values
-// in (−4, 4), never zero.
+// in (−4, 4), never zero; except that an input named "mask" of square
+// trailing dims is a causal attention mask (0 on and below the diagonal,
+// −∞ above).
 func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	in := map[string]*tensor.Tensor{}
 	for _, n := range g.IR().Inputs() {
 		vals := make([]float32, n.Numel())
-		for i := range vals {
-			v := float32(r.NormFloat64())
-			if v == 0 {
-				v = 0.5
+		if n.Name == "mask" && len(n.Shape) >= 2 && n.Shape[len(n.Shape)-1] == n.Shape[len(n.Shape)-2] {
+			causalMask(vals, n.Shape[len(n.Shape)-1])
+		} else {
+			for i := range vals {
+				v := float32(r.NormFloat64())
+				if v == 0 {
+					v = 0.5
+				}
+				vals[i] = v
 			}
-			vals[i] = v
 		}
 		t, err := tensor.FromFloat32s(n.DType, vals, n.Shape...)
 		if err != nil {
@@ -154,4 +166,17 @@ func Bytes(g *graph.Graph) int {
 		b += o.Node.Numel() * o.Node.DType.Size()
 	}
 	return b
+}
+
+// causalMask fills square s×s matrices (repeated) with 0 on and below the
+// diagonal and −∞ above it.
+func causalMask(vals []float32, s int) {
+	for i := range vals {
+		r, c := i/s%s, i%s
+		if c > r {
+			vals[i] = float32(math.Inf(-1))
+		} else {
+			vals[i] = 0
+		}
+	}
 }

@@ -28,6 +28,7 @@ type benchFlags struct {
 	cols      *int
 	reps      *int
 	json      *string
+	gemmN     *int
 	compile   *int
 	reruns    *int
 }
@@ -38,12 +39,13 @@ func newBenchFlags(w io.Writer) *benchFlags {
 	return &benchFlags{
 		fs:        fs,
 		device:    fs.String("device", "auto", "executor: "+devices),
-		workloads: fs.String("workloads", "W1,W2,W3,W4,W5,W6,W7,W8", "comma-separated workload ids (shared/workloads.md)"),
+		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8, then W9-f32,W9-f16,W9-bf16,W10,W11 on a GPU or W9-f32,block-mm,block-bcast on the CPU)"),
 		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
 		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
 		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
 		json:      fs.String("json", "", "also write the results as JSON to this file"),
+		gemmN:     fs.Int("gemm-n", 0, "size of the W9 GEMMs (default 4096 on a GPU, 1024 on the CPU)"),
 		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
 		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 	}
@@ -58,6 +60,7 @@ type benchResult struct {
 	MedianMS float64 `json:"median_ms"`
 	GBps     float64 `json:"gbps"`
 	Bytes    int     `json:"bytes"`
+	TFLOPs   float64 `json:"tflops,omitempty"` // dense workloads: TFLOP/s
 	Skipped  string  `json:"skipped,omitempty"`
 }
 
@@ -83,9 +86,17 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	gpu := e.Name() != "cpu"
-	sz := workloads.Size{Elems: 1 << 24, Rows: 2048, Cols: 8192}
+	sz := workloads.Size{Elems: 1 << 24, Rows: 2048, Cols: 8192, GemmN: 1024}
+	list := "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,block-mm,block-bcast"
 	if gpu {
-		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192}
+		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192, GemmN: 4096}
+		list = "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,W9-f16,W9-bf16,W10,W11"
+	}
+	if *f.workloads != "" {
+		list = *f.workloads
+	}
+	if *f.gemmN > 0 {
+		sz.GemmN = *f.gemmN
 	}
 	if *f.elems > 0 {
 		sz.Elems = *f.elems
@@ -98,7 +109,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *f.reruns > 0 {
 		fmt.Fprintf(stdout, "loom bench -reruns on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols)
-		if err := benchReruns(stdout, e, *f.workloads, sz, *f.reruns); err != nil {
+		if err := benchReruns(stdout, e, rerunList(*f.workloads), sz, *f.reruns); err != nil {
 			fmt.Fprintln(stderr, "loom bench:", err)
 			return exitFail
 		}
@@ -116,7 +127,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	results = append(results, benchResult{Workload: "copy", Device: e.Name(), GBps: copyGBps, Bytes: 2 * 4 * sz.Elems})
-	for _, id := range strings.Split(*f.workloads, ",") {
+	for _, id := range strings.Split(list, ",") {
 		w, err := workloads.ByID(strings.TrimSpace(id))
 		if err != nil {
 			fmt.Fprintln(stderr, "loom bench:", err)
@@ -192,7 +203,11 @@ func benchOne(e exec.Executor, w workloads.Workload, sz workloads.Size, fused bo
 	slices.Sort(times)
 	med := times[len(times)/2]
 	bytes := workloads.Bytes(g)
-	return benchResult{Workload: w.ID, Device: e.Name(), Fusion: fused, Kernels: len(p.Plan().Steps), MedianMS: med, GBps: float64(bytes) / med / 1e6, Bytes: bytes}, nil
+	r := benchResult{Workload: w.ID, Device: e.Name(), Fusion: fused, Kernels: len(p.Plan().Steps), MedianMS: med, GBps: float64(bytes) / med / 1e6, Bytes: bytes}
+	if w.Flops != nil {
+		r.TFLOPs = w.Flops(sz) / med / 1e9
+	}
+	return r, nil
 }
 
 // timeRun times one run in milliseconds: on the GPU with device events
@@ -247,7 +262,7 @@ func measureCopy(e exec.Executor, n, reps int) (float64, error) {
 }
 
 func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
-	fmt.Fprintf(w, "%-8s %-6s %-6s %7s %10s %8s %7s %9s\n", "workload", "device", "fusion", "kernels", "median_ms", "GB/s", "%copy", "speed-up")
+	fmt.Fprintf(w, "%-11s %-6s %-6s %7s %10s %8s %7s %9s %8s\n", "workload", "device", "fusion", "kernels", "median_ms", "GB/s", "%copy", "speed-up", "TFLOP/s")
 	unfused := map[string]float64{}
 	for _, r := range rs {
 		if !r.Fusion && r.Skipped == "" && r.Workload != "copy" {
@@ -257,9 +272,9 @@ func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 	for _, r := range rs {
 		switch {
 		case r.Workload == "copy":
-			fmt.Fprintf(w, "%-8s %-6s %-6s %7s %10s %8.1f %7s %9s\n", "copy", r.Device, "-", "-", "-", r.GBps, "100%", "-")
+			fmt.Fprintf(w, "%-11s %-6s %-6s %7s %10s %8.1f %7s %9s %8s\n", "copy", r.Device, "-", "-", "-", r.GBps, "100%", "-", "-")
 		case r.Skipped != "":
-			fmt.Fprintf(w, "%-8s %-6s skipped: %s\n", r.Workload, r.Device, r.Skipped)
+			fmt.Fprintf(w, "%-11s %-6s skipped: %s\n", r.Workload, r.Device, r.Skipped)
 		default:
 			speed := "-"
 			if r.Fusion && unfused[r.Workload] > 0 {
@@ -269,9 +284,21 @@ func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 			if r.Fusion {
 				mode = "on"
 			}
-			fmt.Fprintf(w, "%-8s %-6s %-6s %7d %10.3f %8.1f %6.0f%% %9s\n", r.Workload, r.Device, mode, r.Kernels, r.MedianMS, r.GBps, 100*r.GBps/copyGBps, speed)
+			gbs, pct, tf := fmt.Sprintf("%8.1f", r.GBps), fmt.Sprintf("%6.0f%%", 100*r.GBps/copyGBps), "-"
+			if r.TFLOPs > 0 { // dense: bytes moved mean little
+				gbs, pct, tf = "-", "-", fmt.Sprintf("%.3f", r.TFLOPs)
+			}
+			fmt.Fprintf(w, "%-11s %-6s %-6s %7d %10.3f %8s %7s %9s %8s\n", r.Workload, r.Device, mode, r.Kernels, r.MedianMS, gbs, pct, speed, tf)
 		}
 	}
+}
+
+// rerunList is -reruns' workload list: the flag's, or W1.
+func rerunList(flagList string) string {
+	if flagList == "" {
+		return "W1"
+	}
+	return flagList
 }
 
 // runner returns a function that runs the program once. On a GPU the

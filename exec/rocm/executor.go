@@ -314,6 +314,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if isIndexKernel(k) {
 		return e.runIndex(ctx, k, mem)
 	}
+	if k.IsMatmul() {
+		return e.runMatmul(k, mem)
+	}
 	kp, err := e.prepare(k)
 	if err != nil {
 		return err

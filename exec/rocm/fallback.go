@@ -1,7 +1,6 @@
 package rocm
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,18 +22,12 @@ var _ exec.Fallbacker = (*Executor)(nil)
 // supportsKey keys a row kernel's verdict in plan.Kernel.Cache.
 type supportsKey struct{ e *Executor }
 
-// errMatmulOnCPU is why matmul steps fall back: there is no device GEMM
-// (cuBLAS, rocBLAS or a HIP kernel) yet.
-var errMatmulOnCPU = errors.New("matmul runs on the CPU until the GPU GEMM lands")
-
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
-// since the runner asks at every run); a matmul step never is yet.
+// since the runner asks at every run). Matmul steps always are (vendor
+// BLAS or the portable GEMM, gemm.go).
 func (e *Executor) Supports(k *plan.Kernel) error {
-	if k.IsMatmul() {
-		return errMatmulOnCPU
-	}
-	if k.RowAxes == 0 {
+	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}
 	if v, ok := k.Cache.Load(supportsKey{e}); ok {

@@ -7,8 +7,10 @@ import (
 
 	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
 )
 
 // GEMMs on the GPU: the vendor BLAS (cuBLAS, rocBLAS) when it loads, else
@@ -150,3 +152,102 @@ func (e *Executor) closeGemm() error {
 	g.vendor, g.ws = nil, nil
 	return err
 }
+
+// matmulKey keys a matmul step's prepared call in plan.Kernel.Cache.
+type matmulKey struct{ e *Executor }
+
+// matmulStep is a matmul kernel prepared for this executor.
+type matmulStep struct {
+	g    plan.GemmStep
+	tf32 bool
+}
+
+// prepareMatmul maps k onto its GEMM call, opens the GEMM engine and, when
+// the portable kernel runs the step, compiles and loads it, so that a run
+// does neither.
+func (e *Executor) prepareMatmul(k *plan.Kernel, tf32 bool) (*matmulStep, error) {
+	if v, ok := k.Cache.Load(matmulKey{e}); ok {
+		return v.(*matmulStep), nil
+	}
+	g, err := plan.Gemm(k)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := gemmType(g.DType); err != nil {
+		return nil, err
+	}
+	if st := e.gemm(); st.vendor == nil {
+		l, err := kernels.PlanGemm(g.DType, g.Call)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.gemmFunction(l.Name); err != nil {
+			return nil, err
+		}
+	}
+	v, _ := k.Cache.LoadOrStore(matmulKey{e}, &matmulStep{g: g, tf32: tf32})
+	return v.(*matmulStep), nil
+}
+
+// runMatmul queues a matmul step: one strided-batched GEMM on the vendor
+// library or the portable kernel.
+func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
+	ms, err := e.prepareMatmul(k, false)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	g, c := ms.g, ms.Call()
+	size := g.DType.Size()
+	ptr := func(b *plan.Buffer, off, n int) (hip.DevPtr, error) {
+		mm, err := e.mem(mem[b.ID])
+		if err != nil {
+			return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)
+		}
+		if !mm.blk.live {
+			return 0, fmt.Errorf("buffer b%d: memory was freed", b.ID)
+		}
+		if need := int64(off+n) * int64(size); n > 0 && mm.blk.n < need {
+			return 0, fmt.Errorf("buffer b%d: %v reaches %d bytes of a %d-byte allocation", b.ID, c, need, mm.blk.n)
+		}
+		return mm.blk.ptr + hip.DevPtr(off*size), nil
+	}
+	if c.M == 0 || c.N == 0 || c.Batch == 0 {
+		return nil
+	}
+	var na, nb int
+	if c.K > 0 {
+		na = gemmExtent(c.M, c.K, c.TransA, c.LDA, c.StrideA, c.Batch)
+		nb = gemmExtent(c.K, c.N, c.TransB, c.LDB, c.StrideB, c.Batch)
+	}
+	a, err := ptr(g.A, g.OffA, na)
+	if err != nil {
+		return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
+	}
+	b, err := ptr(g.B, g.OffB, nb)
+	if err != nil {
+		return fmt.Errorf("rocm: %s operand b: %w", k.Name, err)
+	}
+	out, err := ptr(g.C, 0, c.Batch*c.StrideC)
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	if err := e.runGemm(g.DType, c, a, b, out, ms.tf32, false); err != nil {
+		return fmt.Errorf("rocm: %s (%s): %w", k.Name, e.GEMMBackend(), err)
+	}
+	return nil
+}
+
+// Call is the step's GEMM.
+func (m *matmulStep) Call() blas.Call { return m.g.Call }
+
+// gemmExtent is how many elements from its first one a GEMM operand of
+// rows × cols (stored transposed when trans) spans over batch items.
+func gemmExtent(rows, cols int, trans bool, ld, stride, batch int) int {
+	if trans {
+		rows, cols = cols, rows
+	}
+	return (batch-1)*stride + (rows-1)*ld + cols
+}
+
+// BLAS says what runs matmul steps here (exec.BLASNamer, for Placement).
+func (e *Executor) BLAS() string { return e.GEMMBackend() }

@@ -59,9 +59,12 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 				return fmt.Errorf("rocm: prepare step %d (%s): %w", i, k.Name, err)
 			}
 			var err error
-			if isIndexKernel(k) {
+			switch {
+			case k.IsMatmul():
+				_, err = e.prepareMatmul(k, p.AllowTF32)
+			case isIndexKernel(k):
 				_, err = e.prepareIndex(k)
-			} else {
+			default:
 				_, err = e.prepare(k)
 			}
 			if err != nil {
@@ -77,6 +80,7 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 		for _, k := range done {
 			k.Cache.Delete(e)
 			k.Cache.Delete(indexKey{e})
+			k.Cache.Delete(matmulKey{e})
 		}
 		return err
 	}
@@ -86,6 +90,10 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 
 // prepared reports whether k's device form is already made on e.
 func (e *Executor) prepared(k *plan.Kernel) bool {
+	if k.IsMatmul() {
+		_, ok := k.Cache.Load(matmulKey{e})
+		return ok
+	}
 	if isIndexKernel(k) {
 		_, ok := k.Cache.Load(indexKey{e})
 		return ok

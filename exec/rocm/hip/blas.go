@@ -414,3 +414,18 @@ func (r *rocblas) Close() error {
 	r.h = 0
 	return err
 }
+
+// VendorBLASLoadable reports whether the platform's vendor BLAS library
+// loads in this process (nil) or why not, without a device: tests use it
+// to insist that a present library is used.
+func VendorBLASLoadable(platform string) error {
+	switch platform {
+	case NVIDIA:
+		_, err := loadCublas()
+		return err
+	case AMD:
+		_, err := loadRocblas()
+		return err
+	}
+	return fmt.Errorf("hip: no BLAS for platform %q", platform)
+}

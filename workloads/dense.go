@@ -1,0 +1,98 @@
+package workloads
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
+)
+
+// The dense workloads (shared/workloads.md): W9 GEMM in three dtypes, W10
+// a llama MLP, W11 naive causal attention, all through Matmul; and the
+// transformer block written with Matmul (BlockMM) beside the one written
+// without it (Block). Their figure of merit is FLOP/s (Flops), not bytes.
+
+// Dense lists the dense workloads; ByID finds them too.
+var Dense = []Workload{
+	{ID: "W9-f32", Desc: "GEMM n³ f32 (TF32 off), n = Size.GemmN (4096 on a GPU, 1024 on the CPU)", Build: gemm(dtype.F32), Flops: gemmFlops},
+	{ID: "W9-f16", Desc: "GEMM n³ f16 (f32 accumulation)", Build: gemm(dtype.F16), Flops: gemmFlops},
+	{ID: "W9-bf16", Desc: "GEMM n³ bf16 (f32 accumulation)", Build: gemm(dtype.BF16), Flops: gemmFlops},
+	{ID: "W10", Desc: "llama MLP bf16: silu(x·Wg) ⊙ (x·Wu) · Wd, x 4096×4096, Wg/Wu 4096×11008, Wd 11008×4096", Build: w10, Flops: func(Size) float64 { return 2 * 4096 * 4096 * 11008 * 3 }},
+	{ID: "W11", Desc: "naive causal attention bf16: softmax(q·kᵀ/√D + mask)·v, B 8, H 32, S 2048, D 128", Build: w11, Flops: func(Size) float64 { return 4 * 8 * 32 * 2048 * 2048 * 128 / 2 }},
+	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
+	{ID: "block-bcast", Desc: "the same block with every product a broadcast multiply and a sum (no Matmul)", Build: func(Size) (*graph.Graph, error) { return Block(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
+}
+
+// CPUBlock is the block of issue 11's CPU target.
+var CPUBlock = BlockSize{T: 128, D: 512, Heads: 8, Hidden: 1376}
+
+func gemmFlops(sz Size) float64 { n := float64(sz.GemmN); return 2 * n * n * n }
+
+// blockFlops counts the block's products (the rest is noise beside them).
+func blockFlops(s BlockSize) float64 {
+	T, D, H := float64(s.T), float64(s.D), float64(s.Hidden)
+	return 2*T*D*D*4 + 2*T*T*D*2 + 2*T*D*H*3
+}
+
+func gemm(dt dtype.DType) func(Size) (*graph.Graph, error) {
+	return func(sz Size) (*graph.Graph, error) {
+		n := sz.GemmN
+		g := graph.New()
+		g.Output("c", g.Input("a", dt, n, n).Matmul(g.Input("b", dt, n, n)))
+		return g, g.Err()
+	}
+}
+
+func w10(Size) (*graph.Graph, error) {
+	g := graph.New()
+	x := g.Input("x", dtype.BF16, 4096, 4096)
+	wg := g.Input("wg", dtype.BF16, 4096, 11008)
+	wu := g.Input("wu", dtype.BF16, 4096, 11008)
+	wd := g.Input("wd", dtype.BF16, 11008, 4096)
+	g.Output("out", x.Matmul(wg).Silu().Mul(x.Matmul(wu)).Matmul(wd))
+	return g, g.Err()
+}
+
+// w11 takes the causal mask as an input (0 on and below the diagonal, −inf
+// above, bf16 [S, S]); the scale, the mask and the softmax are one row
+// kernel between the two batched products.
+func w11(Size) (*graph.Graph, error) {
+	const B, H, S, D = 8, 32, 2048, 128
+	g := graph.New()
+	q := g.Input("q", dtype.BF16, B, H, S, D)
+	k := g.Input("k", dtype.BF16, B, H, S, D)
+	v := g.Input("v", dtype.BF16, B, H, S, D)
+	mask := g.Input("mask", dtype.BF16, S, S)
+	s := q.Matmul(k.Transpose(2, 3)).Affine(1/math.Sqrt(D), 0).Add(mask)
+	g.Output("out", s.Softmax(-1).Matmul(v))
+	return g, g.Err()
+}
+
+// BlockMM is Block written with Matmul: the same graph a model would use.
+func BlockMM(s BlockSize) (*graph.Graph, error) {
+	if s.T < 1 || s.D < 1 || s.Heads < 1 || s.D%s.Heads != 0 || (s.D/s.Heads)%2 != 0 || s.Hidden < 1 {
+		return nil, fmt.Errorf("workloads: block %+v: want positive sizes, D divisible by Heads into even head widths", s)
+	}
+	g := graph.New()
+	T, D, H, hd := s.T, s.D, s.Heads, s.D/s.Heads
+	x := g.Input("x", dtype.F32, T, D)
+	w := func(name string, dims ...int) *graph.Tensor { return g.Input(name, dtype.F32, dims...) }
+	cos, sin := w("cos", T, hd/2), w("sin", T, hd/2)
+	mask := w("mask", T, T)
+	h := x.RmsNorm(w("attn_norm", D), 1e-6)
+	heads := func(t *graph.Tensor) *graph.Tensor { return t.Reshape(T, H, hd).Permute(1, 0, 2).Unsqueeze(0) }
+	q := heads(h.Matmul(w("wq", D, D))).Rope(cos, sin)
+	k := heads(h.Matmul(w("wk", D, D))).Rope(cos, sin)
+	v := heads(h.Matmul(w("wv", D, D)))
+	p := q.Matmul(k.Transpose(2, 3)).Affine(1/math.Sqrt(float64(hd)), 0).Add(mask).Softmax(3)
+	att := p.Matmul(v).Squeeze(0).Permute(1, 0, 2).Reshape(T, D)
+	x2 := x.Add(att.Matmul(w("wo", D, D)))
+	h2 := x2.RmsNorm(w("mlp_norm", D), 1e-6)
+	gate := h2.Matmul(w("w_gate", D, s.Hidden)).Silu()
+	up := h2.Matmul(w("w_up", D, s.Hidden))
+	y := x2.Add(gate.Mul(up).Matmul(w("w_down", s.Hidden, D)))
+	g.Output("out", y)
+	g.Output("head", y.LayerNorm(w("ln_w", D), w("ln_b", D), 1e-5).Gelu())
+	return g, g.Err()
+}
