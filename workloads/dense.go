@@ -55,7 +55,10 @@ func w10(Size) (*graph.Graph, error) {
 }
 
 // w11 takes the causal mask as an input (0 on and below the diagonal, −inf
-// above, bf16 [S, S]); the scale, the mask and the softmax are one row
+// above, bf16 [S, S]). As in the PyTorch peer (softmax(s.float())), the
+// scores go to f32 for the softmax and back to bf16 for the second product;
+// the scale and the mask are applied in f32 too (the peer applies them in
+// bf16, rounding twice more). Cast, scale, mask, softmax and cast are one row
 // kernel between the two batched products.
 func w11(Size) (*graph.Graph, error) {
 	const B, H, S, D = 8, 32, 2048, 128
@@ -64,8 +67,8 @@ func w11(Size) (*graph.Graph, error) {
 	k := g.Input("k", dtype.BF16, B, H, S, D)
 	v := g.Input("v", dtype.BF16, B, H, S, D)
 	mask := g.Input("mask", dtype.BF16, S, S)
-	s := q.Matmul(k.Transpose(2, 3)).Affine(1/math.Sqrt(D), 0).Add(mask)
-	g.Output("out", s.Softmax(-1).Matmul(v))
+	s := q.Matmul(k.Transpose(2, 3)).Cast(dtype.F32).Affine(1/math.Sqrt(D), 0).Add(mask.Cast(dtype.F32))
+	g.Output("out", s.Softmax(-1).Cast(dtype.BF16).Matmul(v))
 	return g, g.Err()
 }
 
