@@ -26,7 +26,7 @@ const unfusedSize = 1003
 
 // Kernels returns the catalog: per-op kernels first (in op-table order),
 // then the indexing kernels, then the workload kernels (W1, W2, W6 fused
-// elementwise; W8 argsort).
+// elementwise; W8 argsort), then the portable GEMM (matmul).
 func Kernels() ([]Entry, error) {
 	var out []Entry
 	// addFused adds every kernel of a graph compiled with fusion on.
@@ -153,6 +153,13 @@ func Kernels() ([]Entry, error) {
 			out = append(out, Entry{Label: fmt.Sprintf("%s fused (step %d)", id, i), Kernel: s.Kernel})
 		}
 	}
+	// Matmul steps run the vendor BLAS where one loads, else the portable
+	// GEMM: one source with every dtype and transpose pair, so one entry.
+	if err := addFused("matmul (portable GEMM, every dtype)", func(g *graph.Graph) *graph.Tensor {
+		return g.Input("a", dtype.F32, 5, 7).Matmul(g.Input("b", dtype.F32, 7, 3))
+	}); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -258,6 +265,9 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 // translation unit holding every launch of the step; name is its first
 // entry point).
 func Render(e Entry, t codegen.Target) (name, code string, err error) {
+	if e.Kernel.IsMatmul() {
+		return kernels.GemmEntries()[0], kernels.GemmSource(t), nil
+	}
 	if k := e.Kernel; len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {
 		ls, _, err := kernels.Plan(k, t)
 		if err != nil {

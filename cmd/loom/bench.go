@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm"
 	"github.com/loomgraph/loom/graph"
@@ -120,6 +121,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		timing = "device events per run, launches queued ahead"
 	}
 	fmt.Fprintf(stdout, "loom bench on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d reps=%d; timing: %s\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols, *f.reps, timing)
+	if bn, ok := e.(exec.BLASNamer); ok {
+		fmt.Fprintf(stdout, "matmul on %s: %s\n", e.Name(), bn.BLAS())
+	}
 	var results []benchResult
 	copyGBps, err := measureCopy(e, 4*sz.Elems, *f.reps)
 	if err != nil {
@@ -145,6 +149,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 			results = append(results, r)
 		}
+	}
+	if !gpu && strings.Contains(","+list+",", ",W9-f32,") {
+		// The same library called directly, in this run: what Loom's
+		// matmul step costs on top of it.
+		r, err := directSgemm(e, sz.GemmN, *f.reps)
+		if err != nil {
+			fmt.Fprintln(stderr, "loom bench: direct sgemm:", err)
+			return exitFail
+		}
+		results = append(results, r)
 	}
 	printBench(stdout, results, copyGBps)
 	var compiles []compileResult
@@ -293,6 +307,28 @@ func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 	}
 }
 
+// directSgemm times the CPU executor's host BLAS on an n³ f32 product
+// called directly (no graph, no executor): the reference W9-f32 is
+// compared with on the CPU.
+func directSgemm(e exec.Executor, n, reps int) (benchResult, error) {
+	h, _ := blas.Open(runtime.GOMAXPROCS(0))
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	call := blas.Call{M: n, N: n, K: n, LDA: n, LDB: n, LDC: n, Batch: 1, StrideA: n * n, StrideB: n * n, StrideC: n * n, Alpha: 1}
+	times := make([]float64, reps+1)
+	for i := range times {
+		t0 := time.Now()
+		if err := h.Sgemm(call, a, b, c); err != nil {
+			return benchResult{}, err
+		}
+		times[i] = float64(time.Since(t0).Nanoseconds()) / 1e6
+	}
+	med := median(times[1:])
+	return benchResult{Workload: "sgemm-" + strings.TrimSuffix(strings.Fields(h.Name())[0], ":"), Device: e.Name(), Fusion: true, Kernels: 1, MedianMS: med, TFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e9}, nil
+}
+
 // rerunList is -reruns' workload list: the flag's, or W1.
 func rerunList(flagList string) string {
 	if flagList == "" {
@@ -309,9 +345,18 @@ func rerunList(flagList string) string {
 func runner(e exec.Executor, p *graph.Program, in map[string]*tensor.Tensor) (func() error, func(), error) {
 	g, ok := e.(*rocm.Executor)
 	if !ok {
+		// The CPU writes into output tensors allocated once (RunInto): the
+		// allocation-free loop a user who times runs would write.
+		outs := map[string]*tensor.Tensor{}
+		for _, b := range p.Plan().Outputs {
+			t, err := tensor.Zeros(b.DType, b.Shape...)
+			if err != nil {
+				return nil, nil, err
+			}
+			outs[b.Name] = t
+		}
 		return func() error {
-			_, err := p.Run(context.Background(), e, in)
-			return err
+			return p.RunInto(context.Background(), e, in, outs)
 		}, func() {}, nil
 	}
 	vals := map[string]exec.Value{}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/plan"
@@ -46,11 +48,28 @@ type batchMember struct {
 func (e *Executor) warmBatch(ctx context.Context, p *plan.Plan) {
 	dir := CacheDir()
 	opts := strings.Join(e.opts, " ")
-	seen := map[string]bool{}
-	var todo []batchMember
+	var gen []*plan.Kernel
 	for _, s := range p.Steps {
 		k := s.Kernel
-		if isIndexKernel(k) || e.prepared(k) || e.Supports(k) != nil || k.Out.Numel() == 0 {
+		if isIndexKernel(k) || k.IsMatmul() || e.prepared(k) || k.Out.Numel() == 0 {
+			continue
+		}
+		gen = append(gen, k)
+	}
+	// Render every source first, in parallel: a row kernel takes up to a
+	// few hundred µs to generate, which was most of a warm (disk-cache)
+	// preparation of a many-kernel plan (Supports, the batch and the
+	// one-by-one path then share each rendering).
+	var g errgroup.Group
+	g.SetLimit(compileWorkers)
+	for _, k := range gen {
+		g.Go(func() error { e.source(k); return nil })
+	}
+	g.Wait()
+	seen := map[string]bool{}
+	var todo []batchMember
+	for _, k := range gen {
+		if e.Supports(k) != nil {
 			continue
 		}
 		src, err := e.source(k)
