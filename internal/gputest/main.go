@@ -5,9 +5,10 @@
 //	.gpu/gputest -logs DIR [flags] [-- test binary flags]
 //
 // runs every binary in its package directory (as go test does) with
-// -test.v=test2json, several packages at once, all sharing one kernel cache
-// (LOOM_CACHE_DIR), and converts their output into `go test -json` events
-// (internal/test2json, Go's own converter). It prints a line per package as
+// -test.v, several packages at once, all sharing one kernel cache
+// (LOOM_CACHE_DIR), and reads each test's result and output from the
+// verbose output (its === framing lines and --- result lines). It prints a
+// line per package as
 // it finishes, with the output of every failed test, then a table of
 // passed/failed/skipped tests per package, the number skipped on its own
 // line and last exactly "N passed, N failed". The exit status is 1 if any
@@ -18,16 +19,14 @@
 // binary that exited with an error no test accounts for (a timeout, a panic
 // outside a test, a failing TestMain).
 //
-// DIR gets, per package, NAME.json (the test2json events) and NAME.log (the
-// raw output), written as the tests run, and summary.txt at the end.
+// DIR gets, per package, NAME.log (the raw output, written as the tests
+// run) and summary.txt at the end.
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,7 +40,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loomgraph/loom/internal/test2json"
 )
 
 // Manifest is the file in the binaries' folder that lists the packages: one
@@ -196,48 +194,41 @@ func (r *runner) run(p *pkgRun) {
 	name := strings.TrimSuffix(p.bin, ".test")
 	t0 := time.Now()
 	defer func() { p.elapsed = time.Since(t0) }()
-	raw, err1 := os.Create(filepath.Join(r.logs, name+".log"))
-	js, err2 := os.Create(filepath.Join(r.logs, name+".json"))
-	if err := errors.Join(err1, err2); err != nil {
+	raw, err := os.Create(filepath.Join(r.logs, name+".log"))
+	if err != nil {
 		p.exitErr = err
 		return
 	}
 	defer raw.Close()
-	defer js.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Minute)
 	defer cancel()
-	args := append([]string{"-test.v=test2json", "-test.timeout=" + r.timeout.String()}, r.args...)
+	args := append([]string{"-test.v", "-test.timeout=" + r.timeout.String()}, r.args...)
 	cmd := exec.CommandContext(ctx, filepath.Join(r.dir, p.bin), args...)
 	cmd.Dir = filepath.Join(r.root, p.dir)
 	cmd.Env = append(os.Environ(), cacheEnv+"="+r.cacheDir, "LD_LIBRARY_PATH="+libPath())
 	// Past the hard limit: a goroutine dump (SIGQUIT), then a kill.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 30 * time.Second
-	// One pipe for stdout and stderr, as -test.v=test2json wants.
+	// One pipe for stdout and stderr, so that lines stay in order.
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		p.exitErr = err
 		return
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
-	events := &eventSink{p: p, w: js}
-	conv := test2json.NewConverter(events, p.dir, test2json.Timestamp)
+	parse := &verboseParser{p: p}
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		p.exitErr = err
-		conv.Exited(err)
-		conv.Close()
 		return
 	}
-	io.Copy(io.MultiWriter(raw, conv), pr)
+	io.Copy(io.MultiWriter(raw, parse), pr)
 	pr.Close()
 	p.exitErr = cmd.Wait()
-	conv.Exited(p.exitErr)
-	conv.Close()
-	events.flush()
+	parse.flush()
 	p.count()
 }
 
@@ -252,65 +243,72 @@ func libPath() string {
 	return strings.Join(slices.DeleteFunc(dirs, func(d string) bool { return d == "" }), string(filepath.ListSeparator))
 }
 
-// event is a test2json event (the fields used here).
-type event struct {
-	Action string
-	Test   string
-	Output string
-}
-
 // Limits on what is kept in memory for the report (the logs have it all).
 const (
 	keepLines    = 200 // output lines kept per test
 	keepPkgLines = 100 // lines not attributed to a test
 )
 
-// eventSink receives the converter's JSON events: it writes them to w and
-// records results and output in p.
-type eventSink struct {
+// The lines of `go test -v` output the parser reads: a framing line names
+// the test whose output follows (=== RUN, and with parallel tests PAUSE,
+// CONT and NAME); a result line ends a test, the lines indented under it
+// being its output too.
+var (
+	frameLine  = regexp.MustCompile(`^=== (RUN|PAUSE|CONT|NAME)\s+(\S+)`)
+	resultLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+) \(`)
+)
+
+// verboseParser reads a test binary's -test.v output and records in p each
+// test's result and output (output lines go to the test last framed).
+type verboseParser struct {
 	p   *pkgRun
-	w   io.Writer
+	cur string
 	buf []byte
 }
 
-func (s *eventSink) Write(b []byte) (int, error) {
-	s.w.Write(b)
-	s.buf = append(s.buf, b...)
+func (v *verboseParser) Write(b []byte) (int, error) {
+	v.buf = append(v.buf, b...)
 	for {
-		i := bytes.IndexByte(s.buf, '\n')
+		i := bytes.IndexByte(v.buf, '\n')
 		if i < 0 {
 			break
 		}
-		s.event(s.buf[:i])
-		s.buf = s.buf[i+1:]
+		v.line(string(v.buf[:i]))
+		v.buf = v.buf[i+1:]
 	}
 	return len(b), nil
 }
 
-func (s *eventSink) flush() {
-	if len(s.buf) > 0 {
-		s.event(s.buf)
-		s.buf = nil
+func (v *verboseParser) flush() {
+	if len(v.buf) > 0 {
+		v.line(string(v.buf))
+		v.buf = nil
 	}
 }
 
-func (s *eventSink) event(line []byte) {
-	var e event
-	if json.Unmarshal(line, &e) != nil {
+func (v *verboseParser) line(l string) {
+	p := v.p
+	if m := frameLine.FindStringSubmatch(l); m != nil {
+		v.cur = m[2]
 		return
 	}
-	p := s.p
-	switch {
-	case e.Action == "output" && e.Test == "":
-		p.pkgOut = appendCapped(p.pkgOut, e.Output, keepPkgLines)
-	case e.Action == "output":
-		p.output[e.Test] = appendCapped(p.output[e.Test], e.Output, keepLines)
-	case e.Test == "":
-	case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
-		p.results[e.Test] = e.Action
-		if e.Action == "pass" {
-			delete(p.output, e.Test)
+	if m := resultLine.FindStringSubmatch(l); m != nil {
+		action, name := strings.ToLower(m[1]), m[2]
+		p.results[name] = action
+		if action == "pass" {
+			delete(p.output, name)
 		}
+		v.cur = name
+		return
+	}
+	switch {
+	case l == "PASS" || l == "FAIL" || strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL\t"):
+		v.cur = ""
+		fallthrough
+	case v.cur == "":
+		p.pkgOut = appendCapped(p.pkgOut, l+"\n", keepPkgLines)
+	default:
+		p.output[v.cur] = appendCapped(p.output[v.cur], l+"\n", keepLines)
 	}
 }
 
