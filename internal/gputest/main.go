@@ -39,7 +39,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
 )
 
 // Manifest is the file in the binaries' folder that lists the packages: one
