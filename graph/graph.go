@@ -110,18 +110,25 @@ func opErr(op string, format string, a ...any) error {
 	return fmt.Errorf("loom: %s: %s", op, fmt.Sprintf(format, a...))
 }
 
-// intern adds a node under the graph's lock.
+// intern adds a node under the graph's lock. Every node's shape passes
+// checkShape here: the builders check the shapes they are given, and this
+// catches every shape an op computes (a broadcast, a concatenation, a
+// matrix product), naming the IR op.
 func (g *Graph) intern(op ir.Op, dt dtype.DType, shape []int, args []*ir.Node, params []float64, layout *ir.Layout, name string) *Tensor {
+	if err := checkShape(op.String(), dt, shape); err != nil {
+		return g.fail(err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return &Tensor{g: g, n: g.ir.Intern(op, dt, shape, args, params, layout, name)}
 }
 
-func checkDims(op string, shape []int) error {
-	for _, d := range shape {
-		if d < 0 {
-			return opErr(op, "negative dim in shape %v", shape)
-		}
+// checkShape checks a shape the builder is about to give a node of dtype
+// dt (ir.CheckShape: no negative dim, a byte count that fits an int),
+// naming op.
+func checkShape(op string, dt dtype.DType, shape []int) error {
+	if err := ir.CheckShape(dt, shape); err != nil {
+		return opErr(op, "%v", err)
 	}
 	return nil
 }
@@ -134,8 +141,8 @@ func (g *Graph) Input(name string, dt dtype.DType, shape ...int) *Tensor {
 	case !dt.Valid():
 		return g.fail(opErr("input", "%q: invalid dtype %v", name, dt))
 	}
-	if err := checkDims("input", shape); err != nil {
-		return g.fail(err)
+	if err := ir.CheckShape(dt, shape); err != nil {
+		return g.fail(opErr("input", "%q: %v", name, err))
 	}
 	// Check and intern under one lock: two goroutines declaring the same
 	// name must not both succeed.
@@ -157,7 +164,7 @@ func (g *Graph) Full(dt dtype.DType, v float64, shape ...int) *Tensor {
 	if !dt.Valid() {
 		return g.fail(opErr("full", "invalid dtype %v", dt))
 	}
-	if err := checkDims("full", shape); err != nil {
+	if err := checkShape("full", dt, shape); err != nil {
 		return g.fail(err)
 	}
 	// A full tensor is a scalar broadcast: one node per (dtype, value).

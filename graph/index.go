@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"slices"
 
 	"github.com/loomgraph/loom/dtype"
@@ -173,6 +174,9 @@ func Cat(dim int, ts ...*Tensor) *Tensor {
 			return g.fail(opErr("cat", "tensor %d is %v%v, tensor 0 is %v%v: dtypes and every dim but %d must match", i, t.n.DType, t.n.Shape, first.n.DType, first.n.Shape, d))
 		}
 		if i > 0 {
+			if shape[d] > math.MaxInt-t.n.Shape[d] {
+				return g.fail(opErr("cat", "dim %d of the result overflows: %s", d, describe(ts, nil)))
+			}
 			shape[d] += t.n.Shape[d]
 		}
 		args[i] = t.n
@@ -194,8 +198,10 @@ func (t *Tensor) SliceAssign(src *Tensor, dim, start int) *Tensor {
 	if bad != nil {
 		return bad
 	}
-	if src.n.DType != t.n.DType || !sameExcept(src.n.Shape, t.n.Shape, d) || start < 0 || start+src.n.Shape[d] > t.n.Shape[d] {
-		return g.fail(opErr("slice_assign", "cannot write %v%v at [%d, %d) of dim %d of %v%v", src.n.DType, src.n.Shape, start, start+src.n.Shape[d], d, t.n.DType, t.n.Shape))
+	// sameExcept checks the ranks first, so src.n.Shape[d] exists after it;
+	// the bounds check is overflow-safe (start+len may wrap).
+	if src.n.DType != t.n.DType || !sameExcept(src.n.Shape, t.n.Shape, d) || start < 0 || start > t.n.Shape[d] || src.n.Shape[d] > t.n.Shape[d]-start {
+		return g.fail(opErr("slice_assign", "cannot write %v%v at start %d of dim %d of %v%v: dtypes must match, shapes must match except along dim %d, and the source must fit", src.n.DType, src.n.Shape, start, d, t.n.DType, t.n.Shape, d))
 	}
 	return g.intern(ir.OpSliceAssign, t.n.DType, t.n.Shape, []*ir.Node{t.n, src.n}, []float64{float64(d), float64(start)}, nil, "")
 }

@@ -169,5 +169,9 @@ func matmul(g *Graph, op string, a, b *Tensor) *Tensor {
 	if b.err != nil {
 		return b
 	}
-	return g.intern(ir.OpMatmul, a.n.DType, append(slices.Clone(batch), m, n), []*ir.Node{a.n, b.n}, nil, nil, "")
+	shape := append(slices.Clone(batch), m, n)
+	if err := checkShape(op, a.n.DType, shape); err != nil {
+		return g.fail(err)
+	}
+	return g.intern(ir.OpMatmul, a.n.DType, shape, []*ir.Node{a.n, b.n}, nil, nil, "")
 }

@@ -50,6 +50,11 @@ func (g *Graph) Compile(opts Options) (*Program, error) {
 	if len(g.ir.Outputs) == 0 {
 		return nil, fmt.Errorf("loom: compile: the graph has no outputs")
 	}
+	// Verify before the snapshot: Rebuild recurses through args, which
+	// never ends on a cycle made by rewiring nodes through IR().
+	if err := ir.Verify(g.ir); err != nil {
+		return nil, fmt.Errorf("loom: compile: %w", err)
+	}
 	fusion := !opts.NoFusion && os.Getenv("LOOM_FUSION") != "0"
 	// Compile works on a snapshot: later builder calls must not change a
 	// compiled program.

@@ -111,10 +111,18 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 			infer = i
 		case d < 0:
 			return t.g.fail(opErr("reshape", "bad dims %v for %v%v", dims, t.n.DType, t.n.Shape))
-		default:
-			known *= d
 		}
 	}
+	// The known dims must multiply without overflow before they are
+	// compared with t's element count.
+	known1 := slices.Clone(dims)
+	if infer >= 0 {
+		known1[infer] = 1
+	}
+	if err := ir.CheckShape(t.n.DType, known1); err != nil {
+		return t.g.fail(opErr("reshape", "dims %v for %v%v: %v", dims, t.n.DType, t.n.Shape, err))
+	}
+	known = ir.Numel(known1)
 	n := t.n.Numel()
 	if infer >= 0 {
 		if known == 0 || n%known != 0 {
@@ -194,23 +202,34 @@ func (t *Tensor) Transpose(a, b int) *Tensor {
 func (t *Tensor) T() *Tensor { return t.Transpose(-2, -1) }
 
 // Narrow keeps n elements of dim starting at start.
-func (t *Tensor) Narrow(dim, start, n int) *Tensor {
-	if r, ok := t.ready("narrow"); !ok {
+func (t *Tensor) Narrow(dim, start, n int) *Tensor { return t.narrow("narrow", dim, start, n) }
+
+func (t *Tensor) narrow(op string, dim, start, n int) *Tensor {
+	if r, ok := t.ready(op); !ok {
 		return r
 	}
-	d, err := t.normDim("narrow", dim, t.Rank())
+	d, err := t.normDim(op, dim, t.Rank())
 	if err != nil {
 		return t.g.fail(err)
 	}
 	l, err := t.self().Narrow(d, start, n)
 	if err != nil {
-		return t.g.fail(opErr("narrow", "%v%v: %v", t.n.DType, t.n.Shape, err))
+		return t.g.fail(opErr(op, "%v%v: %v", t.n.DType, t.n.Shape, err))
 	}
-	return t.view("narrow", l)
+	return t.view(op, l)
 }
 
 // Slice keeps [start, end) of dim (Narrow by bounds).
-func (t *Tensor) Slice(dim, start, end int) *Tensor { return t.Narrow(dim, start, end-start) }
+func (t *Tensor) Slice(dim, start, end int) *Tensor {
+	if r, ok := t.ready("slice"); !ok {
+		return r
+	}
+	// end-start must not wrap: with 0 ≤ start ≤ end it cannot.
+	if start < 0 || end < start {
+		return t.g.fail(opErr("slice", "range [%d, %d) of dim %d is not 0 ≤ start ≤ end, for %v%v", start, end, dim, t.n.DType, t.n.Shape))
+	}
+	return t.narrow("slice", dim, start, end-start)
+}
 
 // BroadcastTo expands t to dims with numpy rules (stride 0, no copy).
 func (t *Tensor) BroadcastTo(dims ...int) *Tensor {
@@ -226,6 +245,9 @@ func (t *Tensor) broadcastTo(op string, dims []int) *Tensor {
 	}
 	if slices.Equal(t.n.Shape, dims) {
 		return t
+	}
+	if err := ir.CheckShape(t.n.DType, dims); err != nil {
+		return t.g.fail(opErr(op, "%v%v to %v: %v", t.n.DType, t.n.Shape, dims, err))
 	}
 	l, err := t.self().BroadcastTo(dims)
 	if err != nil {

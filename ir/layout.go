@@ -2,7 +2,10 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"slices"
+
+	"github.com/loomgraph/loom/dtype"
 )
 
 // Layout maps a logical index (dims, row-major) to an element offset in a
@@ -118,8 +121,12 @@ func (l Layout) Narrow(dim, start, n int) (Layout, error) {
 	if dim < 0 || dim >= l.Rank() {
 		return Layout{}, fmt.Errorf("dim %d out of range for rank %d", dim, l.Rank())
 	}
-	if start < 0 || n < 0 || start+n > l.Dims[dim] {
-		return Layout{}, fmt.Errorf("range [%d, %d) out of bounds for dim %d of size %d", start, start+n, dim, l.Dims[dim])
+	// Overflow-safe: start+n may wrap, size-start may not (both ≥ 0).
+	if size := l.Dims[dim]; start < 0 || n < 0 || start > size || n > size-start {
+		if start >= 0 && n >= 0 && n <= math.MaxInt-start {
+			return Layout{}, fmt.Errorf("range [%d, %d) out of bounds for dim %d of size %d", start, start+n, dim, size)
+		}
+		return Layout{}, fmt.Errorf("start %d, length %d out of bounds for dim %d of size %d", start, n, dim, size)
 	}
 	out := l.Clone()
 	out.Dims[dim] = n
@@ -207,4 +214,30 @@ func BroadcastShapes(a, b []int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckShape reports whether shape is a valid shape of dtype dt: no
+// negative dim, and few enough elements that every byte count fits an int
+// (and so an int64): the product of the non-zero dims times dt's size is at
+// most math.MaxInt. Zero dims do not excuse the others, since contiguous
+// strides multiply them. The error names the shape and the dtype; callers
+// prefix the op.
+func CheckShape(dt dtype.DType, shape []int) error {
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("negative dim in shape %v", shape)
+		}
+	}
+	limit := math.MaxInt / max(dt.Size(), 1)
+	n := 1
+	for _, d := range shape {
+		if d == 0 {
+			continue
+		}
+		if n > limit/d {
+			return fmt.Errorf("shape %v of %v is too large: its elements take more than %d bytes", shape, dt, math.MaxInt)
+		}
+		n *= d
+	}
+	return nil
 }

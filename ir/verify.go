@@ -48,6 +48,10 @@ func Verify(g *Graph) error {
 			bad(n, "has %d params, op %s takes %v", len(n.Params), n.Op, info.Params)
 		}
 		for _, a := range n.Args {
+			if a == nil {
+				bad(n, "has a nil arg")
+				continue
+			}
 			if a.ID >= n.ID || a.ID < 0 || g.Nodes[a.ID] != a {
 				bad(n, "arg %v is not an earlier node of this graph", a)
 			}
@@ -55,10 +59,9 @@ func Verify(g *Graph) error {
 		if !n.DType.Valid() {
 			bad(n, "invalid dtype")
 		}
-		for _, d := range n.Shape {
-			if d < 0 {
-				bad(n, "negative dim in shape %v", n.Shape)
-			}
+		if err := CheckShape(n.DType, n.Shape); err != nil {
+			bad(n, "%v", err)
+			continue
 		}
 		switch info.Class {
 		case ClassSource:
@@ -86,6 +89,13 @@ func Verify(g *Graph) error {
 			verifyMatmul(n, info, bad)
 		}
 	}
+	if cyc := findCycle(g); cyc != nil {
+		path := ""
+		for _, n := range cyc {
+			path += fmt.Sprintf("%v → ", n)
+		}
+		bad(cyc[0], "is on a cycle: %s%v", path, cyc[0])
+	}
 	outs := map[string]bool{}
 	for _, o := range g.Outputs {
 		if o.Name == "" || outs[o.Name] {
@@ -97,6 +107,62 @@ func Verify(g *Graph) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// findCycle returns the nodes of a cycle reachable from g's nodes or
+// outputs through Args (in arg order, first node not repeated), or nil. It
+// walks with an explicit stack: a graph rewired through Graph.IR may hold a
+// cycle, and recursion (as Rebuild does) would never end.
+func findCycle(g *Graph) []*Node {
+	const (
+		unseen = iota
+		open   // on the current path
+		done
+	)
+	state := map[*Node]int{}
+	type frame struct {
+		n    *Node
+		next int // index of the next arg to visit
+	}
+	var roots []*Node
+	roots = append(roots, g.Nodes...)
+	for _, o := range g.Outputs {
+		roots = append(roots, o.Node)
+	}
+	for _, r := range roots {
+		if r == nil || state[r] != unseen {
+			continue
+		}
+		stack := []frame{{n: r}}
+		state[r] = open
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next == len(top.n.Args) {
+				state[top.n] = done
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			a := top.n.Args[top.next]
+			top.next++
+			switch {
+			case a == nil || state[a] == done:
+			case state[a] == open:
+				var cyc []*Node
+				for i := len(stack) - 1; i >= 0; i-- {
+					cyc = append(cyc, stack[i].n)
+					if stack[i].n == a {
+						break
+					}
+				}
+				slices.Reverse(cyc)
+				return cyc
+			default:
+				state[a] = open
+				stack = append(stack, frame{n: a})
+			}
+		}
+	}
+	return nil
 }
 
 func verifyView(n *Node, bad func(*Node, string, ...any)) {

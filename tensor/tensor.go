@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
 )
 
 // Elem is the set of Go element types a Tensor can hold.
@@ -50,11 +51,9 @@ func Numel(shape []int) int {
 	return n
 }
 
-func checkShape(shape []int, n int) error {
-	for _, d := range shape {
-		if d < 0 {
-			return fmt.Errorf("tensor: negative dim in shape %v", shape)
-		}
+func checkShape(dt dtype.DType, shape []int, n int) error {
+	if err := ir.CheckShape(dt, shape); err != nil {
+		return fmt.Errorf("tensor: %v", err)
 	}
 	if Numel(shape) != n {
 		return fmt.Errorf("tensor: %d elements do not fill shape %v (%d elements)", n, shape, Numel(shape))
@@ -64,22 +63,29 @@ func checkShape(shape []int, n int) error {
 
 // New wraps data (not copied) as a tensor of the given shape.
 func New[T Elem](data []T, shape ...int) (*Tensor, error) {
-	if err := checkShape(shape, len(data)); err != nil {
+	if err := checkShape(DTypeOf[T](), shape, len(data)); err != nil {
 		return nil, err
 	}
 	return &Tensor{dt: DTypeOf[T](), shape: append([]int{}, shape...), data: data}, nil
 }
 
 // Zeros allocates a tensor of zeros.
-func Zeros(dt dtype.DType, shape ...int) (*Tensor, error) {
+func Zeros(dt dtype.DType, shape ...int) (t *Tensor, err error) {
 	if !dt.Valid() {
 		return nil, fmt.Errorf("tensor: invalid dtype %v", dt)
 	}
-	if err := checkShape(shape, Numel(shape)); err != nil {
-		return nil, err
+	if err := ir.CheckShape(dt, shape); err != nil {
+		return nil, fmt.Errorf("tensor: %v", err)
 	}
 	n := Numel(shape)
-	t := &Tensor{dt: dt, shape: append([]int{}, shape...)}
+	// A shape within CheckShape's byte bound may still be more than Go can
+	// allocate (make panics with "len out of range"): report it.
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("tensor: cannot allocate %v%v: %v", dt, shape, r)
+		}
+	}()
+	t = &Tensor{dt: dt, shape: append([]int{}, shape...)}
 	switch dt {
 	case dtype.F32:
 		t.data = make([]float32, n)
@@ -102,11 +108,12 @@ func Zeros(dt dtype.DType, shape ...int) (*Tensor, error) {
 // FromFloat64s converts values to dt (rounding to nearest even for floats,
 // Rust `as` semantics for ints: truncation toward zero, saturation, NaN → 0).
 func FromFloat64s(dt dtype.DType, vals []float64, shape ...int) (*Tensor, error) {
-	t, err := Zeros(dt, shape...)
-	if err != nil {
+	// Check before allocating: a shape that vals do not fill may be huge.
+	if err := checkShape(dt, shape, len(vals)); err != nil {
 		return nil, err
 	}
-	if err := checkShape(shape, len(vals)); err != nil {
+	t, err := Zeros(dt, shape...)
+	if err != nil {
 		return nil, err
 	}
 	for i, v := range vals {
@@ -118,6 +125,9 @@ func FromFloat64s(dt dtype.DType, vals []float64, shape ...int) (*Tensor, error)
 // FromFloat32s converts float32 values to dt (the usual way to build f16 and
 // bf16 tensors).
 func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error) {
+	if err := checkShape(dt, shape, len(vals)); err != nil {
+		return nil, err
+	}
 	f := make([]float64, len(vals))
 	for i, v := range vals {
 		f[i] = float64(v)
@@ -125,9 +135,6 @@ func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error)
 	if dt == dtype.F16 || dt == dtype.BF16 || dt == dtype.F32 {
 		t, err := Zeros(dt, shape...)
 		if err != nil {
-			return nil, err
-		}
-		if err := checkShape(shape, len(vals)); err != nil {
 			return nil, err
 		}
 		for i, v := range vals {

@@ -468,8 +468,13 @@ func asBuf(b []byte, dt dtype.DType) buf {
 	return out
 }
 
-// tile returns elements [off, off+n) of a native buffer as a tile.
+// tile returns elements [off, off+n) of a native buffer as a tile. An empty
+// tile may carry any offset (a narrow of an empty tensor keeps its start), so
+// it is taken at 0: off may lie past the end of an empty buffer.
 func (b buf) tile(off, n int) tile {
+	if n == 0 {
+		off = 0
+	}
 	switch b.dt {
 	case dtype.F32:
 		return tile{f32: b.f32[off : off+n]}
