@@ -33,12 +33,32 @@ type Tensor struct {
 // combined with and broadcasts to its shape.
 func Scalar(v float64) *Tensor { return &Tensor{scalar: &v} }
 
-// Err returns the error this tensor carries, if any.
-func (t *Tensor) Err() error { return t.err }
+// Err returns the error this tensor carries, if any. A nil or zero Tensor
+// (not made by a Graph or Scalar) is itself an error.
+func (t *Tensor) Err() error {
+	if err := t.bad("tensor"); err != nil {
+		return err
+	}
+	return t.err
+}
+
+// bad returns the error t carries, or an error naming op when t is nil or a
+// zero Tensor; nil when t can be used.
+func (t *Tensor) bad(op string) error {
+	switch {
+	case t == nil:
+		return opErr(op, "nil tensor")
+	case t.err != nil:
+		return t.err
+	case t.n == nil && t.scalar == nil:
+		return opErr(op, "zero Tensor (not made by a Graph or Scalar)")
+	}
+	return nil
+}
 
 // DType returns the tensor's dtype (Invalid for an untyped scalar or an error).
 func (t *Tensor) DType() dtype.DType {
-	if t.n == nil {
+	if t == nil || t.n == nil {
 		return dtype.Invalid
 	}
 	return t.n.DType
@@ -46,8 +66,8 @@ func (t *Tensor) DType() dtype.DType {
 
 // Shape returns the tensor's dims (nil for an error, [] for a scalar).
 func (t *Tensor) Shape() []int {
-	if t.n == nil {
-		if t.scalar != nil {
+	if t == nil || t.n == nil {
+		if t != nil && t.scalar != nil {
 			return []int{}
 		}
 		return nil
@@ -59,15 +79,26 @@ func (t *Tensor) Shape() []int {
 func (t *Tensor) Rank() int { return len(t.Shape()) }
 
 // Node exposes the IR node (nil for scalars and errors).
-func (t *Tensor) Node() *ir.Node { return t.n }
+func (t *Tensor) Node() *ir.Node {
+	if t == nil {
+		return nil
+	}
+	return t.n
+}
 
 // Graph returns the graph the tensor belongs to.
-func (t *Tensor) Graph() *Graph { return t.g }
+func (t *Tensor) Graph() *Graph {
+	if t == nil {
+		return nil
+	}
+	return t.g
+}
 
 func (t *Tensor) String() string {
+	if err := t.bad("tensor"); err != nil {
+		return "Tensor(error: " + err.Error() + ")"
+	}
 	switch {
-	case t.err != nil:
-		return "Tensor(error: " + t.err.Error() + ")"
 	case t.n == nil:
 		return fmt.Sprintf("Scalar(%g)", *t.scalar)
 	}
@@ -75,12 +106,35 @@ func (t *Tensor) String() string {
 }
 
 // IR returns the underlying IR graph (read-only use: dumps, tests).
-func (g *Graph) IR() *ir.Graph { return g.ir }
+func (g *Graph) IR() *ir.Graph {
+	if g == nil {
+		return nil
+	}
+	return g.ir
+}
+
+// usable returns an error naming op when g is nil or a zero Graph (not made
+// by New), which has no IR to build into.
+func (g *Graph) usable(op string) error {
+	switch {
+	case g == nil:
+		return opErr(op, "nil graph")
+	case g.ir == nil:
+		return opErr(op, "zero Graph: make graphs with graph.New")
+	}
+	return nil
+}
 
 // Err returns every error recorded while building, joined.
 func (g *Graph) Err() error {
+	if g == nil {
+		return g.usable("graph")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.ir == nil {
+		return errors.Join(append([]error{g.usable("graph")}, g.errs...)...)
+	}
 	return errors.Join(g.errs...)
 }
 
@@ -98,11 +152,13 @@ func (g *Graph) record(err error) {
 	g.errs = append(g.errs, err)
 }
 
-// fail records an error against the graph and returns a tensor carrying it.
+// fail records an error against the graph and returns a tensor carrying it
+// (only returns it when g is nil).
 func (g *Graph) fail(err error) *Tensor {
-	g.mu.Lock()
-	g.errs = append(g.errs, err)
-	g.mu.Unlock()
+	if g == nil {
+		return &Tensor{err: err}
+	}
+	g.record(err) // once: it may be an operand's error, recorded already
 	return &Tensor{g: g, err: err}
 }
 
@@ -135,6 +191,9 @@ func checkShape(op string, dt dtype.DType, shape []int) error {
 
 // Input declares a named input of a dtype and shape.
 func (g *Graph) Input(name string, dt dtype.DType, shape ...int) *Tensor {
+	if err := g.usable("input"); err != nil {
+		return g.fail(err)
+	}
 	switch {
 	case name == "":
 		return g.fail(opErr("input", "empty name"))
@@ -161,6 +220,9 @@ func (g *Graph) Input(name string, dt dtype.DType, shape ...int) *Tensor {
 // Full returns a tensor of the given dtype and shape with every element v
 // (converted to dt like a cast).
 func (g *Graph) Full(dt dtype.DType, v float64, shape ...int) *Tensor {
+	if err := g.usable("full"); err != nil {
+		return g.fail(err)
+	}
 	if !dt.Valid() {
 		return g.fail(opErr("full", "invalid dtype %v", dt))
 	}
@@ -181,6 +243,9 @@ func (g *Graph) Ones(dt dtype.DType, shape ...int) *Tensor { return g.Full(dt, 1
 // Arange returns start + i·step for i = 0, 1, … while the value (computed
 // in f64) is strictly before stop, converted to dt.
 func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
+	if err := g.usable("arange"); err != nil {
+		return g.fail(err)
+	}
 	if !dt.Valid() {
 		return g.fail(opErr("arange", "invalid dtype %v", dt))
 	}
@@ -215,8 +280,14 @@ func (g *Graph) Arange(dt dtype.DType, start, stop, step float64) *Tensor {
 // a reshape of a computed value (such as a reduction with its reduced dims
 // dropped) is not, since the value's buffer already holds it in order.
 func (g *Graph) Output(name string, t *Tensor) {
-	if t.err != nil {
-		g.record(t.err)
+	if err := g.usable("output"); err != nil {
+		if g != nil {
+			g.record(err)
+		}
+		return
+	}
+	if err := t.bad("output"); err != nil {
+		g.record(err)
 		return
 	}
 	if t.n == nil {

@@ -18,15 +18,16 @@ import (
 func sameGraph(op string, ts ...*Tensor) (*Graph, error) {
 	var g *Graph
 	for _, t := range ts {
+		if err := t.bad(op); err != nil {
+			return g, err
+		}
 		switch {
-		case t.err != nil:
-			return nil, t.err
 		case t.n == nil:
-			return nil, opErr(op, "needs tensors, got an untyped scalar")
+			return g, opErr(op, "needs tensors, got an untyped scalar")
 		case g == nil:
 			g = t.g
 		case t.g != g:
-			return nil, opErr(op, "operands belong to different graphs")
+			return g, opErr(op, "operands belong to different graphs")
 		}
 	}
 	return g, nil

@@ -86,8 +86,8 @@ func operands(op string, ts ...*Tensor) ([]*ir.Node, *Graph, error) {
 	var g *Graph
 	var dt dtype.DType
 	for _, t := range ts {
-		if t.err != nil {
-			return nil, nil, t.err
+		if err := t.bad(op); err != nil {
+			return nil, g, err
 		}
 		if t.n != nil {
 			if g == nil {
@@ -189,8 +189,8 @@ func (t *Tensor) Clamp(lo, hi *Tensor) *Tensor { return t.Maximum(lo).Minimum(hi
 // it); all three broadcast to a common shape, each keeping its own layout.
 func Where(cond, onTrue, onFalse *Tensor) *Tensor {
 	vals, g, err := operands("where", onTrue, onFalse)
-	if err == nil && cond.err != nil {
-		err = cond.err
+	if err == nil {
+		err = cond.bad("where")
 	}
 	if err == nil && cond.n == nil {
 		err = opErr("where", "condition must be a tensor, got an untyped scalar")

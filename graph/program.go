@@ -42,6 +42,9 @@ type Program struct {
 // Compile verifies the graph and plans it. It fails if any builder call
 // recorded an error, naming every one.
 func (g *Graph) Compile(opts Options) (*Program, error) {
+	if err := g.usable("compile"); err != nil {
+		return nil, err
+	}
 	if err := g.Err(); err != nil {
 		return nil, err
 	}
@@ -74,6 +77,33 @@ func (g *Graph) Compile(opts Options) (*Program, error) {
 
 var dumpSeq atomic.Int64
 
+// usable returns an error naming op when p is nil or a zero Program (not
+// made by Compile).
+func (p *Program) usable(op string) error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("loom: %s: nil program", op)
+	case p.state == nil:
+		return fmt.Errorf("loom: %s: zero Program: make programs with Graph.Compile", op)
+	}
+	return nil
+}
+
+// runnable checks what every run needs: a usable program, a context and an
+// executor.
+func (p *Program) runnable(op string, ctx context.Context, e exec.Executor) error {
+	if err := p.usable(op); err != nil {
+		return err
+	}
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("loom: %s: nil context", op)
+	case e == nil:
+		return fmt.Errorf("loom: %s: nil executor", op)
+	}
+	return nil
+}
+
 // WriteDumps writes every dump of the program into dir (created if needed),
 // as files named loom-<seq>-<what>: the graph before and after the passes
 // (text and DOT, kernels drawn as clusters), the plan (steps, buffers,
@@ -81,6 +111,9 @@ var dumpSeq atomic.Int64
 // it for every program when LOOM_DUMP=<dir> is set; executors that generate
 // kernel source write it to the same directory.
 func (p *Program) WriteDumps(dir string) error {
+	if err := p.usable("dump"); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("loom: dump: %w", err)
 	}
@@ -102,8 +135,14 @@ func (p *Program) WriteDumps(dir string) error {
 	return nil
 }
 
-// Plan returns the executable plan (read-only).
-func (p *Program) Plan() *plan.Plan { return p.state.Plan }
+// Plan returns the executable plan (read-only; nil for a nil or zero
+// Program).
+func (p *Program) Plan() *plan.Plan {
+	if p.usable("plan") != nil {
+		return nil
+	}
+	return p.state.Plan
+}
 
 // Prepare readies the program for e before any run: on the GPU every
 // kernel of the plan is generated and compiled (in parallel, or found in the
@@ -113,16 +152,16 @@ func (p *Program) Plan() *plan.Plan { return p.state.Plan }
 // kernel and the compiler's first lines) before any input is uploaded.
 // Executors with nothing to prepare (the CPU) return nil at once.
 func (p *Program) Prepare(ctx context.Context, e exec.Executor) error {
-	if e == nil {
-		return fmt.Errorf("loom: prepare: nil executor")
+	if err := p.runnable("prepare", ctx, e); err != nil {
+		return err
 	}
 	return exec.Prepare(ctx, e, p.state.Plan)
 }
 
 // Run executes the program on e with the named inputs.
 func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	if e == nil {
-		return nil, fmt.Errorf("loom: run: nil executor")
+	if err := p.runnable("run", ctx, e); err != nil {
+		return nil, err
 	}
 	return exec.Run(ctx, e, p.state.Plan, inputs)
 }
@@ -133,8 +172,8 @@ func (p *Program) Run(ctx context.Context, e exec.Executor, inputs map[string]*t
 // the temporaries come from memory the executor keeps, so a loop of RunInto
 // calls allocates no tensor memory.
 func (p *Program) RunInto(ctx context.Context, e exec.Executor, inputs, outputs map[string]*tensor.Tensor) error {
-	if e == nil {
-		return fmt.Errorf("loom: run: nil executor")
+	if err := p.runnable("run_into", ctx, e); err != nil {
+		return err
 	}
 	return exec.RunInto(ctx, e, p.state.Plan, inputs, outputs)
 }
@@ -154,6 +193,12 @@ const (
 // formats show the compiled graph (after every pass), annotated with the
 // step that computes each node.
 func (p *Program) Dump(w io.Writer, format string) error {
+	if err := p.usable("dump"); err != nil {
+		return err
+	}
+	if w == nil {
+		return fmt.Errorf("loom: dump: nil writer")
+	}
 	st := p.state
 	switch format {
 	case DumpText:
@@ -222,4 +267,10 @@ func (p *Program) clusters() []ir.DOTCluster {
 // Placement says where each step runs on e: on e itself, or — for steps e
 // has no kernel for (exec.Fallbacker) — on its fallback executor, with the
 // transfers the runner makes around them.
-func (p *Program) Placement(e exec.Executor) string { return exec.Placement(p.state.Plan, e) }
+// A nil or zero Program, or a nil executor, gives the error's text.
+func (p *Program) Placement(e exec.Executor) string {
+	if err := p.runnable("placement", context.Background(), e); err != nil {
+		return err.Error()
+	}
+	return exec.Placement(p.state.Plan, e)
+}

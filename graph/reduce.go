@@ -20,21 +20,10 @@ func (t *Tensor) reduce(op ir.Op, dims []int, keepdim bool) *Tensor {
 		return r
 	}
 	rank := t.Rank()
-	if len(dims) == 0 {
-		return t.g.fail(opErr(name, "no dims given for %v%v", t.n.DType, t.n.Shape))
+	red, err := t.reduceDims(name, dims)
+	if err != nil {
+		return t.g.fail(err)
 	}
-	var red []int
-	for _, d := range dims {
-		nd, err := t.normDim(name, d, rank)
-		if err != nil {
-			return t.g.fail(err)
-		}
-		if slices.Contains(red, nd) {
-			return t.g.fail(opErr(name, "dim %d given twice for %v%v", d, t.n.DType, t.n.Shape))
-		}
-		red = append(red, nd)
-	}
-	slices.Sort(red)
 	if (op == ir.OpArgmax || op == ir.OpArgmin) && len(red) != 1 {
 		return t.g.fail(opErr(name, "reduces exactly one dim, got %v for %v%v", dims, t.n.DType, t.n.Shape))
 	}
@@ -69,6 +58,57 @@ func (t *Tensor) reduce(op ir.Op, dims []int, keepdim bool) *Tensor {
 		}
 	}
 	return out.Reshape(final...)
+}
+
+// reduceDims normalises the dims of a reduction named op: at least one, in
+// range, none twice; sorted.
+func (t *Tensor) reduceDims(op string, dims []int) ([]int, error) {
+	if len(dims) == 0 {
+		return nil, opErr(op, "no dims given for %v%v", t.n.DType, t.n.Shape)
+	}
+	var red []int
+	for _, d := range dims {
+		nd, err := t.normDim(op, d, t.Rank())
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(red, nd) {
+			return nil, opErr(op, "dim %d given twice for %v%v", d, t.n.DType, t.n.Shape)
+		}
+		red = append(red, nd)
+	}
+	slices.Sort(red)
+	return red, nil
+}
+
+// composite checks what a composite named op needs before it builds its
+// parts, so that bad input is reported under op and not under a part
+// (max, sum, mul): t a float tensor, dims valid reduction dims, with
+// nonEmpty each of them non-empty (softmax takes a max over it), and each
+// weight a tensor of t's graph and dtype that broadcasts to t's shape.
+func (t *Tensor) composite(op string, dims []int, nonEmpty bool, weights ...*Tensor) (*Tensor, bool) {
+	if r, ok := t.floatOnly(op); !ok {
+		return r, false
+	}
+	red, err := t.reduceDims(op, dims)
+	if err != nil {
+		return t.g.fail(err), false
+	}
+	for _, d := range red {
+		if nonEmpty && t.n.Shape[d] == 0 {
+			return t.g.fail(opErr(op, "dim %d of %v%v is empty", d, t.n.DType, t.n.Shape)), false
+		}
+	}
+	for i, w := range weights {
+		if _, err := sameGraph(op, t, w); err != nil {
+			return t.g.fail(err), false
+		}
+		s, err := ir.BroadcastShapes(t.n.Shape, w.n.Shape)
+		if w.n.DType != t.n.DType || err != nil || !slices.Equal(s, t.n.Shape) {
+			return t.g.fail(opErr(op, "weight %d is %v%v: want %v broadcasting to x %v%v", i, w.n.DType, w.n.Shape, t.n.DType, t.n.DType, t.n.Shape)), false
+		}
+	}
+	return nil, true
 }
 
 // Sum adds over dims, dropping them.
@@ -148,7 +188,7 @@ func (t *Tensor) inFloat32(f func(*Tensor) *Tensor, others ...*Tensor) *Tensor {
 
 // Mean is Sum(dims)·(1/n), a composite (floats only; f16/bf16 in float32).
 func (t *Tensor) Mean(keepdim bool, dims ...int) *Tensor {
-	if r, ok := t.floatOnly("mean"); !ok {
+	if r, ok := t.composite("mean", dims, false); !ok {
 		return r
 	}
 	return t.inFloat32(func(x *Tensor) *Tensor {
@@ -158,7 +198,7 @@ func (t *Tensor) Mean(keepdim bool, dims ...int) *Tensor {
 
 // Var is the population variance over dims, two-pass: mean((x − mean)²).
 func (t *Tensor) Var(keepdim bool, dims ...int) *Tensor {
-	if r, ok := t.floatOnly("var"); !ok {
+	if r, ok := t.composite("var", dims, false); !ok {
 		return r
 	}
 	return t.inFloat32(func(x *Tensor) *Tensor {
@@ -175,7 +215,7 @@ func (t *Tensor) Var(keepdim bool, dims ...int) *Tensor {
 // compute-bound (an IEEE division is ~10 instructions; a [B·H·S, S] bf16
 // attention softmax issued ~80 instructions an element).
 func (t *Tensor) Softmax(dim int) *Tensor {
-	if r, ok := t.floatOnly("softmax"); !ok {
+	if r, ok := t.composite("softmax", []int{dim}, true); !ok {
 		return r
 	}
 	return t.inFloat32(func(x *Tensor) *Tensor {
@@ -186,7 +226,7 @@ func (t *Tensor) Softmax(dim int) *Tensor {
 
 // LogSoftmax over dim: (x − max) − log Σ exp(x − max).
 func (t *Tensor) LogSoftmax(dim int) *Tensor {
-	if r, ok := t.floatOnly("log_softmax"); !ok {
+	if r, ok := t.composite("log_softmax", []int{dim}, true); !ok {
 		return r
 	}
 	return t.inFloat32(func(x *Tensor) *Tensor {
@@ -199,7 +239,7 @@ func (t *Tensor) LogSoftmax(dim int) *Tensor {
 // with the two-pass variance (Candle's kernel uses E[x²] − mean², which
 // cancels badly when |mean| ≫ std). w and b have the last dim's size.
 func (t *Tensor) LayerNorm(w, b *Tensor, eps float64) *Tensor {
-	if r, ok := t.floatOnly("layer_norm"); !ok {
+	if r, ok := t.composite("layer_norm", []int{-1}, false, w, b); !ok {
 		return r
 	}
 	ws := []*Tensor{w, b}
@@ -212,7 +252,7 @@ func (t *Tensor) LayerNorm(w, b *Tensor, eps float64) *Tensor {
 
 // RmsNorm normalises over the last dim: x / √(mean(x²) + eps) · w.
 func (t *Tensor) RmsNorm(w *Tensor, eps float64) *Tensor {
-	if r, ok := t.floatOnly("rms_norm"); !ok {
+	if r, ok := t.composite("rms_norm", []int{-1}, false, w); !ok {
 		return r
 	}
 	ws := []*Tensor{w}

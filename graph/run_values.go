@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/loomgraph/loom/exec"
 )
@@ -14,8 +13,8 @@ import (
 // device without copies; the caller then frees them. Without keep, or on an
 // executor that cannot, the outputs are host *tensor.Tensor values.
 func (p *Program) RunValues(ctx context.Context, e exec.Executor, inputs map[string]exec.Value, keep bool) (map[string]exec.Value, error) {
-	if e == nil {
-		return nil, fmt.Errorf("loom: run: nil executor")
+	if err := p.runnable("run_values", ctx, e); err != nil {
+		return nil, err
 	}
 	return exec.RunValues(ctx, e, p.state.Plan, inputs, keep)
 }

@@ -78,9 +78,13 @@ func (t *Tensor) self() ir.Layout { return ir.Contiguous(t.n.Shape) }
 
 // ready returns false (and the tensor to return) when t cannot take an op.
 func (t *Tensor) ready(op string) (*Tensor, bool) {
+	if err := t.bad(op); err != nil {
+		if t != nil && t.err == err {
+			return t, false
+		}
+		return &Tensor{err: err}, false
+	}
 	switch {
-	case t.err != nil:
-		return t, false
 	case t.n == nil:
 		return &Tensor{err: opErr(op, "needs a typed tensor, got an untyped scalar")}, false
 	}
@@ -240,8 +244,8 @@ func (t *Tensor) BroadcastTo(dims ...int) *Tensor {
 }
 
 func (t *Tensor) broadcastTo(op string, dims []int) *Tensor {
-	if t.err != nil {
-		return t
+	if r, ok := t.ready(op); !ok {
+		return r
 	}
 	if slices.Equal(t.n.Shape, dims) {
 		return t

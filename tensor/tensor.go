@@ -152,24 +152,47 @@ func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error)
 	return FromFloat64s(dt, f, shape...)
 }
 
+// The accessors below treat a nil *Tensor (a missing output, say) as having
+// no dtype (Invalid), no shape and no elements.
+
 // DType returns the element type.
-func (t *Tensor) DType() dtype.DType { return t.dt }
+func (t *Tensor) DType() dtype.DType {
+	if t == nil {
+		return dtype.Invalid
+	}
+	return t.dt
+}
 
 // Shape returns a copy of the dims.
-func (t *Tensor) Shape() []int { return append([]int{}, t.shape...) }
+func (t *Tensor) Shape() []int {
+	if t == nil {
+		return nil
+	}
+	return append([]int{}, t.shape...)
+}
 
 // Rank is the number of dims.
-func (t *Tensor) Rank() int { return len(t.shape) }
+func (t *Tensor) Rank() int { return len(t.Shape()) }
 
 // Numel is the number of elements.
-func (t *Tensor) Numel() int { return Numel(t.shape) }
+func (t *Tensor) Numel() int {
+	if t == nil || t.data == nil {
+		return 0
+	}
+	return Numel(t.shape)
+}
 
 // Data returns the backing slice (shared, not copied).
-func (t *Tensor) Data() any { return t.data }
+func (t *Tensor) Data() any {
+	if t == nil {
+		return nil
+	}
+	return t.data
+}
 
 // Bytes returns the backing memory as bytes (shared, not copied).
 func (t *Tensor) Bytes() []byte {
-	n := t.Numel() * t.dt.Size()
+	n := t.Numel() * t.DType().Size()
 	if n == 0 {
 		return nil
 	}
@@ -195,6 +218,9 @@ func (t *Tensor) Bytes() []byte {
 
 // Values returns the backing slice as []T, or an error naming both dtypes.
 func Values[T Elem](t *Tensor) ([]T, error) {
+	if t == nil {
+		return nil, fmt.Errorf("tensor: values: nil tensor (want %v elements)", DTypeOf[T]())
+	}
 	d, ok := t.data.([]T)
 	if !ok {
 		return nil, fmt.Errorf("tensor: want %v elements, tensor holds %v", DTypeOf[T](), t.dt)
@@ -205,7 +231,7 @@ func Values[T Elem](t *Tensor) ([]T, error) {
 // Float64 reads element i (flat, row-major) widened to float64. i64 values
 // beyond 2^53 lose precision; use Values for exact integers.
 func (t *Tensor) Float64(i int) float64 {
-	switch d := t.data.(type) {
+	switch d := t.Data().(type) {
 	case []float32:
 		return float64(d[i])
 	case []float64:
@@ -235,7 +261,7 @@ func (t *Tensor) Float64s() []float64 {
 
 // SetFloat64 stores v at flat index i, converted to the tensor's dtype.
 func (t *Tensor) SetFloat64(i int, v float64) {
-	switch d := t.data.(type) {
+	switch d := t.Data().(type) {
 	case []float32:
 		d[i] = float32(v)
 	case []float64:
@@ -269,9 +295,17 @@ func SatInt(v float64, lo, hi int64) int64 {
 
 // Clone returns a deep copy.
 func (t *Tensor) Clone() *Tensor {
+	if t == nil || t.data == nil {
+		return nil
+	}
 	c, _ := Zeros(t.dt, t.shape...)
 	copy(c.Bytes(), t.Bytes())
 	return c
 }
 
-func (t *Tensor) String() string { return fmt.Sprintf("Tensor(%v, %v)", t.dt, t.shape) }
+func (t *Tensor) String() string {
+	if t == nil {
+		return "Tensor(nil)"
+	}
+	return fmt.Sprintf("Tensor(%v, %v)", t.dt, t.shape)
+}
