@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/loomgraph/loom/plan"
@@ -108,6 +109,9 @@ func Run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]*tenso
 // the output memory handed over to resident values. With into (RunInto),
 // the outputs are written into the caller's tensors and out is nil.
 func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool, into map[string]*tensor.Tensor) (out map[string]Value, err error) {
+	if err := checkCall("run", ctx, e, p); err != nil {
+		return nil, err
+	}
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
@@ -202,4 +206,28 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		out[b.Name] = t
 	}
 	return out, nil
+}
+
+// checkCall rejects the nil arguments a caller of Run, RunInto, RunValues
+// or Prepare can pass, naming the call, instead of panicking on them.
+func checkCall(op string, ctx context.Context, e Executor, p *plan.Plan) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("loom: %s: nil context", op)
+	case isNilExecutor(e):
+		return fmt.Errorf("loom: %s: nil executor", op)
+	case p == nil:
+		return fmt.Errorf("loom: %s: nil plan", op)
+	}
+	return nil
+}
+
+// isNilExecutor reports a nil Executor, including a typed nil pointer in
+// the interface.
+func isNilExecutor(e Executor) bool {
+	if e == nil {
+		return true
+	}
+	v := reflect.ValueOf(e)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

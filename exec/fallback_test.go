@@ -130,3 +130,30 @@ func TestFallbackMatmul(t *testing.T) {
 	}
 	t.Log(pl)
 }
+
+// TestNilArgumentsAreErrors: the package-level runners reject a nil context,
+// executor (also a typed nil) or plan with an error naming the call.
+func TestNilArgumentsAreErrors(t *testing.T) {
+	ctx := context.Background()
+	var nilCPU *cpu.Executor
+	p := &plan.Plan{}
+	cases := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"Run nil executor", func() error { _, err := exec.Run(ctx, nil, p, nil); return err }, "run: nil executor"},
+		{"Run typed nil executor", func() error { _, err := exec.Run(ctx, nilCPU, p, nil); return err }, "run: nil executor"},
+		{"Run nil plan", func() error { _, err := exec.Run(ctx, cpu.New(), nil, nil); return err }, "run: nil plan"},
+		{"Run nil context", func() error { _, err := exec.Run(nil, cpu.New(), p, nil); return err }, "run: nil context"},
+		{"RunValues nil plan", func() error { _, err := exec.RunValues(ctx, cpu.New(), nil, nil, false); return err }, "run: nil plan"},
+		{"RunInto nil executor", func() error { return exec.RunInto(ctx, nil, p, nil, nil) }, "run: nil executor"},
+		{"Prepare nil plan", func() error { return exec.Prepare(ctx, cpu.New(), nil) }, "prepare: nil plan"},
+	}
+	for _, c := range cases {
+		err := c.call()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}

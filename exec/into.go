@@ -43,6 +43,9 @@ type IntoDownloader interface {
 // other executors each output is downloaded into its tensor. When RunInto
 // returns an error the outputs' contents are unspecified.
 func RunInto(ctx context.Context, e Executor, p *plan.Plan, inputs, outputs map[string]*tensor.Tensor) error {
+	if err := checkCall("run", ctx, e, p); err != nil {
+		return err
+	}
 	if err := CheckOutputs(p, inputs, outputs); err != nil {
 		return err
 	}

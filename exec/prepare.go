@@ -24,6 +24,9 @@ type Preparer interface {
 
 // Prepare readies p on e when e is a Preparer; otherwise it does nothing.
 func Prepare(ctx context.Context, e Executor, p *plan.Plan) error {
+	if err := checkCall("prepare", ctx, e, p); err != nil {
+		return err
+	}
 	if pr, ok := e.(Preparer); ok {
 		return pr.Prepare(ctx, p)
 	}
