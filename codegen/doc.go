@@ -48,8 +48,9 @@
 //   - f16 and bf16 live in memory as unsigned short. The prelude's
 //     conversions are exact: widening is exact (an f16 NaN becomes the
 //     twin's 0x7fc00000), narrowing rounds to nearest even, overflows to
-//     infinity and makes a NaN a quiet NaN with its sign (dtype.ToF16,
-//     dtype.ToBF16). On AMD they are integer code; on NVIDIA the f16 ones are
+//     infinity and makes any NaN the canonical quiet NaN (0x7e00, bf16
+//     0x7fc0; the CPU twin's stores do the same, so NaN results are the
+//     same bits in every position). On AMD they are integer code; on NVIDIA the f16 ones are
 //     the cvt.rn instructions (bit-identical) plus the NaN fix-up;
 //   - casts are Rust `as` casts: float → int truncates and saturates, NaN →
 //     0; int → int wraps; f64 → f16/bf16 and int → f16/bf16 go through an

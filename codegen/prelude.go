@@ -116,11 +116,12 @@ LOOM_DEV float loom_i64_round_odd(long long v) {
 }
 
 // bfloat16 is the top half of a float32: widening is exact, narrowing rounds
-// to nearest even; a NaN stays a NaN, quieted, sign kept (dtype.ToBF16).
+// to nearest even; a NaN becomes the canonical quiet NaN 0x7fc0, as in the
+// CPU twin's stores (exec/cpu toBF16).
 LOOM_DEV float loom_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 LOOM_DEV unsigned short loom_f32_to_bf16(float f) {
   unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)0x7fc0u; // canonical NaN
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 LOOM_DEV float loom_round_bf16(float f) { return loom_bf16_to_f32(loom_f32_to_bf16(f)); }
@@ -134,7 +135,8 @@ const preludeAMD = `
 
 // f16 ↔ f32, exact integer code: widening is exact (any NaN becomes the
 // CPU twin's 0x7fc00000); narrowing rounds to nearest even, overflows to
-// infinity, and turns a NaN into a quiet NaN with its sign.
+// infinity, and turns any NaN into the canonical quiet NaN 0x7e00 (the CPU
+// twin's stores: NaN results of f16/bf16 ops are canonical).
 LOOM_DEV float loom_f16_to_f32(unsigned short h) {
   unsigned int s = ((unsigned int)h & 0x8000u) << 16, e = ((unsigned int)h >> 10) & 0x1fu, m = (unsigned int)h & 0x3ffu;
   if (e == 0x1fu) return m != 0u ? LOOM_NAN_F32 : __uint_as_float(s | 0x7f800000u);
@@ -145,7 +147,7 @@ LOOM_DEV float loom_f16_to_f32(unsigned short h) {
 }
 LOOM_DEV unsigned short loom_f32_to_f16(float f) {
   unsigned int b = __float_as_uint(f), s = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return (unsigned short)(s | 0x7e00u);
+  if (a > 0x7f800000u) return (unsigned short)0x7e00u; // canonical NaN (the CPU twin's)
   if (a >= 0x47800000u) return (unsigned short)(s | 0x7c00u);
   if (a >= 0x38800000u) {
     unsigned int v = a - 0x38000000u;
@@ -190,7 +192,7 @@ LOOM_DEV float loom_f16_to_f32(unsigned short h) {
 LOOM_DEV unsigned short loom_f32_to_f16(float f) {
   unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return f != f ? (unsigned short)(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u) : h;
+  return f != f ? (unsigned short)0x7e00u : h; // canonical NaN (the CPU twin's)
 }
 
 LOOM_DEV float loom_add(float a, float b) { return __fadd_rn(a, b); }

@@ -109,3 +109,65 @@ func TestEmptyRows(t *testing.T) {
 		})
 	}
 }
+
+// TestLongRowsFusedEqualsUnfused: rows longer than one CPU tile (4096
+// elements) reduce in one order whether the reduction is a kernel of its
+// own (the chunked long-row path) or part of a fused row kernel, so the
+// composites give the same bits fused and unfused, in every float dtype.
+func TestLongRowsFusedEqualsUnfused(t *testing.T) {
+	ops := []struct {
+		name  string
+		build func(g *graph.Graph, x *graph.Tensor, dt dtype.DType, L int) *graph.Tensor
+	}{
+		{"softmax", func(_ *graph.Graph, x *graph.Tensor, _ dtype.DType, _ int) *graph.Tensor { return x.Softmax(-1) }},
+		{"log_softmax", func(_ *graph.Graph, x *graph.Tensor, _ dtype.DType, _ int) *graph.Tensor { return x.LogSoftmax(-1) }},
+		{"layer_norm", func(g *graph.Graph, x *graph.Tensor, dt dtype.DType, L int) *graph.Tensor {
+			return x.LayerNorm(g.Input("w", dt, L), g.Input("b", dt, L), 1e-5)
+		}},
+		{"rms_norm", func(g *graph.Graph, x *graph.Tensor, dt dtype.DType, L int) *graph.Tensor {
+			return x.RmsNorm(g.Input("w", dt, L), 1e-5)
+		}},
+		{"var", func(_ *graph.Graph, x *graph.Tensor, _ dtype.DType, _ int) *graph.Tensor { return x.Var(false, -1) }},
+	}
+	for _, op := range ops {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16} {
+			for _, L := range []int{5000, 8192, 30000} {
+				t.Run(fmt.Sprintf("%s/%v/%d", op.name, dt, L), func(t *testing.T) {
+					g := graph.New()
+					x := g.Input("x", dt, 3, L)
+					g.Output("o", op.build(g, x, dt, L))
+					compareRuns(t, g, uint64(L)) // fails on any differing bit
+				})
+			}
+		}
+	}
+}
+
+// TestLongSumPrecision: a float32 mean of 2^25 values near 1e4 is within
+// 1e-6 relative of the exact mean, fused and unfused, with the same bits.
+// The data (10000 and 10002 alternating, exact mean 10001) are exactly
+// summable in float32 by blocks and a pairwise tree; a sequential float32
+// accumulation over the row, or over its 8192 block sums, gave 10000.205.
+func TestLongSumPrecision(t *testing.T) {
+	const n = 1 << 25
+	xs := make([]float32, n)
+	for i := range xs {
+		xs[i] = 10000 + 2*float32(i%2)
+	}
+	in, err := tensor.New(xs, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := graph.New()
+	g.Output("m", g.Input("x", dtype.F32, n).Mean(false, 0))
+	var got [2]*tensor.Tensor
+	for k, opts := range []graph.Options{fused, unfused} {
+		got[k] = mustRun(t, mustCompile(t, g, opts), map[string]*tensor.Tensor{"x": in}, poisonFused)["m"]
+		if m := got[k].Float64(0); math.Abs(m-10001) > 1e-6*10001 {
+			t.Errorf("NoFusion=%v: mean = %.9g, want 10001 within 1e-6 relative", opts.NoFusion, m)
+		}
+	}
+	if err := sameBits(map[string]*tensor.Tensor{"m": got[0]}, map[string]*tensor.Tensor{"m": got[1]}); err != nil {
+		t.Errorf("fused and unfused means differ: %v", err)
+	}
+}

@@ -18,8 +18,10 @@ type partial struct {
 
 // runChunked is the two-stage path for long rows: every (row, chunk) pair
 // is a work item computing its chunk of the row's prologue and reducing it;
-// the partials of a row then combine in chunk order, so the result does not
-// depend on how many workers ran.
+// the partials of a row then combine in a fixed order (sums pairwise, as
+// rowSum adds a whole row; max/min/arg in chunk order), so the result does
+// not depend on how many workers ran, nor on whether the row's kernel ran
+// chunked.
 func (p *program) runChunked(ctx context.Context, workers int, srcs []buf, dst buf) error {
 	L, rows := p.rowLen, p.rows
 	chunks := (L + tileSize - 1) / tileSize
@@ -70,19 +72,15 @@ func (p *program) runChunked(ctx context.Context, workers int, srcs []buf, dst b
 	return nil
 }
 
-// combine folds a row's partials in chunk order with the reduction's own
+// combine folds a row's partials (sums in rowSum's pairwise order, the
+// rest in chunk order) with the reduction's own
 // rules (NaN propagation for max/min, first index on ties and first NaN for
 // argmax/argmin) into res[row].
 func combine(op ir.Op, kind dtype.Kind, ps []partial, res tile, row int) {
 	switch op {
 	case ir.OpSum:
-		acc := ps[0]
-		for _, q := range ps[1:] {
-			acc.f32 += q.f32
-			acc.f64 += q.f64
-			acc.i64 += q.i64
-		}
-		setPartial(res, row, acc)
+		// rowSum's order: chunks are its blocks (tileSize = sumBlock).
+		setPartial(res, row, pairwiseSum(ps))
 	case ir.OpMax, ir.OpMin:
 		isMax := op == ir.OpMax
 		acc := ps[0]

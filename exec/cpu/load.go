@@ -127,7 +127,7 @@ func store(dst buf, s int, v tile) {
 	case dtype.BF16:
 		out := dst.b16[s : s+len(v.f32)]
 		for k, x := range v.f32 {
-			out[k] = dtype.ToBF16(x)
+			out[k] = toBF16(x)
 		}
 	case dtype.U8:
 		out := dst.u8[s : s+len(v.i64)]
@@ -158,7 +158,7 @@ func rounder(dt dtype.DType) func(tile) {
 	case dtype.BF16:
 		return func(t tile) {
 			for k, x := range t.f32 {
-				t.f32[k] = math.Float32frombits(uint32(dtype.ToBF16(x)) << 16)
+				t.f32[k] = math.Float32frombits(uint32(toBF16(x)) << 16)
 			}
 		}
 	case dtype.U8:

@@ -7,9 +7,10 @@ import (
 
 // reduceOp returns the tile function of a reduction: dst[r] reduces the
 // L elements of row r of a[0]. Semantics (see ir's op table): sums of
-// f16/bf16/f32 accumulate in float32 with eight interleaved partial sums
-// (pairwise-like error growth, and independent adds the CPU can overlap),
-// f64 in float64, integers in int64 (u8/u32 wrap when narrowed); max and
+// f16/bf16/f32 accumulate in float32, f64 in float64, in the order of
+// rowSum (blocks of sumBlock elements, each added in interleaved partial
+// sums, the block sums combined pairwise), integers in int64 (u8/u32 wrap
+// when narrowed); max and
 // min propagate NaN; argmax/argmin return the first index of the extreme
 // value, NaN counting as the extreme; an empty row sums to 0.
 func reduceOp(op ir.Op, in dtype.DType) opFunc {
@@ -24,9 +25,9 @@ func reduceOp(op ir.Op, in dtype.DType) opFunc {
 				// Switch on dst: an empty row's x may be a nil slice.
 				switch {
 				case dst.f32 != nil:
-					dst.f32[r] = sum32(x.f32[lo:hi])
+					dst.f32[r] = rowSum(x.f32[lo:hi], sum32)
 				case dst.f64 != nil:
-					dst.f64[r] = sum64(x.f64[lo:hi])
+					dst.f64[r] = rowSum(x.f64[lo:hi], sum64)
 				default:
 					var s int64
 					for _, v := range x.i64[lo:hi] {
@@ -59,7 +60,39 @@ func reduceOp(op ir.Op, in dtype.DType) opFunc {
 	}
 }
 
-// sum32 adds a row: the vector kernel over the longest multiple of 32,
+// sumBlock is how many elements of a row one block sum adds; it is the
+// chunk of the chunked long-row path (chunked.go), so that a row's sum has
+// one order whether its kernel runs chunked (a reduction of a stored
+// value, unfused) or as whole rows (a reduction inside a fused composite):
+// fused and unfused results are then the same bits.
+const sumBlock = tileSize
+
+// rowSum adds a row of floats: blocks of sumBlock elements (from the row's
+// start) are added by block, and the block sums combine pairwise as
+// pairwiseSum does. The rounding error then grows with the block length
+// plus log2 of the block count, not with the row length (a sequential
+// float32 sum of 2^25 values near 1e4 is off by 2e-5 relative).
+func rowSum[T float32 | float64](x []T, block func([]T) T) T {
+	if len(x) <= sumBlock {
+		return block(x)
+	}
+	blocks := (len(x) + sumBlock - 1) / sumBlock
+	h := (blocks + 1) / 2 * sumBlock
+	return rowSum(x[:h], block) + rowSum(x[h:], block)
+}
+
+// pairwiseSum combines block sums in rowSum's tree: the first ⌈n/2⌉, then
+// the rest, recursively.
+func pairwiseSum(ps []partial) partial {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	h := (len(ps) + 1) / 2
+	a, b := pairwiseSum(ps[:h]), pairwiseSum(ps[h:])
+	return partial{f32: a.f32 + b.f32, f64: a.f64 + b.f64, i64: a.i64 + b.i64}
+}
+
+// sum32 adds a block: the vector kernel over the longest multiple of 32,
 // then eight interleaved scalar partial sums over the rest, combined in a
 // fixed order (so a row's sum depends only on the row).
 func sum32(x []float32) float32 {

@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/loomgraph/loom/dtype"
+import (
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+)
 
 // Vector math modes of vmath8.
 const (
@@ -38,25 +42,53 @@ func widenF16(dst []float32, src []dtype.Float16) {
 	for i := n; i < len(dst); i++ {
 		dst[i] = f16ToF32[src[i]]
 	}
+	// The hardware keeps a NaN's sign and payload; the table (and the GPU's
+	// loom_f16_to_f32) give the canonical 0x7fc00000, in every position.
+	for i, v := range dst[:n] {
+		if v != v {
+			dst[i] = canonNaN32
+		}
+	}
+}
+
+// canonNaN32 is the canonical float32 NaN: float32(math.NaN()), 0x7fc00000.
+var canonNaN32 = math.Float32frombits(0x7fc00000)
+
+// NaN results of f16 and bf16 ops are canonical quiet NaNs, positive,
+// whatever NaN the float32 computation made: the hardware's default NaN
+// (sqrt(−1), 0/0) is negative, Go's math.NaN() positive, and which one an
+// op gives depends on whether the element fell in a vector body or a
+// scalar tail — so without this fused and unfused bits would differ.
+const (
+	canonNaNF16  dtype.Float16  = 0x7e00
+	canonNaNBF16 dtype.BFloat16 = 0x7fc0
+)
+
+// toBF16 is dtype.ToBF16 with NaN results made canonical.
+func toBF16(x float32) dtype.BFloat16 {
+	if x != x {
+		return canonNaNBF16
+	}
+	return dtype.ToBF16(x)
 }
 
 // narrowF16 rounds float32 values to f16, nearest even. The hardware and
-// dtype.ToF16 agree on every number; NaNs become the canonical quiet NaN
-// (sign kept) on both paths, as on the GPU (the hardware alone would keep the
-// payload's top bits).
+// dtype.ToF16 agree on every number; every NaN becomes canonNaNF16 on both
+// paths, as on the GPU (the hardware alone would keep the payload's top
+// bits and the sign).
 func narrowF16(dst []dtype.Float16, src []float32) {
 	n := len(src) &^ 7
 	if hasF16C && n > 0 {
 		f32to16((*uint16)(&dst[0]), &src[0], n)
-		for i, v := range src[:n] {
-			if v != v {
-				dst[i] = dst[i]&0x8000 | 0x7e00
-			}
-		}
 	} else {
 		n = 0
 	}
 	for i := n; i < len(src); i++ {
 		dst[i] = dtype.ToF16(src[i])
+	}
+	for i, v := range src {
+		if v != v {
+			dst[i] = canonNaNF16
+		}
 	}
 }
