@@ -443,7 +443,12 @@ func (g *gen) reshape() {
 
 // randomGraph builds one graph from a seed.
 func randomGraph(seed uint64, opts genOpts) *gen {
-	r := rand.New(rand.NewPCG(seed, 0x10097))
+	return randomGraphFrom(rand.New(rand.NewPCG(seed, 0x10097)), fmt.Sprintf("seed %d", seed), opts)
+}
+
+// randomGraphFrom builds one graph from the choices r makes (a seeded PCG,
+// or the bytes of a fuzz input in fuzz_test.go); label names it in messages.
+func randomGraphFrom(r *rand.Rand, label string, opts genOpts) *gen {
 	rank := r.IntN(5)
 	S := make([]int, rank)
 	for i := range S {
@@ -453,7 +458,7 @@ func randomGraph(seed uint64, opts genOpts) *gen {
 		S[r.IntN(rank)] = 0
 	}
 	g := &gen{r: r, g: graph.New(), S: S, opts: opts}
-	g.note("seed %d: base shape %v", seed, S)
+	g.note("%s: base shape %v", label, S)
 	for range 2 + r.IntN(4) {
 		g.input()
 	}
@@ -474,7 +479,7 @@ func randomGraph(seed uint64, opts genOpts) *gen {
 		g.g.Output(fmt.Sprintf("out%d", i), t)
 	}
 	if err := g.g.Err(); err != nil {
-		panic(fmt.Sprintf("seed %d: generator built an invalid graph: %v", seed, err))
+		panic(fmt.Sprintf("%s: generator built an invalid graph: %v", label, err))
 	}
 	return g
 }
@@ -528,9 +533,14 @@ func (c *coverage) String() string {
 // after every pass, checks both plans, runs both on the CPU and compares the
 // outputs bit for bit. It returns a one-line failure class and the details.
 func checkRandom(seed uint64, opts genOpts, cov *coverage) (class, details string) {
-	gn := randomGraph(seed, opts)
+	return checkGen(randomGraph(seed, opts), fmt.Sprintf("seed %d", seed), seed, cov)
+}
+
+// checkGen is checkRandom for a graph already generated; inputSeed seeds its
+// random inputs.
+func checkGen(gn *gen, label string, inputSeed uint64, cov *coverage) (class, details string) {
 	g := gn.g
-	built := fmt.Sprintf("seed %d\nbuilt:\n  %s\ngraph as built:\n%s", seed, strings.Join(gn.log, "\n  "), irText(g.IR()))
+	built := fmt.Sprintf("%s\nbuilt:\n  %s\ngraph as built:\n%s", label, strings.Join(gn.log, "\n  "), irText(g.IR()))
 	stage := "compile"
 	defer func() {
 		if p := recover(); p != nil {
@@ -560,7 +570,7 @@ func checkRandom(seed uint64, opts genOpts, cov *coverage) (class, details strin
 	if nf, nu := len(pf.Plan().Steps), len(pu.Plan().Steps); nf > nu {
 		return "fused plan has more steps than unfused", built + fmt.Sprintf("%d fused steps, %d unfused", nf, nu)
 	}
-	in := randomInputs(g, rand.New(rand.NewPCG(seed, 99)))
+	in := randomInputs(g, rand.New(rand.NewPCG(inputSeed, 99)))
 	stage = "fused run"
 	outF, err := run(pf, in, poisonFused)
 	if err != nil {
