@@ -44,6 +44,8 @@ type gen struct {
 	opts genOpts
 	nIn  int
 	log  []string // what was built, for failure messages
+	// narrowed: some value of the graph is a Narrow view (see reduction).
+	narrowed bool
 }
 
 var (
@@ -135,6 +137,7 @@ func (g *gen) input() {
 			g.note("%s = input %v%v, narrowed dim %d [%d, +%d)", name, dt, s, d, start, g.S[d])
 			x = g.g.Input(name, dt, s...)
 		}
+		g.narrowed = true
 		g.add(x.Narrow(d, start, g.S[d]), name)
 	default:
 		g.note("%s = input %v%v", name, dt, g.S)
@@ -347,6 +350,13 @@ func (g *gen) reduction() {
 	if len(s) == 0 {
 		return
 	}
+	if g.narrowed && slices.Contains(s, 0) {
+		// known: issue 12 B5 — reducing an empty value read through a
+		// narrowed view (offset > 0) panics in the CPU kernel, e.g.
+		// Input(f32, 0, 8).Narrow(1, 1, 5).SumKeepDim(0, 1). Found by
+		// FuzzFusedUnfused; remove this guard once B5 is fixed.
+		return
+	}
 	var dims []int
 	empty := false
 	for d := range s {
@@ -413,6 +423,7 @@ func (g *gen) view() {
 		if len(s) >= 1 {
 			d := g.r.IntN(len(s))
 			if s[d] >= 1 {
+				g.narrowed = true
 				g.add(t.Narrow(d, g.r.IntN(s[d]), 1), "narrow to 1")
 			}
 		}
