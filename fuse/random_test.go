@@ -44,6 +44,8 @@ type gen struct {
 	opts genOpts
 	nIn  int
 	log  []string // what was built, for failure messages
+	// narrowed: some value of the graph is a Narrow view (see reduction).
+	narrowed bool
 }
 
 var (
@@ -135,6 +137,7 @@ func (g *gen) input() {
 			g.note("%s = input %v%v, narrowed dim %d [%d, +%d)", name, dt, s, d, start, g.S[d])
 			x = g.g.Input(name, dt, s...)
 		}
+		g.narrowed = true
 		g.add(x.Narrow(d, start, g.S[d]), name)
 	default:
 		g.note("%s = input %v%v", name, dt, g.S)
@@ -347,6 +350,13 @@ func (g *gen) reduction() {
 	if len(s) == 0 {
 		return
 	}
+	if g.narrowed && slices.Contains(s, 0) {
+		// known: issue 12 B5 — reducing an empty value read through a
+		// narrowed view (offset > 0) panics in the CPU kernel, e.g.
+		// Input(f32, 0, 8).Narrow(1, 1, 5).SumKeepDim(0, 1). Found by
+		// FuzzFusedUnfused; remove this guard once B5 is fixed.
+		return
+	}
 	var dims []int
 	empty := false
 	for d := range s {
@@ -413,6 +423,7 @@ func (g *gen) view() {
 		if len(s) >= 1 {
 			d := g.r.IntN(len(s))
 			if s[d] >= 1 {
+				g.narrowed = true
 				g.add(t.Narrow(d, g.r.IntN(s[d]), 1), "narrow to 1")
 			}
 		}
@@ -443,7 +454,12 @@ func (g *gen) reshape() {
 
 // randomGraph builds one graph from a seed.
 func randomGraph(seed uint64, opts genOpts) *gen {
-	r := rand.New(rand.NewPCG(seed, 0x10097))
+	return randomGraphFrom(rand.New(rand.NewPCG(seed, 0x10097)), fmt.Sprintf("seed %d", seed), opts)
+}
+
+// randomGraphFrom builds one graph from the choices r makes (a seeded PCG,
+// or the bytes of a fuzz input in fuzz_test.go); label names it in messages.
+func randomGraphFrom(r *rand.Rand, label string, opts genOpts) *gen {
 	rank := r.IntN(5)
 	S := make([]int, rank)
 	for i := range S {
@@ -453,7 +469,7 @@ func randomGraph(seed uint64, opts genOpts) *gen {
 		S[r.IntN(rank)] = 0
 	}
 	g := &gen{r: r, g: graph.New(), S: S, opts: opts}
-	g.note("seed %d: base shape %v", seed, S)
+	g.note("%s: base shape %v", label, S)
 	for range 2 + r.IntN(4) {
 		g.input()
 	}
@@ -474,7 +490,7 @@ func randomGraph(seed uint64, opts genOpts) *gen {
 		g.g.Output(fmt.Sprintf("out%d", i), t)
 	}
 	if err := g.g.Err(); err != nil {
-		panic(fmt.Sprintf("seed %d: generator built an invalid graph: %v", seed, err))
+		panic(fmt.Sprintf("%s: generator built an invalid graph: %v", label, err))
 	}
 	return g
 }
@@ -528,9 +544,14 @@ func (c *coverage) String() string {
 // after every pass, checks both plans, runs both on the CPU and compares the
 // outputs bit for bit. It returns a one-line failure class and the details.
 func checkRandom(seed uint64, opts genOpts, cov *coverage) (class, details string) {
-	gn := randomGraph(seed, opts)
+	return checkGen(randomGraph(seed, opts), fmt.Sprintf("seed %d", seed), seed, cov)
+}
+
+// checkGen is checkRandom for a graph already generated; inputSeed seeds its
+// random inputs.
+func checkGen(gn *gen, label string, inputSeed uint64, cov *coverage) (class, details string) {
 	g := gn.g
-	built := fmt.Sprintf("seed %d\nbuilt:\n  %s\ngraph as built:\n%s", seed, strings.Join(gn.log, "\n  "), irText(g.IR()))
+	built := fmt.Sprintf("%s\nbuilt:\n  %s\ngraph as built:\n%s", label, strings.Join(gn.log, "\n  "), irText(g.IR()))
 	stage := "compile"
 	defer func() {
 		if p := recover(); p != nil {
@@ -560,7 +581,7 @@ func checkRandom(seed uint64, opts genOpts, cov *coverage) (class, details strin
 	if nf, nu := len(pf.Plan().Steps), len(pu.Plan().Steps); nf > nu {
 		return "fused plan has more steps than unfused", built + fmt.Sprintf("%d fused steps, %d unfused", nf, nu)
 	}
-	in := randomInputs(g, rand.New(rand.NewPCG(seed, 99)))
+	in := randomInputs(g, rand.New(rand.NewPCG(inputSeed, 99)))
 	stage = "fused run"
 	outF, err := run(pf, in, poisonFused)
 	if err != nil {
