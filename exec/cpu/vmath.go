@@ -29,6 +29,39 @@ func vmath(dst, x []float32, mode int) {
 		vmath8(&out[0], &in[0], 8, mode)
 		copy(dst[n:], out[:len(x)-n])
 	}
+	vmathTails(dst, x, mode)
+}
+
+// vmathTails recomputes, in float64, the elements where the vector kernel
+// is not within a few ulps (issue 12 B13): gelu below x = −1, whose
+// exponent argument t = 2c(x + 0.044715x³) the kernel rounds to float32
+// (relative error ~|t|·2⁻²⁴: 194 ulps near x = −9), and silu and sigmoid
+// below −80, where e^−x overflows float32 and the kernel returned ∓0 for
+// results that are subnormal numbers. The choice depends on the value
+// only, so fused and unfused plans still agree bit for bit; the tails are
+// rare in real data (gelu: x < −1 is 16% of a unit normal, silu and
+// sigmoid below −80 never).
+func vmathTails(dst, x []float32, mode int) {
+	switch mode {
+	case vGelu:
+		for i, v := range x {
+			if v < -1 {
+				dst[i] = gelu32(v)
+			}
+		}
+	case vSilu:
+		for i, v := range x {
+			if v < -80 {
+				dst[i] = float32(silu64(float64(v)))
+			}
+		}
+	case vSigmoid:
+		for i, v := range x {
+			if v < -80 {
+				dst[i] = float32(sigmoid64(float64(v)))
+			}
+		}
+	}
 }
 
 // widenF16 converts f16 values to float32 (exactly, either way).
