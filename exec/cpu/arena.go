@@ -97,6 +97,9 @@ func (e *Executor) take(n int) (*arena, error) {
 		return ar, nil
 	}
 	a.mu.Unlock()
+	if err := e.checkAlloc(n); err != nil {
+		return nil, err
+	}
 	ar := e.newArena(n)
 	a.made.Add(1)
 	a.bytes.Add(int64(len(ar.b)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/loomgraph/loom/blas"
@@ -24,6 +25,8 @@ type Executor struct {
 	blasOnce sync.Once
 	blasHost blas.Host
 	blasWhy  string
+	// memLimit, when > 0, is SetMemLimit's limit (memlimit.go).
+	memLimit atomic.Int64
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
@@ -68,6 +71,9 @@ func (e *Executor) Alloc(bytes int, kind plan.BufferKind) (exec.Memory, error) {
 	}
 	if e.isClosed() {
 		return nil, errClosed
+	}
+	if err := e.checkAlloc(bytes); err != nil {
+		return nil, err
 	}
 	m := &memory{}
 	if words := (bytes + 7) / 8; words > 0 {

@@ -173,6 +173,17 @@ func (e *Executor) Stats() Stats {
 // queued work) and reports how many bytes it returned.
 func (e *Executor) Trim() (int64, error) { return e.alloc.trim() }
 
+// AvailableBytes is the device's free memory plus the allocator's cached
+// blocks (exec.MemoryBudget): the runner refuses a plan whose peak bytes
+// exceed it before allocating anything.
+func (e *Executor) AvailableBytes() (int64, error) {
+	free, _, err := e.dev.MemInfo()
+	if err != nil {
+		return 0, err
+	}
+	return int64(free) + e.alloc.stats().Cached, nil
+}
+
 // memory is the executor's exec.Memory: a block of device memory.
 type memory struct {
 	e   *Executor
