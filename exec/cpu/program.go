@@ -127,7 +127,9 @@ type worker struct {
 func compileKernel(k *plan.Kernel) (*program, error) {
 	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind(), rowLen: k.RowLen()}
 	p.rows = ir.Numel(k.RowShape())
-	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1)) // rows of 0: tileSize rows a tile
+	// Rows of 0: tileSize rows a tile. No more rows than the kernel has, so
+	// a small kernel of many instructions keeps small scratch tiles.
+	p.rowsPerTile = max(1, min(tileSize/max(p.rowLen, 1), p.rows))
 	rowShape := k.RowShape()
 	for i, o := range k.Ins {
 		wide := sameDims(o.Layout.Dims, k.Shape)
