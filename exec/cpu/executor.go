@@ -19,8 +19,8 @@ import (
 // arenas it keeps between runs (arena.go); Close releases them.
 type Executor struct {
 	workers int
-	poison  int // -1: off; else the byte every new allocation is filled with
-	arenas  arenas
+	poison  int     // -1: off; else the byte every new allocation is filled with
+	arenas  *arenas // apart from the executor: its cleanup releases them
 	// The host BLAS of matmul steps, opened on first use (matmul.go).
 	blasOnce sync.Once
 	blasHost blas.Host
@@ -30,10 +30,16 @@ type Executor struct {
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
-func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0), poison: -1} }
+func New() *Executor { return NewWithWorkers(runtime.GOMAXPROCS(0)) }
 
 // NewWithWorkers returns a CPU executor using n workers (n ≥ 1).
-func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1), poison: -1} }
+func NewWithWorkers(n int) *Executor {
+	e := &Executor{workers: max(n, 1), poison: -1, arenas: &arenas{}}
+	// An executor dropped without Close gives its idle arenas back when it
+	// is collected (plans hold executors only weakly: plan.KeyOf).
+	runtime.AddCleanup(e, (*arenas).releaseIdle, e.arenas)
+	return e
+}
 
 // Poison makes every later allocation (outputs and temporaries, and output
 // tensors bound by RunInto) start filled with byte b, so that tests can tell
@@ -159,13 +165,13 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsMatmul() {
 		return e.runMatmul(ctx, k, mem)
 	}
-	pi, ok := k.Cache.Load(e)
+	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {
 		p, err := compileKernel(k)
 		if err != nil {
 			return err
 		}
-		pi, _ = k.Cache.LoadOrStore(e, p)
+		pi, _ = k.Cache.LoadOrStore(plan.KeyOf(e, nil), p)
 	}
 	p := pi.(*program)
 	ins := make([][]byte, len(k.Ins))

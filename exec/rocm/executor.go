@@ -382,14 +382,14 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 // prepare returns k's prepared form, from k.Cache or by generating,
 // compiling (or finding in the code cache) and loading it.
 func (e *Executor) prepare(k *plan.Kernel) (*kernel, error) {
-	if v, ok := k.Cache.Load(e); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, nil)); ok {
 		return v.(*kernel), nil
 	}
 	kp, err := e.build(k)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := k.Cache.LoadOrStore(e, kp)
+	v, _ := k.Cache.LoadOrStore(plan.KeyOf(e, nil), kp)
 	return v.(*kernel), nil
 }
 
