@@ -160,7 +160,7 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	}
 	k := s.Kernel
 	if isIndexKernel(k) {
-		return e.runIndex(k, mem)
+		return e.runIndex(ctx, k, mem)
 	}
 	if k.IsMatmul() {
 		return e.runMatmul(ctx, k, mem)

@@ -286,12 +286,15 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 // forEach runs work over items 0…n-1 on up to workers goroutines, each with
 // its own scratch worker from the pool, handing out items one at a time
 // (tiles of rows, or chunks of long rows); one worker runs them on the
-// calling goroutine. The context is checked every 64 items.
+// calling goroutine. The context is checked every 8 items.
 func (p *program) forEach(ctx context.Context, workers, n int, work func(w *worker, item int)) error {
 	if workers <= 1 || n <= 1 {
 		w := p.scratch.Get().(*worker)
 		defer p.scratch.Put(w)
 		for item := range n {
+			if item%8 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
 			work(w, item)
 		}
 		return nil
@@ -307,7 +310,7 @@ func (p *program) forEach(ctx context.Context, workers, n int, work func(w *work
 				if item >= n {
 					return nil
 				}
-				if item%64 == 0 && gctx.Err() != nil {
+				if item%8 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
 				work(w, item)
