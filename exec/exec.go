@@ -118,6 +118,15 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := Prepare(ctx, e, p); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
 	}
+	intoBytes := 0 // outputs written into the caller's tensors: not allocated
+	if _, ok := e.(OutputBinder); ok && into != nil {
+		for _, b := range p.Outputs {
+			intoBytes += b.Bytes()
+		}
+	}
+	if err := CheckBudget(e, p, intoBytes); err != nil {
+		return nil, err
+	}
 	mem := make([]Memory, len(p.Buffers))
 	var uploaded, allocated []Memory
 	outIndex := map[int]int{} // buffer ID → index in allocated

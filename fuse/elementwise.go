@@ -147,6 +147,10 @@ type fuser struct {
 	outputs   map[*ir.Node]bool
 	groupsOf  [][]*Group // groups each node is computed in
 	members   map[*Group]map[*ir.Node]bool
+	// ins is each group's operand set, base → layouts read, kept as members
+	// join (operandsWith); nIns counts its (base, layout) pairs.
+	ins  map[*Group]map[*ir.Node]map[string]bool
+	nIns map[*Group]int
 }
 
 func (f *fuser) readers(n *ir.Node) []reader {
@@ -190,22 +194,55 @@ func (f *fuser) cheap(n *ir.Node) bool {
 }
 
 // operandsWith counts the operands group g would have if n joined it: one
-// per distinct (buffer, layout) read, as plan makes them.
+// per distinct (buffer, layout) read, as plan makes them. It looks only at
+// n's reads and g's running operand set (f.ins), so grouping a chain of any
+// length stays linear.
 func (f *fuser) operandsWith(g *Group, n *ir.Node) int {
-	in := map[string]bool{}
-	reads := func(m *ir.Node) {
-		for _, a := range m.Args {
-			base, l := a.Base()
-			if base != n && !f.members[g][base] {
-				in[fmt.Sprint(base.ID, l)] = true
-			}
+	ins := f.ins[g]
+	count := f.nIns[g] - len(ins[n]) // n's value is computed, no longer read
+	var added map[*ir.Node]map[string]bool
+	for _, a := range n.Args {
+		base, l := a.Base()
+		if f.members[g][base] {
+			continue
+		}
+		key := l.String()
+		if ins[base][key] || added[base][key] {
+			continue
+		}
+		if added == nil {
+			added = map[*ir.Node]map[string]bool{}
+		}
+		if added[base] == nil {
+			added[base] = map[string]bool{}
+		}
+		added[base][key] = true
+		count++
+	}
+	return count
+}
+
+// addReads records m's reads of non-members in g's operand set.
+func (f *fuser) addReads(g *Group, m *ir.Node) {
+	ins := f.ins[g]
+	if ins == nil {
+		ins = map[*ir.Node]map[string]bool{}
+		f.ins[g] = ins
+	}
+	for _, a := range m.Args {
+		base, l := a.Base()
+		if f.members[g][base] {
+			continue
+		}
+		key := l.String()
+		if ins[base] == nil {
+			ins[base] = map[string]bool{}
+		}
+		if !ins[base][key] {
+			ins[base][key] = true
+			f.nIns[g]++
 		}
 	}
-	for m := range f.members[g] {
-		reads(m)
-	}
-	reads(n)
-	return len(in)
 }
 
 func (f *fuser) join(g *Group, n *ir.Node) {
@@ -213,6 +250,9 @@ func (f *fuser) join(g *Group, n *ir.Node) {
 	g.Members = append(g.Members, n)
 	f.members[g][n] = true
 	f.groupsOf[n.ID] = append(f.groupsOf[n.ID], g)
+	f.nIns[g] -= len(f.ins[g][n])
+	delete(f.ins[g], n)
+	f.addReads(g, n)
 }
 
 // fuseElementwise groups elementwise DAGs into kernels. It walks nodes from
@@ -222,7 +262,7 @@ func (f *fuser) join(g *Group, n *ir.Node) {
 // recompute in each), every group has exactly one stored value, its root.
 func fuseElementwise(s *State) error {
 	g := s.Graph
-	f := &fuser{s: s, consumers: g.Consumers(), outputs: map[*ir.Node]bool{}, groupsOf: make([][]*Group, len(g.Nodes)), members: map[*Group]map[*ir.Node]bool{}}
+	f := &fuser{s: s, consumers: g.Consumers(), outputs: map[*ir.Node]bool{}, groupsOf: make([][]*Group, len(g.Nodes)), members: map[*Group]map[*ir.Node]bool{}, ins: map[*Group]map[*ir.Node]map[string]bool{}, nIns: map[*Group]int{}}
 	for _, o := range g.Outputs {
 		f.outputs[stored(o.Node)] = true
 	}
@@ -251,6 +291,7 @@ func fuseElementwise(s *State) error {
 		root := newGroup(n)
 		f.members[root] = map[*ir.Node]bool{n: true}
 		f.groupsOf[n.ID] = append(f.groupsOf[n.ID], root)
+		f.addReads(root, n)
 		groups = append(groups, root)
 	}
 	for _, gr := range groups {

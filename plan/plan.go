@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
@@ -105,8 +104,9 @@ type Kernel struct {
 	Instrs  []Instr
 	Out     *Buffer
 	// Cache holds executor-private compiled forms of the kernel, keyed by
-	// executor, so they live exactly as long as the plan.
-	Cache sync.Map
+	// executor (KeyOf, weakly), so they live as long as both the plan and
+	// the executor.
+	Cache Cache
 }
 
 // Numel is the number of elements of a whole-shape value.
@@ -175,9 +175,9 @@ type Plan struct {
 	// set_gemm_reduced_precision_f32(true). Off by default: f32 matmuls are
 	// computed in f32. The CPU ignores it.
 	AllowTF32 bool
-	// Cache holds executor-private per-plan state keyed by executor (the
-	// GPU executor records there that every step is prepared).
-	Cache sync.Map
+	// Cache holds executor-private per-plan state keyed by executor (KeyOf;
+	// the GPU executor records there that every step is prepared).
+	Cache Cache
 }
 
 // PeakBytes returns the memory the plan's temporaries and outputs need with

@@ -65,7 +65,7 @@ type MemStats struct {
 
 // MemStats reports the executor's temporary memory.
 func (e *Executor) MemStats() MemStats {
-	a := &e.arenas
+	a := e.arenas
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := MemStats{ArenasMade: int(a.made.Load()), ArenasIdle: len(a.idle), LiveBytes: a.bytes.Load()}
@@ -78,7 +78,7 @@ func (e *Executor) MemStats() MemStats {
 // take returns an arena of at least n bytes: the smallest idle one that
 // fits, else a new one.
 func (e *Executor) take(n int) (*arena, error) {
-	a := &e.arenas
+	a := e.arenas
 	a.mu.Lock()
 	if a.closed.Load() {
 		a.mu.Unlock()
@@ -97,6 +97,9 @@ func (e *Executor) take(n int) (*arena, error) {
 		return ar, nil
 	}
 	a.mu.Unlock()
+	if err := e.checkAlloc(n); err != nil {
+		return nil, err
+	}
 	ar := e.newArena(n)
 	a.made.Add(1)
 	a.bytes.Add(int64(len(ar.b)))
@@ -106,7 +109,7 @@ func (e *Executor) take(n int) (*arena, error) {
 // give returns an arena to the free list, or releases it when the executor
 // is closed or the list is full (then the smallest goes).
 func (e *Executor) give(ar *arena) {
-	a := &e.arenas
+	a := e.arenas
 	a.mu.Lock()
 	if a.closed.Load() {
 		a.mu.Unlock()
@@ -137,6 +140,7 @@ func (e *Executor) newArena(n int) *arena {
 	if n >= hugeBytes {
 		if b, ok := mapBlock(n); ok {
 			prefault(b, e.workers)
+			mappedBytes.Add(int64(len(b)))
 			return &arena{b: b, mapped: true}
 		}
 	}
@@ -148,26 +152,37 @@ func (e *Executor) newArena(n int) *arena {
 }
 
 // release gives an arena's memory back: unmapped, or left to the GC.
-func (e *Executor) release(ar *arena) {
-	e.arenas.bytes.Add(-int64(len(ar.b)))
+func (e *Executor) release(ar *arena) { e.arenas.release(ar) }
+
+func (a *arenas) release(ar *arena) {
+	a.bytes.Add(-int64(len(ar.b)))
 	if ar.mapped {
+		mappedBytes.Add(-int64(len(ar.b)))
 		unmapBlock(ar.b)
 	}
 	ar.b, ar.words = nil, nil
 }
 
-// Trim releases every idle arena; arenas held by runs in flight are kept
-// (and go back to the free list when their runs end).
-func (e *Executor) Trim() {
-	a := &e.arenas
+// releaseIdle releases every idle arena. It runs as the cleanup of an
+// executor collected without Close: mapped arenas are not Go memory, and
+// would otherwise stay mapped for the life of the process.
+func (a *arenas) releaseIdle() {
 	a.mu.Lock()
 	idle := a.idle
 	a.idle = nil
 	a.mu.Unlock()
 	for _, ar := range idle {
-		e.release(ar)
+		a.release(ar)
 	}
 }
+
+// mappedBytes counts the bytes of mapped arenas alive in the process (for
+// tests: mapped memory is not in runtime.MemStats).
+var mappedBytes atomic.Int64
+
+// Trim releases every idle arena; arenas held by runs in flight are kept
+// (and go back to the free list when their runs end).
+func (e *Executor) Trim() { e.arenas.releaseIdle() }
 
 // Close releases the executor's idle memory; arenas held by runs in flight
 // are released when those runs end. Later runs, allocations and steps fail

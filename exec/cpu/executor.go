@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/loomgraph/loom/blas"
@@ -18,19 +19,27 @@ import (
 // arenas it keeps between runs (arena.go); Close releases them.
 type Executor struct {
 	workers int
-	poison  int // -1: off; else the byte every new allocation is filled with
-	arenas  arenas
+	poison  int     // -1: off; else the byte every new allocation is filled with
+	arenas  *arenas // apart from the executor: its cleanup releases them
 	// The host BLAS of matmul steps, opened on first use (matmul.go).
 	blasOnce sync.Once
 	blasHost blas.Host
 	blasWhy  string
+	// memLimit, when > 0, is SetMemLimit's limit (memlimit.go).
+	memLimit atomic.Int64
 }
 
 // New returns a CPU executor using GOMAXPROCS workers.
-func New() *Executor { return &Executor{workers: runtime.GOMAXPROCS(0), poison: -1} }
+func New() *Executor { return NewWithWorkers(runtime.GOMAXPROCS(0)) }
 
 // NewWithWorkers returns a CPU executor using n workers (n ≥ 1).
-func NewWithWorkers(n int) *Executor { return &Executor{workers: max(n, 1), poison: -1} }
+func NewWithWorkers(n int) *Executor {
+	e := &Executor{workers: max(n, 1), poison: -1, arenas: &arenas{}}
+	// An executor dropped without Close gives its idle arenas back when it
+	// is collected (plans hold executors only weakly: plan.KeyOf).
+	runtime.AddCleanup(e, (*arenas).releaseIdle, e.arenas)
+	return e
+}
 
 // Poison makes every later allocation (outputs and temporaries, and output
 // tensors bound by RunInto) start filled with byte b, so that tests can tell
@@ -68,6 +77,9 @@ func (e *Executor) Alloc(bytes int, kind plan.BufferKind) (exec.Memory, error) {
 	}
 	if e.isClosed() {
 		return nil, errClosed
+	}
+	if err := e.checkAlloc(bytes); err != nil {
+		return nil, err
 	}
 	m := &memory{}
 	if words := (bytes + 7) / 8; words > 0 {
@@ -148,18 +160,18 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	}
 	k := s.Kernel
 	if isIndexKernel(k) {
-		return e.runIndex(k, mem)
+		return e.runIndex(ctx, k, mem)
 	}
 	if k.IsMatmul() {
 		return e.runMatmul(ctx, k, mem)
 	}
-	pi, ok := k.Cache.Load(e)
+	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {
 		p, err := compileKernel(k)
 		if err != nil {
 			return err
 		}
-		pi, _ = k.Cache.LoadOrStore(e, p)
+		pi, _ = k.Cache.LoadOrStore(plan.KeyOf(e, nil), p)
 	}
 	p := pi.(*program)
 	ins := make([][]byte, len(k.Ins))

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -26,10 +27,12 @@ func isIndexKernel(k *plan.Kernel) bool {
 
 // runIndex executes an indexing kernel. Bad ids are errors naming the op,
 // the id, its position and the valid range.
-func (e *Executor) runIndex(k *plan.Kernel, mem []exec.Memory) error {
+func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	n := k.Instrs[0].Node
-	if n.Op == ir.OpArgsort && argsortDirect(k, mem, e.workers) {
-		return nil
+	if n.Op == ir.OpArgsort {
+		if done, err := argsortDirect(ctx, k, mem, e.workers); done {
+			return err
+		}
 	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
@@ -44,7 +47,7 @@ func (e *Executor) runIndex(k *plan.Kernel, mem []exec.Memory) error {
 	var err error
 	switch n.Op {
 	case ir.OpArgsort:
-		argsort(out.i64, argOf(0), n.Args[0].Shape, n.Params[0] == 1, e.workers)
+		err = argsort(ctx, out.i64, argOf(0), n.Args[0].Shape, n.Params[0] == 1, e.workers)
 	case ir.OpCat:
 		vals := make([]tile, len(n.Args))
 		for j := range n.Args {
@@ -54,7 +57,7 @@ func (e *Executor) runIndex(k *plan.Kernel, mem []exec.Memory) error {
 	case ir.OpSliceAssign:
 		sliceAssign(out, argOf(0), argOf(1), n)
 	default:
-		err = indexOp(n, out, argOf)
+		err = indexOp(ctx, n, out, argOf)
 	}
 	if err != nil {
 		return err
@@ -102,7 +105,7 @@ func addElem(dst tile, di int, src tile, si int) {
 }
 
 // indexOp runs index_select, gather, scatter, scatter_add and index_add.
-func indexOp(n *ir.Node, out tile, argOf func(int) tile) error {
+func indexOp(ctx context.Context, n *ir.Node, out tile, argOf func(int) tile) error {
 	dim := int(n.Params[0])
 	ids := argOf(1).i64
 	idDT := n.Args[1].DType
@@ -113,6 +116,9 @@ func indexOp(n *ir.Node, out tile, argOf func(int) tile) error {
 		_, m, _ := split(n.Shape, dim)
 		for li := range l {
 			for j := range m {
+				if j%cancelEvery == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
 				for ri := range r {
 					o := (li*m+j)*r + ri
 					pos := j // the position in ids, as the GPU kernels report it
@@ -137,6 +143,9 @@ func indexOp(n *ir.Node, out tile, argOf func(int) tile) error {
 		_, s, _ := split(n.Args[2].Shape, dim)
 		for li := range l {
 			for j := range s {
+				if j%cancelEvery == 0 && ctx.Err() != nil {
+					return ctx.Err()
+				}
 				for ri := range r {
 					si := (li*s+j)*r + ri
 					pos := si // the position in ids
@@ -194,20 +203,20 @@ func sliceAssign(out, dst, src tile, n *ir.Node) {
 // argsortDirect sorts a contiguous f32 operand straight from its buffer
 // into the u32 output, with no widened copies of either; it reports false
 // (doing nothing) for other operands, which go through tiles.
-func argsortDirect(k *plan.Kernel, mem []exec.Memory, workers int) bool {
+func argsortDirect(ctx context.Context, k *plan.Kernel, mem []exec.Memory, workers int) (bool, error) {
 	op := k.Ins[0]
 	l := reduce(op.Layout)
 	numel := op.Layout.Numel()
 	if op.Buf.DType != dtype.F32 || k.Out.DType != dtype.U32 || numel == 0 ||
 		len(l.Dims) != 1 || l.Dims[0] != numel || l.Strides[0] != 1 {
-		return false
+		return false, nil
 	}
 	n := k.Instrs[0].Node
 	x := asBuf(mem[op.Buf.ID].(*memory).b, dtype.F32).f32[l.Offset : l.Offset+numel]
 	out := asBuf(mem[k.Out.ID].(*memory).b, dtype.U32).u32[:numel]
 	c := n.Shape[len(n.Shape)-1]
 	desc := n.Params[0] == 1
-	forRows(numel/c, c, workers, func(s *sortScratch, row int) {
+	err := forRows(ctx, numel/c, c, workers, func(s *sortScratch, row int) {
 		keys := s.a
 		for i, v := range x[row*c : (row+1)*c] {
 			k := sortKey32(v)
@@ -220,7 +229,7 @@ func argsortDirect(k *plan.Kernel, mem []exec.Memory, workers int) bool {
 			out[row*c+i] = uint32(v)
 		}
 	})
-	return true
+	return true, err
 }
 
 // sortScratch is one worker's memory for sorting rows of c elements.
@@ -229,9 +238,14 @@ type sortScratch struct {
 	idx  []int64
 }
 
+// cancelEvery is how many ids (or rows of ids) an index op handles between
+// looks at its context.
+const cancelEvery = 4096
+
 // forRows runs body for rows 0…rows-1 of c elements on up to workers
-// goroutines, each with its own scratch, reused for all its rows.
-func forRows(rows, c, workers int, body func(s *sortScratch, row int)) {
+// goroutines, each with its own scratch, reused for all its rows. The
+// context is checked before each row: a cancelled sort stops within a row.
+func forRows(ctx context.Context, rows, c, workers int, body func(s *sortScratch, row int)) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(workers, rows) {
@@ -241,7 +255,7 @@ func forRows(rows, c, workers int, body func(s *sortScratch, row int)) {
 			s := &sortScratch{a: make([]uint64, c), b: make([]uint64, c), idx: make([]int64, c)}
 			for {
 				row := int(next.Add(1) - 1)
-				if row >= rows {
+				if row >= rows || ctx.Err() != nil {
 					return
 				}
 				body(s, row)
@@ -249,6 +263,7 @@ func forRows(rows, c, workers int, body func(s *sortScratch, row int)) {
 		}()
 	}
 	wg.Wait()
+	return ctx.Err()
 }
 
 // radixMin is the row length from which rows are radix sorted; shorter rows
@@ -301,12 +316,12 @@ func (s *sortScratch) sort() []uint64 {
 // argsort stably sorts each row of the last dim, rows spread over workers.
 // NaN compares greater than every number, so it sorts last ascending and
 // first descending; −0 and +0 are equal (ties keep index order).
-func argsort(out []int64, x tile, shape []int, desc bool, workers int) {
+func argsort(ctx context.Context, out []int64, x tile, shape []int, desc bool, workers int) error {
 	c := shape[len(shape)-1]
 	if c == 0 {
-		return
+		return nil
 	}
-	forRows(ir.Numel(shape)/c, c, workers, func(s *sortScratch, row int) {
+	return forRows(ctx, ir.Numel(shape)/c, c, workers, func(s *sortScratch, row int) {
 		sortRow(out[row*c:(row+1)*c], x, row*c, c, desc, s)
 	})
 }

@@ -35,17 +35,17 @@ func (e *Executor) BLAS() string {
 }
 
 // gemmKey keys a kernel's mapped GEMM in plan.Kernel.Cache.
-type gemmKey struct{ e *Executor }
+type gemmKey struct{}
 
 // runMatmul executes a matmul step.
 func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
-	gi, ok := k.Cache.Load(gemmKey{e})
+	gi, ok := k.Cache.Load(plan.KeyOf(e, gemmKey{}))
 	if !ok {
 		g, err := plan.Gemm(k)
 		if err != nil {
 			return err
 		}
-		gi, _ = k.Cache.LoadOrStore(gemmKey{e}, g)
+		gi, _ = k.Cache.LoadOrStore(plan.KeyOf(e, gemmKey{}), g)
 	}
 	g := gi.(plan.GemmStep)
 	c := g.Call

@@ -127,7 +127,9 @@ type worker struct {
 func compileKernel(k *plan.Kernel) (*program, error) {
 	p := &program{k: k, outDT: k.Out.DType, outKind: k.Out.DType.Kind(), rowLen: k.RowLen()}
 	p.rows = ir.Numel(k.RowShape())
-	p.rowsPerTile = max(1, tileSize/max(p.rowLen, 1)) // rows of 0: tileSize rows a tile
+	// Rows of 0: tileSize rows a tile. No more rows than the kernel has, so
+	// a small kernel of many instructions keeps small scratch tiles.
+	p.rowsPerTile = max(1, min(tileSize/max(p.rowLen, 1), p.rows))
 	rowShape := k.RowShape()
 	for i, o := range k.Ins {
 		wide := sameDims(o.Layout.Dims, k.Shape)
@@ -284,12 +286,15 @@ func (p *program) run(ctx context.Context, workers int, ins [][]byte, out []byte
 // forEach runs work over items 0…n-1 on up to workers goroutines, each with
 // its own scratch worker from the pool, handing out items one at a time
 // (tiles of rows, or chunks of long rows); one worker runs them on the
-// calling goroutine. The context is checked every 64 items.
+// calling goroutine. The context is checked every 8 items.
 func (p *program) forEach(ctx context.Context, workers, n int, work func(w *worker, item int)) error {
 	if workers <= 1 || n <= 1 {
 		w := p.scratch.Get().(*worker)
 		defer p.scratch.Put(w)
 		for item := range n {
+			if item%8 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
 			work(w, item)
 		}
 		return nil
@@ -305,7 +310,7 @@ func (p *program) forEach(ctx context.Context, workers, n int, work func(w *work
 				if item >= n {
 					return nil
 				}
-				if item%64 == 0 && gctx.Err() != nil {
+				if item%8 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
 				work(w, item)

@@ -178,7 +178,7 @@ func (c *codeCache) resolveAlias(dir string, obj *codeObject) *codeObject {
 // sourceKey keys a kernel's generated source in plan.Kernel.Cache: Supports,
 // the batch and the one-by-one path all need it, and rendering a row kernel
 // is not free (a few hundred µs for the larger ones).
-type sourceKey struct{ e *Executor }
+type sourceKey struct{}
 
 type sourceResult struct {
 	src *codegen.Source
@@ -188,11 +188,11 @@ type sourceResult struct {
 // source returns k's generated source for e's target, rendered once per
 // plan kernel.
 func (e *Executor) source(k *plan.Kernel) (*codegen.Source, error) {
-	if v, ok := k.Cache.Load(sourceKey{e}); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, sourceKey{})); ok {
 		r := v.(sourceResult)
 		return r.src, r.err
 	}
 	src, err := codegen.Kernel(k, e.target)
-	k.Cache.Store(sourceKey{e}, sourceResult{src, err})
+	k.Cache.Store(plan.KeyOf(e, sourceKey{}), sourceResult{src, err})
 	return src, err
 }

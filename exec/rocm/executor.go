@@ -173,6 +173,17 @@ func (e *Executor) Stats() Stats {
 // queued work) and reports how many bytes it returned.
 func (e *Executor) Trim() (int64, error) { return e.alloc.trim() }
 
+// AvailableBytes is the device's free memory plus the allocator's cached
+// blocks (exec.MemoryBudget): the runner refuses a plan whose peak bytes
+// exceed it before allocating anything.
+func (e *Executor) AvailableBytes() (int64, error) {
+	free, _, err := e.dev.MemInfo()
+	if err != nil {
+		return 0, err
+	}
+	return int64(free) + e.alloc.stats().Cached, nil
+}
+
 // memory is the executor's exec.Memory: a block of device memory.
 type memory struct {
 	e   *Executor
@@ -371,14 +382,14 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 // prepare returns k's prepared form, from k.Cache or by generating,
 // compiling (or finding in the code cache) and loading it.
 func (e *Executor) prepare(k *plan.Kernel) (*kernel, error) {
-	if v, ok := k.Cache.Load(e); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, nil)); ok {
 		return v.(*kernel), nil
 	}
 	kp, err := e.build(k)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := k.Cache.LoadOrStore(e, kp)
+	v, _ := k.Cache.LoadOrStore(plan.KeyOf(e, nil), kp)
 	return v.(*kernel), nil
 }
 

@@ -20,7 +20,7 @@ var _ exec.Fallbacker = (*Executor)(nil)
 // (exec.Fallbacker), with explicit transfers that Placement shows.
 
 // supportsKey keys a row kernel's verdict in plan.Kernel.Cache.
-type supportsKey struct{ e *Executor }
+type supportsKey struct{}
 
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
@@ -30,7 +30,7 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}
-	if v, ok := k.Cache.Load(supportsKey{e}); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, supportsKey{})); ok {
 		err, _ := v.(error)
 		return err
 	}
@@ -38,7 +38,7 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if _, err := e.source(k); err != nil {
 		verdict = fmt.Errorf("no GPU rendering of this row kernel: %w", err)
 	}
-	k.Cache.Store(supportsKey{e}, verdict)
+	k.Cache.Store(plan.KeyOf(e, supportsKey{}), verdict)
 	return verdict
 }
 

@@ -154,7 +154,7 @@ func (e *Executor) closeGemm() error {
 }
 
 // matmulKey keys a matmul step's prepared call in plan.Kernel.Cache.
-type matmulKey struct{ e *Executor }
+type matmulKey struct{}
 
 // matmulStep is a matmul kernel prepared for this executor.
 type matmulStep struct {
@@ -166,7 +166,7 @@ type matmulStep struct {
 // the portable kernel runs the step, compiles and loads it, so that a run
 // does neither.
 func (e *Executor) prepareMatmul(k *plan.Kernel, tf32 bool) (*matmulStep, error) {
-	if v, ok := k.Cache.Load(matmulKey{e}); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, matmulKey{})); ok {
 		return v.(*matmulStep), nil
 	}
 	g, err := plan.Gemm(k)
@@ -185,7 +185,7 @@ func (e *Executor) prepareMatmul(k *plan.Kernel, tf32 bool) (*matmulStep, error)
 			return nil, err
 		}
 	}
-	v, _ := k.Cache.LoadOrStore(matmulKey{e}, &matmulStep{g: g, tf32: tf32})
+	v, _ := k.Cache.LoadOrStore(plan.KeyOf(e, matmulKey{}), &matmulStep{g: g, tf32: tf32})
 	return v.(*matmulStep), nil
 }
 

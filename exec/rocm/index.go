@@ -32,10 +32,10 @@ type indexKernel struct {
 	usesFlag bool
 }
 
-type indexKey struct{ e *Executor }
+type indexKey struct{}
 
 func (e *Executor) prepareIndex(k *plan.Kernel) (*indexKernel, error) {
-	if v, ok := k.Cache.Load(indexKey{e}); ok {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, indexKey{})); ok {
 		return v.(*indexKernel), nil
 	}
 	ls, scratch, err := kernels.Plan(k, e.target)
@@ -59,7 +59,7 @@ func (e *Executor) prepareIndex(k *plan.Kernel) (*indexKernel, error) {
 			}
 		}
 	}
-	v, _ := k.Cache.LoadOrStore(indexKey{e}, ik)
+	v, _ := k.Cache.LoadOrStore(plan.KeyOf(e, indexKey{}), ik)
 	return v.(*indexKernel), nil
 }
 

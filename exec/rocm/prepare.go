@@ -17,7 +17,7 @@ import (
 var _ exec.Preparer = (*Executor)(nil)
 
 // preparedKey marks a plan whose every GPU step is prepared on this executor.
-type preparedKey struct{ e *Executor }
+type preparedKey struct{}
 
 // compileWorkers bounds the kernels prepared at once. NVRTC compiles run in
 // parallel (it is documented thread-safe); hiprtc's are serialised inside
@@ -39,7 +39,7 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
-	if _, ok := p.Cache.Load(preparedKey{e}); ok {
+	if _, ok := p.Cache.Load(plan.KeyOf(e, preparedKey{})); ok {
 		return nil
 	}
 	e.warmBatch(ctx, p)
@@ -78,27 +78,27 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 	}
 	if err := g.Wait(); err != nil {
 		for _, k := range done {
-			k.Cache.Delete(e)
-			k.Cache.Delete(indexKey{e})
-			k.Cache.Delete(matmulKey{e})
+			k.Cache.Delete(plan.KeyOf(e, nil))
+			k.Cache.Delete(plan.KeyOf(e, indexKey{}))
+			k.Cache.Delete(plan.KeyOf(e, matmulKey{}))
 		}
 		return err
 	}
-	p.Cache.Store(preparedKey{e}, true)
+	p.Cache.Store(plan.KeyOf(e, preparedKey{}), true)
 	return nil
 }
 
 // prepared reports whether k's device form is already made on e.
 func (e *Executor) prepared(k *plan.Kernel) bool {
 	if k.IsMatmul() {
-		_, ok := k.Cache.Load(matmulKey{e})
+		_, ok := k.Cache.Load(plan.KeyOf(e, matmulKey{}))
 		return ok
 	}
 	if isIndexKernel(k) {
-		_, ok := k.Cache.Load(indexKey{e})
+		_, ok := k.Cache.Load(plan.KeyOf(e, indexKey{}))
 		return ok
 	}
-	_, ok := k.Cache.Load(e)
+	_, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	return ok
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -71,7 +72,7 @@ func TestPrepareCompileErrorNoDevice(t *testing.T) {
 	if !errors.As(err, &ce) || !strings.Contains(ce.Error(), "--- source") {
 		t.Errorf("the full compile error (with source) is not reachable with errors.As: %v", err)
 	}
-	if _, ok := p.Plan().Cache.Load(preparedKey{e}); ok {
+	if _, ok := p.Plan().Cache.Load(plan.KeyOf(e, preparedKey{})); ok {
 		t.Error("plan marked prepared after a failed Prepare")
 	}
 	for i, s := range p.Plan().Steps {

@@ -1,0 +1,43 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/loomgraph/loom/plan"
+)
+
+// MemoryBudget is implemented by executors that know how much memory a run
+// can still get (the CPU from the host's available memory, the GPU from the
+// device's free memory plus its allocator's cache). The runner checks a
+// plan's peak bytes against it before allocating anything, so a plan too
+// large for the machine fails with an error instead of ending the process
+// (Go's fatal "out of memory", or the kernel's OOM killer).
+type MemoryBudget interface {
+	// AvailableBytes is how many bytes of temporaries and outputs one run
+	// may allocate now.
+	AvailableBytes() (int64, error)
+}
+
+// CheckBudget returns an error when p's peak bytes (temporaries with slot
+// reuse, plus outputs) exceed what e reports available; executors without
+// a MemoryBudget always pass. intoBytes are output bytes the caller
+// supplies (RunInto) and the run therefore does not allocate.
+func CheckBudget(e Executor, p *plan.Plan, intoBytes int) error {
+	mb, ok := e.(MemoryBudget)
+	if !ok {
+		return nil
+	}
+	peak, _ := p.PeakBytes()
+	need := int64(peak - intoBytes)
+	if need <= 0 {
+		return nil
+	}
+	avail, err := mb.AvailableBytes()
+	if err != nil {
+		return nil // unknown: let the allocations decide
+	}
+	if need > avail {
+		return fmt.Errorf("loom: run on %s: the plan needs %d bytes at its peak (temporaries and outputs), more than the %d bytes available", e.Name(), need, avail)
+	}
+	return nil
+}
