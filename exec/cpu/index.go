@@ -34,6 +34,11 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			return err
 		}
 	}
+	if n.Op == ir.OpIndexSelect {
+		if done, err := indexSelectRows(ctx, k, mem); done {
+			return err
+		}
+	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
 		l := op.Layout
@@ -407,4 +412,56 @@ func cmpNaNLast(a, b float64) int {
 		return -1
 	}
 	return cmp.Compare(a, b)
+}
+
+// indexSelectRows runs an index_select that reads less than half of its
+// source by loading only the selected rows, straight from the source's
+// buffer through its layout into the output (issue 12 B12: selecting one
+// 1 KiB row of a 64 MiB u8 table widened the whole table to int64, 512 MiB).
+// It reports done=false, doing nothing, when most of the source is read
+// anyway and the whole-source path is as cheap.
+func indexSelectRows(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (done bool, err error) {
+	n := k.Instrs[0].Node
+	srcOp, idsOp := k.Ins[k.Instrs[0].Args[0].Index], k.Ins[k.Instrs[0].Args[1].Index]
+	if srcOp.Layout.Numel() <= 2*n.Numel() {
+		return false, nil
+	}
+	dim := int(n.Params[0])
+	l, s, r := split(n.Args[0].Shape, dim)
+	_, m, _ := split(n.Shape, dim)
+	var w walker
+	ids := newTile(idsOp.Buf.DType.Kind(), idsOp.Layout.Numel())
+	w.load(ids, asBuf(mem[idsOp.Buf.ID].(*memory).b, idsOp.Buf.DType), reduce(idsOp.Layout), 0, idsOp.Layout.Numel())
+	src := asBuf(mem[srcOp.Buf.ID].(*memory).b, srcOp.Buf.DType)
+	sl := reduce(srcOp.Layout)
+	out := newTile(n.DType.Kind(), n.Numel())
+	for li := range l {
+		for j := range m {
+			if j%cancelEvery == 0 && ctx.Err() != nil {
+				return true, ctx.Err()
+			}
+			ok, err := idCheck(n.Op, ids.i64[j], n.Args[1].DType, s, j)
+			if err != nil {
+				return true, err
+			}
+			if !ok || r == 0 {
+				continue // a sentinel reads 0: out starts zeroed
+			}
+			o := (li*m + j) * r
+			w.load(out.window(o, r), src, sl, (li*s+int(ids.i64[j]))*r, r)
+		}
+	}
+	store(asBuf(mem[k.Out.ID].(*memory).b, k.Out.DType), 0, out)
+	return true, nil
+}
+
+// window is elements [lo, lo+n) of t, sharing its memory.
+func (t tile) window(lo, n int) tile {
+	switch {
+	case t.f32 != nil:
+		return tile{f32: t.f32[lo : lo+n]}
+	case t.f64 != nil:
+		return tile{f64: t.f64[lo : lo+n]}
+	}
+	return tile{i64: t.i64[lo : lo+n]}
 }
