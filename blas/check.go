@@ -95,6 +95,24 @@ func (c Call) Check(lenA, lenB, lenC int) error {
 	return nil
 }
 
+// Extents returns how many elements of A, B and C the call touches, each
+// counted from the operand's first element ((batch−1)·stride + (rows−1)·ld +
+// cols as stored): 0 for an operand it does not touch (A and B when K = 0,
+// every operand when M, N or Batch is 0). Executors size and bounds-check
+// their buffers with it; Check has already rejected calls whose extents
+// overflow.
+func (c Call) Extents() (a, b, cc int) {
+	var n [3]int
+	for i, o := range c.operands() {
+		if c.empty() || (o.name != "C" && c.K == 0) {
+			continue
+		}
+		last, _ := o.lastIndex(c.Batch)
+		n[i] = int(last + 1)
+	}
+	return n[0], n[1], n[2]
+}
+
 // lastIndex returns (batch−1)·stride + (rows−1)·ld + cols−1, the largest
 // element index o touches (rows, cols, batch ≥ 1), and false if it
 // overflows an int.

@@ -63,7 +63,7 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 	a := asBuf(mem[g.A.ID].(*memory).b, g.DType)
 	b := asBuf(mem[g.B.ID].(*memory).b, g.DType)
 	dst := asBuf(out, g.DType)
-	na, nb := extent(c.M, c.K, c.TransA, c.LDA, c.StrideA, c.Batch), extent(c.K, c.N, c.TransB, c.LDB, c.StrideB, c.Batch)
+	na, nb, _ := c.Extents()
 	if g.OffA+na > g.A.Numel() || g.OffB+nb > g.B.Numel() || c.Batch*c.StrideC > g.C.Numel() {
 		return fmt.Errorf("cpu: %s: %v reads past its operands (a: %d+%d of %d, b: %d+%d of %d)", k.Name, c, g.OffA, na, g.A.Numel(), g.OffB, nb, g.B.Numel())
 	}
@@ -87,15 +87,6 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 		return fmt.Errorf("cpu: %s: %s: %w", k.Name, h.Name(), err)
 	}
 	return nil
-}
-
-// extent is how many elements from its first one a GEMM operand of rows ×
-// cols (stored transposed when trans) spans over batch items.
-func extent(rows, cols int, trans bool, ld, stride, batch int) int {
-	if trans {
-		rows, cols = cols, rows
-	}
-	return (batch-1)*stride + (rows-1)*ld + cols
 }
 
 // widen returns elements [off, off+n) of an f16 or bf16 buffer as float32.

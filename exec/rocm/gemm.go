@@ -92,7 +92,8 @@ func (e *Executor) runGemm(d dtype.DType, c blas.Call, a, b, out hip.DevPtr, tf3
 		return nil
 	}
 	if c.K == 0 {
-		n := uint64(((c.Batch-1)*c.StrideC + (c.M-1)*c.LDC + c.N) * d.Size())
+		_, _, nc := c.Extents()
+		n := uint64(nc * d.Size())
 		e.launchMu.Lock()
 		defer e.launchMu.Unlock()
 		return e.dev.MemsetD8(out, 0, n, e.stream)
@@ -196,7 +197,7 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
-	g, c := ms.g, ms.Call()
+	g, c := ms.g, ms.g.Call
 	size := g.DType.Size()
 	ptr := func(b *plan.Buffer, off, n int) (hip.DevPtr, error) {
 		mm, err := e.mem(mem[b.ID])
@@ -214,11 +215,7 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 	if c.M == 0 || c.N == 0 || c.Batch == 0 {
 		return nil
 	}
-	var na, nb int
-	if c.K > 0 {
-		na = gemmExtent(c.M, c.K, c.TransA, c.LDA, c.StrideA, c.Batch)
-		nb = gemmExtent(c.K, c.N, c.TransB, c.LDB, c.StrideB, c.Batch)
-	}
+	na, nb, nc := c.Extents()
 	a, err := ptr(g.A, g.OffA, na)
 	if err != nil {
 		return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
@@ -227,7 +224,7 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 	if err != nil {
 		return fmt.Errorf("rocm: %s operand b: %w", k.Name, err)
 	}
-	out, err := ptr(g.C, 0, c.Batch*c.StrideC)
+	out, err := ptr(g.C, 0, nc)
 	if err != nil {
 		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
 	}
@@ -235,18 +232,6 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 		return fmt.Errorf("rocm: %s (%s): %w", k.Name, e.GEMMBackend(), err)
 	}
 	return nil
-}
-
-// Call is the step's GEMM.
-func (m *matmulStep) Call() blas.Call { return m.g.Call }
-
-// gemmExtent is how many elements from its first one a GEMM operand of
-// rows × cols (stored transposed when trans) spans over batch items.
-func gemmExtent(rows, cols int, trans bool, ld, stride, batch int) int {
-	if trans {
-		rows, cols = cols, rows
-	}
-	return (batch-1)*stride + (rows-1)*ld + cols
 }
 
 // BLAS says what runs matmul steps here (exec.BLASNamer, for Placement).

@@ -84,6 +84,63 @@ func checkGemm(g GemmArgs) error {
 	return nil
 }
 
+// The scalars of every call (alpha 1, beta 0), in host memory for the
+// libraries' default host pointer mode: float for f32, f16 and bf16 (their
+// compute/scale type), double for f64.
+var (
+	one32, zero32 = float32(1), float32(0)
+	one64, zero64 = float64(1), float64(0)
+)
+
+// gemmEnums are one vendor's enum values: the transpose ops, and for each
+// GemmType its element type and compute type.
+type gemmEnums struct {
+	opN, opT int32
+	types    [GemmBF16 + 1]struct{ data, compute int32 }
+}
+
+// vendorGemm is a GemmArgs in the argument types both vendors' strided
+// batched calls take.
+type vendorGemm struct {
+	ta, tb, m, n, k int32
+	lda, ldb, ldc   int32
+	batch           int32
+	data, compute   int32
+	alpha, beta     unsafe.Pointer
+	a, b, c         uintptr
+	sa, sb, sc      int64
+}
+
+// args converts g (already checked) with the vendor's enums. Leading
+// dimensions must be at least 1 even for empty matrices; with K = 0 the
+// libraries leave C alone, which the caller handles.
+func (e *gemmEnums) args(g GemmArgs) vendorGemm {
+	op := func(t bool) int32 {
+		if t {
+			return e.opT
+		}
+		return e.opN
+	}
+	ld := func(v int) int32 { return int32(max(v, 1)) }
+	v := vendorGemm{
+		ta: op(g.TransA), tb: op(g.TransB), m: int32(g.M), n: int32(g.N), k: int32(g.K),
+		lda: ld(g.LDA), ldb: ld(g.LDB), ldc: ld(g.LDC), batch: int32(g.Batch),
+		data: e.types[g.Type].data, compute: e.types[g.Type].compute,
+		alpha: unsafe.Pointer(&one32), beta: unsafe.Pointer(&zero32),
+		a: uintptr(g.A), b: uintptr(g.B), c: uintptr(g.C),
+		sa: g.StrideA, sb: g.StrideB, sc: g.StrideC,
+	}
+	if g.Type == GemmF64 {
+		v.alpha, v.beta = unsafe.Pointer(&one64), unsafe.Pointer(&zero64)
+	}
+	return v
+}
+
+// gemmError adds the call's shape to a library status error.
+func gemmError(err error, g GemmArgs) error {
+	return fmt.Errorf("%w (%s m=%d n=%d k=%d batch=%d)", err, g.Type, g.M, g.N, g.K, g.Batch)
+}
+
 // ---- cuBLAS ----
 
 var cublasLibs = withCUDALibDir("libcublas.so.13", "libcublas.so.12")
@@ -200,6 +257,15 @@ const (
 	cublasGemmDefault   = -1
 )
 
+// cublasEnums: f16 and bf16 compute in f32 (as PyTorch and Candle ask
+// cuBLAS to); f32 may use TF32 (GemmArgs.TF32).
+var cublasEnums = gemmEnums{opN: cublasOpN, opT: cublasOpT, types: [GemmBF16 + 1]struct{ data, compute int32 }{
+	GemmF32:  {cudaR32F, cublasCompute32F},
+	GemmF64:  {cudaR64F, cublasCompute64F},
+	GemmF16:  {cudaR16F, cublasCompute32F},
+	GemmBF16: {cudaR16BF, cublasCompute32F},
+}}
+
 func (c *cublas) Gemm(g GemmArgs) error {
 	if err := checkGemm(g); err != nil {
 		return err
@@ -207,43 +273,18 @@ func (c *cublas) Gemm(g GemmArgs) error {
 	if g.M == 0 || g.N == 0 || g.Batch == 0 {
 		return nil
 	}
-	op := func(t bool) int32 {
-		if t {
-			return cublasOpT
-		}
-		return cublasOpN
+	v := cublasEnums.args(g)
+	if g.Type == GemmF32 && g.TF32 {
+		v.compute = cublasCompute32TF32
 	}
-	var (
-		dt, compute int32
-		alpha, beta unsafe.Pointer
-		a32, b32    = float32(1), float32(0)
-		a64, b64    = float64(1), float64(0)
-	)
-	switch g.Type {
-	case GemmF32:
-		dt, compute, alpha, beta = cudaR32F, cublasCompute32F, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-		if g.TF32 {
-			compute = cublasCompute32TF32
-		}
-	case GemmF64:
-		dt, compute, alpha, beta = cudaR64F, cublasCompute64F, unsafe.Pointer(&a64), unsafe.Pointer(&b64)
-	case GemmF16:
-		dt, compute, alpha, beta = cudaR16F, cublasCompute32F, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-	case GemmBF16:
-		dt, compute, alpha, beta = cudaR16BF, cublasCompute32F, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-	}
-	// Leading dimensions must be at least 1 (and at least the rows of the
-	// stored matrix); with K = 0 the library leaves C alone, which the
-	// caller handles.
-	ld := func(v int) int32 { return int32(max(v, 1)) }
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.d.do(func(*runtimeAPI) error {
-		rc := c.api.gemm.fn(c.h, op(g.TransA), op(g.TransB), int32(g.M), int32(g.N), int32(g.K), alpha,
-			uintptr(g.A), dt, ld(g.LDA), g.StrideA, uintptr(g.B), dt, ld(g.LDB), g.StrideB, beta,
-			uintptr(g.C), dt, ld(g.LDC), g.StrideC, int32(g.Batch), compute, cublasGemmDefault)
+		rc := c.api.gemm.fn(c.h, v.ta, v.tb, v.m, v.n, v.k, v.alpha,
+			v.a, v.data, v.lda, v.sa, v.b, v.data, v.ldb, v.sb, v.beta,
+			v.c, v.data, v.ldc, v.sc, v.batch, v.compute, cublasGemmDefault)
 		if err := c.api.status(c.api.gemm.name, rc); err != nil {
-			return fmt.Errorf("%w (%s m=%d n=%d k=%d batch=%d)", err, g.Type, g.M, g.N, g.K, g.Batch)
+			return gemmError(err, g)
 		}
 		return nil
 	})
@@ -359,6 +400,15 @@ const (
 	rocblasSolution = 0
 )
 
+// rocblasEnums: f16 and bf16 compute in f32. TF32 has no switch on this
+// interface: f32 stays exact on AMD.
+var rocblasEnums = gemmEnums{opN: rocblasOpN, opT: rocblasOpT, types: [GemmBF16 + 1]struct{ data, compute int32 }{
+	GemmF32:  {rocblasF32, rocblasF32},
+	GemmF64:  {rocblasF64, rocblasF64},
+	GemmF16:  {rocblasF16, rocblasF32},
+	GemmBF16: {rocblasBF16, rocblasF32},
+}}
+
 func (r *rocblas) Gemm(g GemmArgs) error {
 	if err := checkGemm(g); err != nil {
 		return err
@@ -366,39 +416,17 @@ func (r *rocblas) Gemm(g GemmArgs) error {
 	if g.M == 0 || g.N == 0 || g.Batch == 0 {
 		return nil
 	}
-	// TF32 has no switch on this interface: f32 stays exact on AMD.
-	op := func(t bool) int32 {
-		if t {
-			return rocblasOpT
-		}
-		return rocblasOpN
-	}
-	var (
-		dt, compute int32
-		alpha, beta unsafe.Pointer
-		a32, b32    = float32(1), float32(0)
-		a64, b64    = float64(1), float64(0)
-	)
-	switch g.Type {
-	case GemmF32:
-		dt, compute, alpha, beta = rocblasF32, rocblasF32, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-	case GemmF64:
-		dt, compute, alpha, beta = rocblasF64, rocblasF64, unsafe.Pointer(&a64), unsafe.Pointer(&b64)
-	case GemmF16:
-		dt, compute, alpha, beta = rocblasF16, rocblasF32, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-	case GemmBF16:
-		dt, compute, alpha, beta = rocblasBF16, rocblasF32, unsafe.Pointer(&a32), unsafe.Pointer(&b32)
-	}
-	ld := func(v int) int32 { return int32(max(v, 1)) }
+	v := rocblasEnums.args(g)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.d.do(func(*runtimeAPI) error {
-		rc := r.api.gemm.fn(r.h, op(g.TransA), op(g.TransB), int32(g.M), int32(g.N), int32(g.K), alpha,
-			uintptr(g.A), dt, ld(g.LDA), g.StrideA, uintptr(g.B), dt, ld(g.LDB), g.StrideB, beta,
-			uintptr(g.C), dt, ld(g.LDC), g.StrideC, uintptr(g.C), dt, ld(g.LDC), g.StrideC,
-			int32(g.Batch), compute, rocblasAlgoStd, rocblasSolution, rocblasNoFlags)
+		// C is also D, the output (rocBLAS's _ex computes D = αAB + βC).
+		rc := r.api.gemm.fn(r.h, v.ta, v.tb, v.m, v.n, v.k, v.alpha,
+			v.a, v.data, v.lda, v.sa, v.b, v.data, v.ldb, v.sb, v.beta,
+			v.c, v.data, v.ldc, v.sc, v.c, v.data, v.ldc, v.sc,
+			v.batch, v.compute, rocblasAlgoStd, rocblasSolution, rocblasNoFlags)
 		if err := r.api.status(r.api.gemm.name, rc); err != nil {
-			return fmt.Errorf("%w (%s m=%d n=%d k=%d batch=%d)", err, g.Type, g.M, g.N, g.K, g.Batch)
+			return gemmError(err, g)
 		}
 		return nil
 	})
