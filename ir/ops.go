@@ -86,6 +86,15 @@ const (
 	// Matrix product: its own step (a GEMM).
 	OpMatmul // (a, b): a [..., M, K] · b [..., K, N] → [..., M, N]
 
+	// Window ops over NCL / NCHW tensors (see window.go): each runs as its
+	// own step.
+	OpConv             // (x, w) Params: ConvParams.Encode
+	OpConvTranspose    // (x, w) Params: ConvParams.Encode
+	OpMaxPool          // (x) Params: PoolParams.Encode
+	OpAvgPool          // (x) Params: PoolParams.Encode
+	OpUpsampleNearest  // (x) Params: UpsampleParams.Encode
+	OpUpsampleBilinear // (x) Params: UpsampleParams.Encode
+
 	NumOps
 )
 
@@ -100,10 +109,11 @@ const (
 	ClassReduce                   // out[r] reduces row r: the arg's trailing Params[0] axes
 	ClassIndex                    // indexing, sorting and data movement: a barrier to fusion
 	ClassMatmul                   // matrix products: one GEMM step each, a barrier to fusion
+	ClassWindow                   // conv, pools, upsampling over NCHW: one step each, a barrier to fusion
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul", "window"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -262,6 +272,13 @@ var opTable = [NumOps]OpInfo{
 	// output's batch dims, as views. Floats only (Candle has no integer
 	// matmul); f16 and bf16 accumulate in float32 and round once on store.
 	OpMatmul: {Name: "matmul", Arity: 2, Class: ClassMatmul, In: FloatDTypes},
+
+	OpConv:             windowOp("conv", 2, FloatDTypes, convParamNames),
+	OpConvTranspose:    windowOp("conv_transpose", 2, FloatDTypes, convParamNames),
+	OpMaxPool:          windowOp("max_pool", 1, PoolDTypes, poolParamNames),
+	OpAvgPool:          windowOp("avg_pool", 1, PoolDTypes, poolParamNames),
+	OpUpsampleNearest:  windowOp("upsample_nearest", 1, PoolDTypes, upsampleParamNames),
+	OpUpsampleBilinear: windowOp("upsample_bilinear", 1, FloatDTypes, upsampleParamNames),
 }
 
 // IDArg returns the index of an indexing op's ids argument, or -1.

@@ -87,6 +87,8 @@ func Verify(g *Graph) error {
 			verifyIndex(n, info, bad)
 		case ClassMatmul:
 			verifyMatmul(n, info, bad)
+		case ClassWindow:
+			verifyWindow(n, info, bad)
 		}
 	}
 	if cyc := findCycle(g); cyc != nil {

@@ -50,7 +50,10 @@ func TestProgramDoesNotKeepExecutorsAlive(t *testing.T) {
 		t.Errorf("mapped arenas grew from %d to %d bytes", mapped0, mapped1)
 	}
 	for i, s := range p.Plan().Steps {
-		if n := s.Kernel.Cache.Len(); n > 8 { // dead entries go on the next store: a few may remain
+		// Dead entries go at the next amortised sweep: up to sweepMin (8)
+		// stores after a sweep, plus the executors a sweep found still
+		// uncollected, may remain — never the 200 of an unswept cache.
+		if n := s.Kernel.Cache.Len(); n > 16 {
 			t.Errorf("step %d's kernel cache holds %d entries after every executor is gone", i, n)
 		}
 	}

@@ -1,0 +1,322 @@
+package ir
+
+import (
+	"fmt"
+
+	"github.com/loomgraph/loom/dtype"
+)
+
+// Window ops: convolutions, pools and upsampling over channels-first
+// tensors — NCL for one spatial dim, NCHW for two — with PyTorch's
+// parameters and Candle's arithmetic (see shared/candle-kernels.md §10).
+// Each op's parameters live in Node.Params as a fixed-length encoding of
+// one of the structs below; Encode and the Node accessors convert. Spatial
+// parameters are per axis: index 0 is L (1-D) or H (2-D), index 1 is W
+// (2-D only; for 1-D ops it holds the neutral value and is ignored).
+//
+// Shapes are checked by OutShape (the builder and the verifier call the
+// same function), so an error names the parameter that does not fit.
+
+// PoolDTypes are the dtypes pools and nearest upsampling take: the floats
+// and, as Candle has them, u8 and u32.
+var PoolDTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.U8, dtype.U32)
+
+var (
+	convParamNames     = []string{"rank", "stride0", "stride1", "pad0", "pad1", "dil0", "dil1", "out_pad0", "out_pad1", "groups"}
+	poolParamNames     = []string{"rank", "kernel0", "kernel1", "stride0", "stride1", "pad0", "pad1", "ceil_mode", "count_include_pad"}
+	upsampleParamNames = []string{"rank", "align_corners", "scale0", "scale1"}
+)
+
+func windowOp(name string, arity int, in DTypeSet, params []string) OpInfo {
+	return OpInfo{Name: name, Arity: arity, Class: ClassWindow, In: in, Params: params}
+}
+
+// ConvParams are a convolution's parameters (OpConv, OpConvTranspose).
+//
+// Conv: x [N, Cin, in...] · w [Cout, Cin/Groups, k...] → [N, Cout, out...]
+// with out = (in + 2·Padding − Dilation·(k − 1) − 1) / Stride + 1.
+//
+// ConvTranspose (the gradient of Conv with respect to its input, PyTorch's
+// conv_transpose): x [N, Cin, in...] · w [Cin, Cout/Groups, k...] →
+// [N, Cout, out...] with out = (in − 1)·Stride − 2·Padding +
+// Dilation·(k − 1) + OutputPadding + 1, and OutputPadding smaller than
+// Stride or Dilation (as PyTorch requires).
+type ConvParams struct {
+	Rank          int // spatial dims: 1 (NCL) or 2 (NCHW)
+	Stride        [2]int
+	Padding       [2]int // zeros on both sides of each spatial axis
+	Dilation      [2]int
+	OutputPadding [2]int // ConvTranspose only; 0 for Conv
+	Groups        int
+}
+
+// Encode returns the params as Node.Params.
+func (p ConvParams) Encode() []float64 {
+	return f64s(p.Rank, p.Stride[0], p.Stride[1], p.Padding[0], p.Padding[1],
+		p.Dilation[0], p.Dilation[1], p.OutputPadding[0], p.OutputPadding[1], p.Groups)
+}
+
+// Conv decodes a conv node's params.
+func (n *Node) Conv() ConvParams {
+	q := ints(n.Params, len(convParamNames))
+	return ConvParams{Rank: q[0], Stride: [2]int{q[1], q[2]}, Padding: [2]int{q[3], q[4]},
+		Dilation: [2]int{q[5], q[6]}, OutputPadding: [2]int{q[7], q[8]}, Groups: q[9]}
+}
+
+// OutShape returns the output shape of a convolution (transposed or not) of
+// x by w, or an error naming what does not fit.
+func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
+	r := p.Rank
+	if r != 1 && r != 2 {
+		return nil, fmt.Errorf("%d spatial dims: want 1 (NCL) or 2 (NCHW)", r)
+	}
+	if len(x) != r+2 {
+		return nil, fmt.Errorf("input %v has rank %d, want %d (%s)", x, len(x), r+2, layoutName(r))
+	}
+	if len(w) != r+2 {
+		return nil, fmt.Errorf("weight %v has rank %d, want %d", w, len(w), r+2)
+	}
+	if p.Groups < 1 {
+		return nil, fmt.Errorf("groups %d: want ≥ 1", p.Groups)
+	}
+	for a := 0; a < r; a++ {
+		switch {
+		case p.Stride[a] < 1:
+			return nil, fmt.Errorf("stride %d on spatial axis %d: want ≥ 1", p.Stride[a], a)
+		case p.Dilation[a] < 1:
+			return nil, fmt.Errorf("dilation %d on spatial axis %d: want ≥ 1", p.Dilation[a], a)
+		case p.Padding[a] < 0:
+			return nil, fmt.Errorf("padding %d on spatial axis %d: want ≥ 0", p.Padding[a], a)
+		case p.OutputPadding[a] < 0:
+			return nil, fmt.Errorf("output_padding %d on spatial axis %d: want ≥ 0", p.OutputPadding[a], a)
+		case !transposed && p.OutputPadding[a] != 0:
+			return nil, fmt.Errorf("output_padding %d on spatial axis %d: only transposed convolutions have it", p.OutputPadding[a], a)
+		case transposed && p.OutputPadding[a] >= max(p.Stride[a], p.Dilation[a]):
+			return nil, fmt.Errorf("output_padding %d on spatial axis %d: must be smaller than the stride (%d) or the dilation (%d)",
+				p.OutputPadding[a], a, p.Stride[a], p.Dilation[a])
+		}
+	}
+	n, cin := x[0], x[1]
+	var cout int
+	if !transposed {
+		if w[0]%p.Groups != 0 {
+			return nil, fmt.Errorf("weight %v: %d output channels are not divisible by groups %d", w, w[0], p.Groups)
+		}
+		if cin != w[1]*p.Groups {
+			return nil, fmt.Errorf("input %v has %d channels, weight %v expects %d (weight dim 1 × groups %d)", x, cin, w, w[1]*p.Groups, p.Groups)
+		}
+		cout = w[0]
+	} else {
+		if cin%p.Groups != 0 {
+			return nil, fmt.Errorf("input %v: %d channels are not divisible by groups %d", x, cin, p.Groups)
+		}
+		if cin != w[0] {
+			return nil, fmt.Errorf("input %v has %d channels, weight %v expects %d (weight dim 0)", x, cin, w, w[0])
+		}
+		cout = w[1] * p.Groups
+	}
+	out := []int{n, cout}
+	for a := 0; a < r; a++ {
+		in, k := x[2+a], w[2+a]
+		if k < 1 {
+			return nil, fmt.Errorf("weight %v has an empty kernel on spatial axis %d", w, a)
+		}
+		span := p.Dilation[a]*(k-1) + 1 // the dilated kernel's extent
+		var o int
+		if !transposed {
+			padded := in + 2*p.Padding[a]
+			if span > padded {
+				return nil, fmt.Errorf("kernel %d (dilated to %d) on spatial axis %d is larger than the padded input (%d + 2·%d = %d)",
+					k, span, a, in, p.Padding[a], padded)
+			}
+			o = (padded-span)/p.Stride[a] + 1
+		} else {
+			if in < 1 {
+				return nil, fmt.Errorf("input %v is empty on spatial axis %d", x, a)
+			}
+			o = (in-1)*p.Stride[a] - 2*p.Padding[a] + span + p.OutputPadding[a]
+			if o < 1 {
+				return nil, fmt.Errorf("output size %d on spatial axis %d ≤ 0: (in %d − 1)·stride %d − 2·padding %d + dilated kernel %d + output_padding %d",
+					o, a, in, p.Stride[a], p.Padding[a], span, p.OutputPadding[a])
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// PoolParams are a pool's parameters (OpMaxPool, OpAvgPool) over NCHW
+// (Rank 2). Output sizes follow PyTorch's pooling_output_shape:
+// out = ⌊(in + 2·Padding − Kernel) / Stride⌋ + 1, or the ceiling with
+// CeilMode, where a last window that would start inside the right padding
+// is dropped. Padding is at most half the kernel. Max pools pad with −∞
+// (padding is never the max); avg pools divide by the window's size
+// clipped to the padded input (CountIncludePad, PyTorch's default) or by
+// the number of input elements in the window. Without padding and ceil
+// mode these are Candle's avg_pool2d and max_pool2d.
+type PoolParams struct {
+	Rank            int
+	Kernel          [2]int
+	Stride          [2]int
+	Padding         [2]int
+	CeilMode        bool
+	CountIncludePad bool
+}
+
+// Encode returns the params as Node.Params.
+func (p PoolParams) Encode() []float64 {
+	return f64s(p.Rank, p.Kernel[0], p.Kernel[1], p.Stride[0], p.Stride[1], p.Padding[0], p.Padding[1],
+		b2i(p.CeilMode), b2i(p.CountIncludePad))
+}
+
+// Pool decodes a pool node's params.
+func (n *Node) Pool() PoolParams {
+	q := ints(n.Params, len(poolParamNames))
+	return PoolParams{Rank: q[0], Kernel: [2]int{q[1], q[2]}, Stride: [2]int{q[3], q[4]},
+		Padding: [2]int{q[5], q[6]}, CeilMode: q[7] != 0, CountIncludePad: q[8] != 0}
+}
+
+// OutShape returns a pool's output shape for input x.
+func (p PoolParams) OutShape(x []int) ([]int, error) {
+	r := p.Rank
+	if r != 2 {
+		return nil, fmt.Errorf("%d spatial dims: pools take 2 (NCHW)", r)
+	}
+	if len(x) != r+2 {
+		return nil, fmt.Errorf("input %v has rank %d, want %d (%s)", x, len(x), r+2, layoutName(r))
+	}
+	out := []int{x[0], x[1]}
+	for a := 0; a < r; a++ {
+		in, k, s, pad := x[2+a], p.Kernel[a], p.Stride[a], p.Padding[a]
+		switch {
+		case k < 1:
+			return nil, fmt.Errorf("kernel %d on spatial axis %d: want ≥ 1", k, a)
+		case s < 1:
+			return nil, fmt.Errorf("stride %d on spatial axis %d: want ≥ 1", s, a)
+		case pad < 0 || 2*pad > k:
+			return nil, fmt.Errorf("padding %d on spatial axis %d: want between 0 and half the kernel (%d)", pad, a, k)
+		case k > in+2*pad:
+			return nil, fmt.Errorf("kernel %d on spatial axis %d is larger than the padded input (%d + 2·%d)", k, a, in, pad)
+		}
+		num := in + 2*pad - k
+		o := num/s + 1
+		if p.CeilMode {
+			o = (num+s-1)/s + 1
+			if (o-1)*s >= in+pad { // the last window starts in the right padding
+				o--
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// UpsampleParams are an upsampling's parameters (OpUpsampleNearest over NCL
+// or NCHW, OpUpsampleBilinear over NCHW); the output sizes are the node's
+// shape. Scale, where > 0, is the user's scale factor for that axis and
+// sets the source coordinate (src = dst / Scale, PyTorch's recompute
+// rule when scale factors are given); 0 means in/out. AlignCorners
+// (bilinear only) maps the corner pixels' centres onto each other.
+type UpsampleParams struct {
+	Rank         int
+	AlignCorners bool
+	Scale        [2]float64
+}
+
+// Encode returns the params as Node.Params.
+func (p UpsampleParams) Encode() []float64 {
+	return []float64{float64(p.Rank), float64(b2i(p.AlignCorners)), p.Scale[0], p.Scale[1]}
+}
+
+// Upsample decodes an upsampling node's params.
+func (n *Node) Upsample() UpsampleParams {
+	var q [4]float64
+	copy(q[:], n.Params)
+	return UpsampleParams{Rank: int(q[0]), AlignCorners: q[1] != 0, Scale: [2]float64{q[2], q[3]}}
+}
+
+func layoutName(rank int) string {
+	if rank == 1 {
+		return "N, C, L"
+	}
+	return "N, C, H, W"
+}
+
+// verifyWindow checks a window node against its args and params.
+func verifyWindow(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
+	if len(n.Args) != info.Arity {
+		bad(n, "has %d args, want %d", len(n.Args), info.Arity)
+		return
+	}
+	if len(n.Params) != len(info.Params) {
+		bad(n, "has %d params, want %d", len(n.Params), len(info.Params))
+		return
+	}
+	for _, a := range n.Args {
+		if a.DType != n.DType {
+			bad(n, "arg %v has dtype %v, want %v", a, a.DType, n.DType)
+			return
+		}
+	}
+	if !info.In.Has(n.DType) {
+		bad(n, "dtype %v not in {%v}", n.DType, info.In)
+		return
+	}
+	var want []int
+	var err error
+	switch n.Op {
+	case OpConv, OpConvTranspose:
+		want, err = n.Conv().OutShape(n.Args[0].Shape, n.Args[1].Shape, n.Op == OpConvTranspose)
+	case OpMaxPool, OpAvgPool:
+		want, err = n.Pool().OutShape(n.Args[0].Shape)
+	case OpUpsampleNearest, OpUpsampleBilinear:
+		p, x := n.Upsample(), n.Args[0].Shape
+		if (p.Rank != 1 && p.Rank != 2) || (n.Op == OpUpsampleBilinear && p.Rank != 2) || len(x) != p.Rank+2 || len(n.Shape) != p.Rank+2 {
+			bad(n, "upsampling rank %d of %v to %v", p.Rank, x, n.Shape)
+			return
+		}
+		want = append([]int{x[0], x[1]}, n.Shape[2:]...)
+	}
+	if err != nil {
+		bad(n, "%v", err)
+		return
+	}
+	if !equalInts(want, n.Shape) {
+		bad(n, "shape %v, want %v", n.Shape, want)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func f64s(xs ...int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+func ints(ps []float64, n int) []int {
+	out := make([]int, n)
+	for i := 0; i < n && i < len(ps); i++ {
+		out[i] = int(ps[i])
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
