@@ -13,8 +13,17 @@ import (
 // do map — transposes, narrowed rows and columns, offsets, a batch
 // broadcast over every batch dim — cost nothing: the GEMM reads them
 // through its transpose flags, leading dimensions and batch strides.
+//
+// Window ops (conv, pools, upsampling: ir.ClassWindow) read each operand
+// as a packed row-major array at an offset (plan.WindowOperandOf), which is
+// what the vendor convolution libraries and Loom's own window kernels take;
+// any other view (a transpose, a narrowed channel range, a broadcast) is
+// copied the same way.
 func matmulOperands(s *State) error {
 	s.Graph = s.Graph.Rebuild(func(ng *ir.Graph, v *ir.Node, args []*ir.Node) *ir.Node {
+		if v.Info().Class == ir.ClassWindow {
+			return windowOperands(s, ng, v, args)
+		}
 		if v.Op != ir.OpMatmul {
 			return ir.Copy(ng, v, args)
 		}
@@ -36,4 +45,23 @@ func matmulOperands(s *State) error {
 		return n
 	})
 	return nil
+}
+
+// windowOperands copies a window op's operands that are not packed arrays.
+func windowOperands(s *State, ng *ir.Graph, v *ir.Node, args []*ir.Node) *ir.Node {
+	copied := make([]bool, len(args))
+	for i, a := range args {
+		_, l := a.Base()
+		if !plan.WindowOperandOf(l) {
+			copied[i] = true
+			args[i] = ng.Intern(ir.OpCopy, a.DType, a.Shape, []*ir.Node{a}, nil, nil, "")
+		}
+	}
+	n := ir.Copy(ng, v, args)
+	for i, c := range copied {
+		if c {
+			s.Log.Add("matmul-operands", n.ID, "operand %d (%v%v) of %v copied to a contiguous buffer: window ops read packed arrays", i, args[i].DType, args[i].Shape, v.Op)
+		}
+	}
+	return n
 }

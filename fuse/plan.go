@@ -172,6 +172,9 @@ func kernelName(k *plan.Kernel) string {
 		}
 		ops = append(ops, in.Node.Op.String())
 	}
+	if k.IsWindow() {
+		return "W_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
+	}
 	if len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {
 		return "I_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}

@@ -144,3 +144,17 @@ func Gemm(k *Kernel) (GemmStep, error) {
 	}
 	return GemmStep{Call: c, DType: k.Out.DType, A: opA.Buf, B: opB.Buf, C: k.Out, OffA: ga.Offset, OffB: gb.Offset}, nil
 }
+
+// WindowOperandOf reports whether a window op (ir.ClassWindow) can read
+// layout l in place: a packed row-major array (contiguous strides, any
+// offset). fuse copies every other operand first.
+func WindowOperandOf(l ir.Layout) bool {
+	want := 1
+	for d := l.Rank() - 1; d >= 0; d-- {
+		if l.Dims[d] != 1 && l.Strides[d] != want {
+			return l.Numel() == 0
+		}
+		want *= l.Dims[d]
+	}
+	return true
+}

@@ -144,6 +144,13 @@ func (k *Kernel) IsMatmul() bool {
 	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassMatmul
 }
 
+// IsWindow reports whether the kernel is one window step (conv, pool or
+// upsampling: ir.ClassWindow). Its operands are packed arrays at offsets
+// (WindowOperandOf); Instrs[0].Node's params say what to compute.
+func (k *Kernel) IsWindow() bool {
+	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassWindow
+}
+
 // HasMatmul reports whether any step of the plan is a matmul.
 func (p *Plan) HasMatmul() bool {
 	for _, s := range p.Steps {
