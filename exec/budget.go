@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/loomgraph/loom/plan"
@@ -16,6 +17,23 @@ type MemoryBudget interface {
 	// AvailableBytes is how many bytes of temporaries and outputs one run
 	// may allocate now.
 	AvailableBytes() (int64, error)
+}
+
+// Waiter is implemented by executors whose Sync can take long (a GPU with
+// queued kernels): Wait is Sync that returns when ctx is done, with ctx's
+// error, without waiting for the queued work to finish. The executor must
+// stay usable: memory the cancelled run frees may only be reused by work
+// ordered after the abandoned work (the GPU's one stream does that).
+type Waiter interface {
+	Wait(ctx context.Context) error
+}
+
+// wait is Sync, or Wait where the executor has it.
+func wait(ctx context.Context, e Executor) error {
+	if w, ok := e.(Waiter); ok {
+		return w.Wait(ctx)
+	}
+	return e.Sync()
 }
 
 // CheckBudget returns an error when p's peak bytes (temporaries with slot

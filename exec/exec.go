@@ -186,7 +186,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			return nil, fmt.Errorf("loom: run on %s: step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
 		}
 	}
-	if err := e.Sync(); err != nil {
+	if err := wait(ctx, e); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
 	}
 	if into != nil {

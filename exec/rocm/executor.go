@@ -267,6 +267,29 @@ func (e *Executor) Sync() error {
 	return nil
 }
 
+// Wait is Sync that gives up when ctx is done (exec.Waiter): the run
+// returns ctx's error at once while the queued kernels finish on the
+// device. That is safe because every buffer the abandoned run frees goes
+// back to the caching allocator, whose blocks are only handed to work
+// queued later on the same stream, behind the abandoned kernels; the
+// waiting goroutine ends when the stream drains.
+func (e *Executor) Wait(ctx context.Context) error {
+	if ctx.Done() == nil {
+		return e.Sync()
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("rocm: cancelled before waiting for the device: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Sync() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("rocm: cancelled while waiting for the device (the queued kernels finish in the background): %w", ctx.Err())
+	}
+}
+
 // Close waits for queued work, returns cached memory, unloads the modules
 // and releases the device. Memory still held (resident tensors) is released
 // with the device's context; using the executor afterwards is an error. An

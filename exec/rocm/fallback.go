@@ -27,6 +27,9 @@ type supportsKey struct{}
 // since the runner asks at every run). Matmul steps always are (vendor
 // BLAS or the portable GEMM, gemm.go).
 func (e *Executor) Supports(k *plan.Kernel) error {
+	if k.IsWindow() {
+		return e.supportsWindow(k)
+	}
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}
