@@ -163,13 +163,18 @@ func TestGPU(t *testing.T) {
 
 		must(t, "DestroyEvent", d.DestroyEvent(start))
 		must(t, "DestroyEvent", d.DestroyEvent(end))
+		// Free memory is device-wide: other processes (the GPU suite runs
+		// four test binaries at once) allocate meanwhile, so compare just
+		// before and just after the frees rather than with free0.
+		freeHeld, _, err := d.MemInfo()
+		must(t, "MemInfo", err)
 		for _, b := range bufs {
 			must(t, "Free", d.Free(b))
 		}
 		free2, _, err := d.MemInfo()
 		must(t, "MemInfo", err)
-		if diff := int64(free0) - int64(free2); diff > tolerance || diff < -tolerance {
-			t.Errorf("free memory %d MiB after Free, %d MiB before the allocations", free2>>20, free0>>20)
+		if gained := int64(free2) - int64(freeHeld); gained+tolerance < int64(3*bytes) {
+			t.Errorf("freeing %d MiB took free memory from %d to %d MiB", 3*bytes>>20, freeHeld>>20, free2>>20)
 		}
 	})
 
