@@ -1,0 +1,408 @@
+package hip
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Vendor convolution library: cuDNN 9 on NVIDIA (libcudnn.so.9, its legacy
+// descriptor API, which PyTorch's and Candle's cudnn paths use), loaded at
+// run time with purego like the BLAS. A handle belongs to one device and
+// one stream; calls run with the device current on a locked OS thread
+// (Device.do), as cuDNN, a runtime-API library, requires. MIOpen (AMD) is
+// not bound: on AMD the executor runs its own kernels (im2col + GEMM).
+//
+// Only what Loom's conv steps need: 2-D cross-correlation over packed NCHW
+// tensors (1-D convs pass H = 1), groups, per-axis stride, padding and
+// dilation; forward (conv) and backward data (conv_transpose). The
+// algorithm is chosen once per ConvDesc with cuDNN's heuristics
+// (cudnnGet*Algorithm_v7), as PyTorch does without benchmark mode: the
+// first algorithm that succeeds and needs at most MaxWorkspace bytes.
+
+// ConvDesc describes one convolution over packed NCHW arrays.
+type ConvDesc struct {
+	Type GemmType
+	// Transposed computes conv_transpose (cuDNN's backward data): X is
+	// the transposed conv's input [N, C, H, W] (cuDNN's dy), W its weight
+	// [C, K/Groups, R, S], Y its output [N, K, OutH, OutW] (cuDNN's dx).
+	// Otherwise X [N, C, H, W] · W [K, C/Groups, R, S] → Y [N, K, OutH, OutW].
+	Transposed       bool
+	N, C, H, W       int
+	K, R, S          int
+	OutH, OutW       int
+	PadH, PadW       int
+	StrideH, StrideW int
+	DilH, DilW       int
+	Groups           int
+	TF32             bool // f32 may use TF32 tensor cores
+	MaxWorkspace     uint64
+}
+
+// ConvPlan is a convolution bound to its descriptors and algorithm.
+type ConvPlan interface {
+	// Workspace is the device scratch Run needs (0: none).
+	Workspace() uint64
+	// Algo names the chosen algorithm, for dumps and benchmarks.
+	Algo() string
+	// Run queues the convolution on the handle's stream: y = conv(x, w).
+	Run(x, w, y, ws DevPtr) error
+	Close() error
+}
+
+// DNN is a vendor convolution library bound to one device and stream.
+type DNN interface {
+	Name() string
+	Plan(c ConvDesc) (ConvPlan, error)
+	Close() error
+}
+
+// OpenDNN loads the device's convolution library (once per process) and
+// creates a handle on stream s; the error says why there is none.
+func (d *Device) OpenDNN(s Stream) (DNN, error) {
+	if d.info.Platform != NVIDIA {
+		return nil, fmt.Errorf("hip: no convolution library bound for platform %q (MIOpen is not)", d.info.Platform)
+	}
+	return openCudnn(d, s)
+}
+
+var cudnnLibs = withCUDALibDir("libcudnn.so.9")
+
+// cuDNN enums (cudnn_graph.h, cudnn_cnn.h of cuDNN 9).
+const (
+	cudnnFloat              = 0
+	cudnnDouble             = 1
+	cudnnHalf               = 2
+	cudnnBFloat16           = 9
+	cudnnNCHW               = 0
+	cudnnCrossCorrelation   = 1
+	cudnnDefaultMath        = 0
+	cudnnTensorOpMath       = 1
+	cudnnFMAMath            = 3
+	cudnnStatusNotSupported = 3000
+)
+
+// cudnnPerf is cudnnConvolutionFwdAlgoPerf_t (and the identical
+// BwdDataAlgoPerf_t): 48 bytes.
+type cudnnPerf struct {
+	algo, status int32
+	time         float32
+	_            int32
+	memory       uint64
+	determinism  int32
+	mathType     int32
+	_            [4]int32
+}
+
+type cudnnAPI struct {
+	path      string
+	version   cfunc[func() uint64]
+	create    cfunc[func(h *uintptr) int32]
+	destroy   cfunc[func(h uintptr) int32]
+	setStream cfunc[func(h, s uintptr) int32]
+	errStr    cfunc[func(rc int32) *byte]
+	newTensor cfunc[func(d *uintptr) int32]
+	delTensor cfunc[func(d uintptr) int32]
+	setTensor cfunc[func(d uintptr, format, dt, n, c, h, w int32) int32]
+	newFilter cfunc[func(d *uintptr) int32]
+	delFilter cfunc[func(d uintptr) int32]
+	setFilter cfunc[func(d uintptr, dt, format, k, c, h, w int32) int32]
+	newConv   cfunc[func(d *uintptr) int32]
+	delConv   cfunc[func(d uintptr) int32]
+	setConv   cfunc[func(d uintptr, padH, padW, u, v, dilH, dilW, mode, compute int32) int32]
+	setGroups cfunc[func(d uintptr, g int32) int32]
+	setMath   cfunc[func(d uintptr, m int32) int32]
+	fwdAlgos  cfunc[func(h, x, w, c, y uintptr, req int32, got *int32, perf *cudnnPerf) int32]
+	fwdWS     cfunc[func(h, x, w, c, y uintptr, algo int32, size *uint64) int32]
+	fwd       cfunc[func(h uintptr, alpha unsafe.Pointer, xd, x, wd, w, cd uintptr, algo int32, ws uintptr, wsSize uint64, beta unsafe.Pointer, yd, y uintptr) int32]
+	bwdAlgos  cfunc[func(h, w, dy, c, dx uintptr, req int32, got *int32, perf *cudnnPerf) int32]
+	bwdWS     cfunc[func(h, w, dy, c, dx uintptr, algo int32, size *uint64) int32]
+	bwd       cfunc[func(h uintptr, alpha unsafe.Pointer, wd, w, dyd, dy, cd uintptr, algo int32, ws uintptr, wsSize uint64, beta unsafe.Pointer, dxd, dx uintptr) int32]
+	status    statusFunc
+}
+
+var cudnnLoad struct {
+	once sync.Once
+	api  *cudnnAPI
+	err  error
+}
+
+func loadCudnn() (*cudnnAPI, error) {
+	cudnnLoad.once.Do(func() {
+		h, path, err := dlopen(cudnnLibs)
+		if err != nil {
+			cudnnLoad.err = fmt.Errorf("no cuDNN: %w", err)
+			return
+		}
+		a := &cudnnAPI{path: path}
+		b := &binder{lib: h, path: path}
+		bind(b, &a.version, "cudnnGetVersion")
+		bind(b, &a.create, "cudnnCreate")
+		bind(b, &a.destroy, "cudnnDestroy")
+		bind(b, &a.setStream, "cudnnSetStream")
+		bind(b, &a.errStr, "cudnnGetErrorString")
+		bind(b, &a.newTensor, "cudnnCreateTensorDescriptor")
+		bind(b, &a.delTensor, "cudnnDestroyTensorDescriptor")
+		bind(b, &a.setTensor, "cudnnSetTensor4dDescriptor")
+		bind(b, &a.newFilter, "cudnnCreateFilterDescriptor")
+		bind(b, &a.delFilter, "cudnnDestroyFilterDescriptor")
+		bind(b, &a.setFilter, "cudnnSetFilter4dDescriptor")
+		bind(b, &a.newConv, "cudnnCreateConvolutionDescriptor")
+		bind(b, &a.delConv, "cudnnDestroyConvolutionDescriptor")
+		bind(b, &a.setConv, "cudnnSetConvolution2dDescriptor")
+		bind(b, &a.setGroups, "cudnnSetConvolutionGroupCount")
+		bind(b, &a.setMath, "cudnnSetConvolutionMathType")
+		bind(b, &a.fwdAlgos, "cudnnGetConvolutionForwardAlgorithm_v7")
+		bind(b, &a.fwdWS, "cudnnGetConvolutionForwardWorkspaceSize")
+		bind(b, &a.fwd, "cudnnConvolutionForward")
+		bind(b, &a.bwdAlgos, "cudnnGetConvolutionBackwardDataAlgorithm_v7")
+		bind(b, &a.bwdWS, "cudnnGetConvolutionBackwardDataWorkspaceSize")
+		bind(b, &a.bwd, "cudnnConvolutionBackwardData")
+		if err := b.err(); err != nil {
+			cudnnLoad.err = err
+			return
+		}
+		a.status = newStatusFunc(func(rc int32) string { return cString(a.errStr.fn(rc)) })
+		cudnnLoad.api = a
+	})
+	return cudnnLoad.api, cudnnLoad.err
+}
+
+type cudnn struct {
+	d    *Device
+	api  *cudnnAPI
+	h    uintptr
+	name string
+	mu   sync.Mutex // a handle is not for concurrent use
+}
+
+func openCudnn(d *Device, s Stream) (DNN, error) {
+	api, err := loadCudnn()
+	if err != nil {
+		return nil, err
+	}
+	c := &cudnn{d: d, api: api}
+	err = d.do(func(*runtimeAPI) error {
+		if err := api.status(api.create.name, api.create.fn(&c.h)); err != nil {
+			return err
+		}
+		v := api.version.fn()
+		c.name = fmt.Sprintf("cudnn %d.%d.%d (%s)", v/10000, v/100%100, v%100, api.path)
+		return api.status(api.setStream.name, api.setStream.fn(c.h, uintptr(s)))
+	})
+	if err != nil {
+		if c.h != 0 {
+			d.do(func(*runtimeAPI) error { return api.status(api.destroy.name, api.destroy.fn(c.h)) })
+		}
+		return nil, fmt.Errorf("hip: cuDNN handle: %w", err)
+	}
+	return c, nil
+}
+
+func (c *cudnn) Name() string { return c.name }
+
+func (c *cudnn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.h == 0 {
+		return nil
+	}
+	err := c.d.do(func(*runtimeAPI) error { return c.api.status(c.api.destroy.name, c.api.destroy.fn(c.h)) })
+	c.h = 0
+	return err
+}
+
+// cudnnTypes maps a GemmType to cuDNN's data type and the convolution's
+// compute type: f16 and bf16 compute in f32, as PyTorch asks.
+func cudnnTypes(t GemmType) (data, compute int32) {
+	switch t {
+	case GemmF64:
+		return cudnnDouble, cudnnDouble
+	case GemmF16:
+		return cudnnHalf, cudnnFloat
+	case GemmBF16:
+		return cudnnBFloat16, cudnnFloat
+	}
+	return cudnnFloat, cudnnFloat
+}
+
+// checkConv rejects descriptors cuDNN's 32-bit interface cannot express.
+func checkConv(cd ConvDesc) error {
+	const max32 = 1<<31 - 1
+	for _, v := range []int{cd.N, cd.C, cd.H, cd.W, cd.K, cd.R, cd.S, cd.OutH, cd.OutW} {
+		if v < 1 || v > max32 {
+			return fmt.Errorf("hip: conv %+v: every size must be in [1, 2^31)", cd)
+		}
+	}
+	for _, n := range []int{cd.N * cd.C * cd.H * cd.W, cd.N * cd.K * cd.OutH * cd.OutW} {
+		if n > max32 {
+			return fmt.Errorf("hip: conv: a tensor of %d elements is beyond cuDNN's 2^31", n)
+		}
+	}
+	if cd.Groups < 1 || cd.Type > GemmBF16 {
+		return fmt.Errorf("hip: conv %+v: bad groups or type", cd)
+	}
+	return nil
+}
+
+type cudnnPlan struct {
+	c          *cudnn
+	cd         ConvDesc
+	x, y, w, v uintptr // x, y tensor descriptors; w filter; v convolution
+	algo       int32
+	ws         uint64
+}
+
+func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
+	if err := checkConv(cd); err != nil {
+		return nil, err
+	}
+	a := c.api
+	p := &cudnnPlan{c: c, cd: cd}
+	data, compute := cudnnTypes(cd.Type)
+	math := int32(cudnnDefaultMath)
+	switch {
+	case cd.Type == GemmF32 && !cd.TF32:
+		math = cudnnFMAMath // no TF32: f32 products in f32, as PyTorch with allow_tf32 off
+	case cd.Type == GemmF16 || cd.Type == GemmBF16:
+		math = cudnnTensorOpMath
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.d.do(func(*runtimeAPI) error {
+		st := func(f string, rc int32) error { return a.status(f, rc) }
+		if err := st(a.newTensor.name, a.newTensor.fn(&p.x)); err != nil {
+			return err
+		}
+		if err := st(a.newTensor.name, a.newTensor.fn(&p.y)); err != nil {
+			return err
+		}
+		if err := st(a.newFilter.name, a.newFilter.fn(&p.w)); err != nil {
+			return err
+		}
+		if err := st(a.newConv.name, a.newConv.fn(&p.v)); err != nil {
+			return err
+		}
+		i := func(v int) int32 { return int32(v) }
+		// Forward: x [N,C,H,W], filter [K, C/G, R, S], y [N,K,OutH,OutW].
+		// Transposed: the forward conv it is the data gradient of maps
+		// y (Loom's output, cuDNN's dx) to x (Loom's input, cuDNN's dy)
+		// through the filter [C, K/G, R, S] — Loom's weight as stored.
+		fk, fc := cd.K, cd.C/cd.Groups
+		if cd.Transposed {
+			fk, fc = cd.C, cd.K/cd.Groups
+		}
+		for _, e := range []struct {
+			f  string
+			rc int32
+		}{
+			{a.setTensor.name, a.setTensor.fn(p.x, cudnnNCHW, data, i(cd.N), i(cd.C), i(cd.H), i(cd.W))},
+			{a.setTensor.name, a.setTensor.fn(p.y, cudnnNCHW, data, i(cd.N), i(cd.K), i(cd.OutH), i(cd.OutW))},
+			{a.setFilter.name, a.setFilter.fn(p.w, data, cudnnNCHW, i(fk), i(fc), i(cd.R), i(cd.S))},
+			{a.setConv.name, a.setConv.fn(p.v, i(cd.PadH), i(cd.PadW), i(cd.StrideH), i(cd.StrideW), i(cd.DilH), i(cd.DilW), cudnnCrossCorrelation, compute)},
+			{a.setGroups.name, a.setGroups.fn(p.v, i(cd.Groups))},
+			{a.setMath.name, a.setMath.fn(p.v, math)},
+		} {
+			if err := st(e.f, e.rc); err != nil {
+				return err
+			}
+		}
+		var perf [16]cudnnPerf
+		var got int32
+		var rc int32
+		name := a.fwdAlgos.name
+		if cd.Transposed {
+			name = a.bwdAlgos.name
+			rc = a.bwdAlgos.fn(c.h, p.w, p.x, p.v, p.y, int32(len(perf)), &got, &perf[0])
+		} else {
+			rc = a.fwdAlgos.fn(c.h, p.x, p.w, p.v, p.y, int32(len(perf)), &got, &perf[0])
+		}
+		if err := st(name, rc); err != nil {
+			return err
+		}
+		var tried []string
+		for _, r := range perf[:got] {
+			if r.status != 0 {
+				continue
+			}
+			var ws uint64
+			var wrc int32
+			if cd.Transposed {
+				wrc = a.bwdWS.fn(c.h, p.w, p.x, p.v, p.y, r.algo, &ws)
+			} else {
+				wrc = a.fwdWS.fn(c.h, p.x, p.w, p.v, p.y, r.algo, &ws)
+			}
+			if wrc != 0 {
+				continue
+			}
+			if cd.MaxWorkspace > 0 && ws > cd.MaxWorkspace {
+				tried = append(tried, fmt.Sprintf("algo %d needs %d bytes", r.algo, ws))
+				continue
+			}
+			p.algo, p.ws = r.algo, ws
+			return nil
+		}
+		return &Error{Call: name, Code: cudnnStatusNotSupported,
+			Name: fmt.Sprintf("no algorithm for this convolution within %d bytes of workspace (%s)", cd.MaxWorkspace, strings.Join(tried, "; "))}
+	})
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("hip: cuDNN conv plan (%s, x [%d %d %d %d], out [%d %d %d %d]): %w", cd.Type, cd.N, cd.C, cd.H, cd.W, cd.N, cd.K, cd.OutH, cd.OutW, err)
+	}
+	return p, nil
+}
+
+func (p *cudnnPlan) Workspace() uint64 { return p.ws }
+
+func (p *cudnnPlan) Algo() string {
+	if p.cd.Transposed {
+		return fmt.Sprintf("cudnn bwd-data algo %d", p.algo)
+	}
+	return fmt.Sprintf("cudnn fwd algo %d", p.algo)
+}
+
+func (p *cudnnPlan) Run(x, w, y, ws DevPtr) error {
+	c, a := p.c, p.c.api
+	alpha, beta := unsafe.Pointer(&one32), unsafe.Pointer(&zero32)
+	if p.cd.Type == GemmF64 {
+		alpha, beta = unsafe.Pointer(&one64), unsafe.Pointer(&zero64)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.h == 0 {
+		return fmt.Errorf("hip: cuDNN handle closed")
+	}
+	return c.d.do(func(*runtimeAPI) error {
+		if p.cd.Transposed {
+			return a.status(a.bwd.name, a.bwd.fn(c.h, alpha, p.w, uintptr(w), p.x, uintptr(x), p.v, p.algo, uintptr(ws), p.ws, beta, p.y, uintptr(y)))
+		}
+		return a.status(a.fwd.name, a.fwd.fn(c.h, alpha, p.x, uintptr(x), p.w, uintptr(w), p.v, p.algo, uintptr(ws), p.ws, beta, p.y, uintptr(y)))
+	})
+}
+
+func (p *cudnnPlan) Close() error {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	return p.close()
+}
+
+func (p *cudnnPlan) close() error {
+	a := p.c.api
+	return p.c.d.do(func(*runtimeAPI) error {
+		if p.x != 0 {
+			a.delTensor.fn(p.x)
+		}
+		if p.y != 0 {
+			a.delTensor.fn(p.y)
+		}
+		if p.w != 0 {
+			a.delFilter.fn(p.w)
+		}
+		if p.v != 0 {
+			a.delConv.fn(p.v)
+		}
+		p.x, p.y, p.w, p.v = 0, 0, 0, 0
+		return nil
+	})
+}

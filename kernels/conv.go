@@ -1,0 +1,128 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
+)
+
+//go:embed conv.hip
+var convHIP string
+
+// ConvSource returns the translation unit of the portable convolution
+// kernels for t (conv.hip with the prelude helpers it uses): im2col for
+// 2-, 4- and 8-byte elements, col2im for f32 and f64, and the direct
+// transposed conv for f16 and bf16. One compile serves every conv step.
+func ConvSource(t codegen.Target) string { return codegen.PreludeFor(t, convHIP) + convHIP }
+
+// ConvEntries lists every entry point of ConvSource.
+func ConvEntries() []string {
+	return []string{"loom_im2col_b2", "loom_im2col_b4", "loom_im2col_b8", "loom_col2im_f32", "loom_col2im_f64",
+		"loom_convt_direct_f16", "loom_convt_direct_bf16"}
+}
+
+// ConvGeom is a 2-D convolution's geometry over packed NCHW arrays (1-D
+// convolutions have H = KH = 1, PH = 0, SH = DH = 1). For conv, C and H×W
+// are the input's and OH×OW the output's; for the transposed conv, the
+// same names describe the transposed conv's own input and output.
+type ConvGeom struct {
+	N, C, H, W     int
+	CO, KH, KW     int
+	OH, OW         int
+	PH, PW, SH, SW int
+	DH, DW         int
+	G              int
+}
+
+// Im2colEntry names the im2col kernel for elements of d.
+func Im2colEntry(d dtype.DType) (string, error) {
+	switch d.Size() {
+	case 2, 4, 8:
+		return fmt.Sprintf("loom_im2col_b%d", d.Size()), nil
+	}
+	return "", fmt.Errorf("kernels: im2col of %v", d)
+}
+
+// Col2imEntry names the col2im kernel for d (f32, f64).
+func Col2imEntry(d dtype.DType) (string, error) {
+	switch d {
+	case dtype.F32:
+		return "loom_col2im_f32", nil
+	case dtype.F64:
+		return "loom_col2im_f64", nil
+	}
+	return "", fmt.Errorf("kernels: col2im of %v (f32 and f64 only)", d)
+}
+
+// ConvTDirectEntry names the direct transposed conv for d (f16, bf16).
+func ConvTDirectEntry(d dtype.DType) (string, error) {
+	switch d {
+	case dtype.F16:
+		return "loom_convt_direct_f16", nil
+	case dtype.BF16:
+		return "loom_convt_direct_bf16", nil
+	}
+	return "", fmt.Errorf("kernels: direct transposed conv of %v (f16 and bf16 only)", d)
+}
+
+// FlatLaunch returns the grid and block of a grid-stride kernel over n
+// elements: 256 threads a block, at most 65535·8 blocks.
+func FlatLaunch(n int) (grid, block [3]uint32) {
+	b := (n + 255) / 256
+	b = min(max(b, 1), 65535*8)
+	return [3]uint32{uint32(b), 1, 1}, [3]uint32{256, 1, 1}
+}
+
+// The Go twins: the spec of each kernel, on float64 arrays.
+
+// Im2col is the twin of loom_im2col_*: cols[b][ckk][p] for images n0+b
+// (b < nb) and output pixels p0+p (p < np).
+func Im2col(g ConvGeom, x []float64, n0, nb, p0, np int) []float64 {
+	ckk := g.C * g.KH * g.KW
+	cols := make([]float64, nb*ckk*np)
+	for b := range nb {
+		for row := range ckk {
+			c, ky, kx := row/(g.KH*g.KW), row%(g.KH*g.KW)/g.KW, row%g.KW
+			for p := range np {
+				oy, ox := (p0+p)/g.OW, (p0+p)%g.OW
+				iy, ix := oy*g.SH-g.PH+ky*g.DH, ox*g.SW-g.PW+kx*g.DW
+				if iy >= 0 && iy < g.H && ix >= 0 && ix < g.W {
+					cols[(b*ckk+row)*np+p] = x[(((n0+b)*g.C+c)*g.H+iy)*g.W+ix]
+				}
+			}
+		}
+	}
+	return cols
+}
+
+// Col2im is the twin of loom_col2im_*: for the transposed conv of geometry
+// g (input C×H×W, output CO×OH×OW), it adds the columns cols[b][co·KH·KW +
+// ky·KW + kx][iy·W + ix] of images n0+b into out, tap order ky-major.
+func Col2im(g ConvGeom, cols, out []float64, n0, nb int) {
+	hw, kk := g.H*g.W, g.KH*g.KW
+	for b := range nb {
+		for co := range g.CO {
+			for oy := range g.OH {
+				for ox := range g.OW {
+					acc := 0.0
+					for ky := range g.KH {
+						ty := oy + g.PH - ky*g.DH
+						if ty < 0 || ty%g.SH != 0 || ty/g.SH >= g.H {
+							continue
+						}
+						for kx := range g.KW {
+							tx := ox + g.PW - kx*g.DW
+							if tx < 0 || tx%g.SW != 0 || tx/g.SW >= g.W {
+								continue
+							}
+							acc += cols[((b*g.CO+co)*kk+ky*g.KW+kx)*hw+ty/g.SH*g.W+tx/g.SW]
+						}
+					}
+					out[(((n0+b)*g.CO+co)*g.OH+oy)*g.OW+ox] = acc
+				}
+			}
+		}
+	}
+}
