@@ -39,6 +39,7 @@ type Executor struct {
 
 	timer deviceTimer // DeviceTime (benchmarks)
 	gemmS gemmState   // matmul: vendor BLAS or the portable kernel
+	dnnS  dnnState    // conv: vendor library or the portable kernels
 
 	moduleLoads, moduleNs, ready, launches atomic.Int64
 	closed                                 atomic.Bool
@@ -299,7 +300,7 @@ func (e *Executor) Close() error {
 		return nil
 	}
 	defer open.Delete(e)
-	errs := []error{e.Sync(), e.closeGemm()}
+	errs := []error{e.Sync(), e.closeDNN(), e.closeGemm()}
 	_, err := e.alloc.trim()
 	errs = append(errs, err)
 	e.modMu.Lock()
@@ -350,6 +351,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	}
 	if k.IsMatmul() {
 		return e.runMatmul(k, mem)
+	}
+	if k.IsWindow() {
+		return e.runWindow(ctx, k, mem)
 	}
 	kp, err := e.prepare(k)
 	if err != nil {

@@ -62,6 +62,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 			switch {
 			case k.IsMatmul():
 				_, err = e.prepareMatmul(k, p.AllowTF32)
+			case k.IsWindow():
+				err = e.prepareWindow(k, p.AllowTF32)
 			case isIndexKernel(k):
 				_, err = e.prepareIndex(k)
 			default:
@@ -81,6 +83,9 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 			k.Cache.Delete(plan.KeyOf(e, nil))
 			k.Cache.Delete(plan.KeyOf(e, indexKey{}))
 			k.Cache.Delete(plan.KeyOf(e, matmulKey{}))
+			if k.IsWindow() {
+				k.Cache.Delete(plan.KeyOf(e, windowKey(k)))
+			}
 		}
 		return err
 	}
@@ -96,6 +101,10 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 	}
 	if isIndexKernel(k) {
 		_, ok := k.Cache.Load(plan.KeyOf(e, indexKey{}))
+		return ok
+	}
+	if k.IsWindow() {
+		_, ok := k.Cache.Load(plan.KeyOf(e, windowKey(k)))
 		return ok
 	}
 	_, ok := k.Cache.Load(plan.KeyOf(e, nil))

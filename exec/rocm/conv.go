@@ -1,0 +1,384 @@
+package rocm
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
+)
+
+// Convolutions on the GPU (ir.OpConv, ir.OpConvTranspose). Two paths, the
+// choice made once per step when it is prepared:
+//
+//   - the vendor library (cuDNN on NVIDIA; hip.OpenDNN): one call per
+//     step, its algorithm picked by the library's heuristics with at most
+//     dnnWorkspaceMax bytes of workspace, taken from the allocator for the
+//     step. f32 is computed without TF32 unless the plan allows TF32.
+//   - Loom's own kernels (kernels/conv.hip), always available and the only
+//     path on AMD (MIOpen is not bound) or with LOOM_GPU_CONV=portable:
+//     conv = im2col + one GEMM per group on the GEMM engine of matmul
+//     steps (cuBLAS/rocBLAS, or the portable GEMM); conv_transpose = one
+//     GEMM per group into columns + col2im (f32, f64), or a direct kernel
+//     (f16, bf16, which accumulates in float and rounds once).
+//
+// Scratch bound: the portable path's columns take at most convScratch
+// bytes a step — conv works through the batch in chunks of images (or,
+// when one image's columns are larger, in chunks of output pixels);
+// conv_transpose in chunks of images, at least one image's columns. The
+// scratch comes from the caching allocator, so a conv that cannot get it
+// fails with the allocator's out-of-memory error.
+
+// ConvEnv set to "portable" makes executors run convolutions on Loom's own
+// kernels even where the vendor library loads.
+const ConvEnv = "LOOM_GPU_CONV"
+
+const (
+	convScratch     = 256 << 20
+	dnnWorkspaceMax = 1 << 30
+)
+
+type dnnState struct {
+	once sync.Once
+	lib  hip.DNN // nil: none
+	why  string
+
+	mu    sync.Mutex
+	plans []hip.ConvPlan // closed with the executor
+}
+
+// dnn returns the executor's convolution library state, opening it on
+// first use.
+func (e *Executor) dnn() *dnnState {
+	s := &e.dnnS
+	s.once.Do(func() {
+		if os.Getenv(ConvEnv) == "portable" {
+			s.why = ConvEnv + "=portable"
+			return
+		}
+		lib, err := e.dev.OpenDNN(e.stream)
+		if err != nil {
+			s.why = err.Error()
+			return
+		}
+		s.lib, s.why = lib, lib.Name()
+	})
+	return s
+}
+
+// ConvBackend says what runs conv steps on this executor.
+func (e *Executor) ConvBackend() string {
+	s := e.dnn()
+	if s.lib != nil {
+		return s.lib.Name() + " (portable im2col + GEMM where it refuses a conv)"
+	}
+	return fmt.Sprintf("portable im2col + GEMM on %s (no vendor convolution library: %s)", e.GEMMBackend(), s.why)
+}
+
+func (e *Executor) closeDNN() error {
+	s := &e.dnnS
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, p := range s.plans {
+		if err := p.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.plans = nil
+	if s.lib != nil {
+		if err := s.lib.Close(); err != nil && first == nil {
+			first = err
+		}
+		s.lib = nil
+	}
+	return first
+}
+
+// convKey keys a conv step's prepared form in plan.Kernel.Cache.
+type convKey struct{}
+
+// convStep is a conv kernel prepared for this executor.
+type convStep struct {
+	d          dtype.DType
+	g          kernels.ConvGeom
+	transposed bool
+	tf32       bool
+	dnn        hip.ConvPlan // nil: the portable kernels
+	how        string
+}
+
+// convGeom maps a conv node onto the 2-D geometry the kernels and the
+// library take (1-D: H = KH = 1).
+func convGeom(n *ir.Node) kernels.ConvGeom {
+	p, x, w, out := n.Conv(), n.Args[0].Shape, n.Args[1].Shape, n.Shape
+	g := kernels.ConvGeom{N: x[0], C: x[1], CO: out[1], G: p.Groups, H: 1, KH: 1, OH: 1, SH: 1, DH: 1}
+	if p.Rank == 1 {
+		g.W, g.KW, g.OW = x[2], w[2], out[2]
+		g.PW, g.SW, g.DW = p.Padding[0], p.Stride[0], p.Dilation[0]
+		return g
+	}
+	g.H, g.W, g.KH, g.KW, g.OH, g.OW = x[2], x[3], w[2], w[3], out[2], out[3]
+	g.PH, g.PW, g.SH, g.SW, g.DH, g.DW = p.Padding[0], p.Padding[1], p.Stride[0], p.Stride[1], p.Dilation[0], p.Dilation[1]
+	return g
+}
+
+// prepareConv picks the step's path and makes it ready: the library's plan,
+// or the portable kernels compiled and loaded (and the GEMM engine open).
+func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
+	if v, ok := k.Cache.Load(plan.KeyOf(e, convKey{})); ok {
+		return v.(*convStep), nil
+	}
+	n := k.Instrs[0].Node
+	cs := &convStep{d: n.DType, g: convGeom(n), transposed: n.Op == ir.OpConvTranspose, tf32: tf32}
+	gt, err := gemmType(cs.d)
+	if err != nil {
+		return nil, err
+	}
+	g := cs.g
+	empty := n.Numel() == 0 || g.C == 0
+	var refused string
+	if s := e.dnn(); s.lib != nil && !empty {
+		p, err := s.lib.Plan(hip.ConvDesc{Type: gt, Transposed: cs.transposed,
+			N: g.N, C: g.C, H: g.H, W: g.W, K: g.CO, R: g.KH, S: g.KW, OutH: g.OH, OutW: g.OW,
+			PadH: g.PH, PadW: g.PW, StrideH: g.SH, StrideW: g.SW, DilH: g.DH, DilW: g.DW,
+			Groups: g.G, TF32: tf32, MaxWorkspace: dnnWorkspaceMax})
+		if err == nil {
+			cs.dnn, cs.how = p, p.Algo()
+			s.mu.Lock()
+			s.plans = append(s.plans, p)
+			s.mu.Unlock()
+		} else {
+			refused = err.Error()
+		}
+	}
+	if cs.dnn == nil && !empty {
+		if _, err := e.convFunction(kernels.ConvEntries()[0]); err != nil {
+			return nil, err
+		}
+		cs.how = "portable: im2col + GEMM (" + e.GEMMBackend() + ")"
+		if cs.transposed {
+			cs.how = "portable: GEMM + col2im (" + e.GEMMBackend() + ")"
+			if cs.d == dtype.F16 || cs.d == dtype.BF16 {
+				cs.how = "portable: direct transposed conv"
+			}
+		}
+		if refused != "" {
+			cs.how += "; the library refused: " + refused
+		}
+		if st := e.gemm(); st.vendor == nil {
+			// The portable GEMM compiles once for every call.
+			if _, err := e.gemmFunction(kernels.GemmEntries()[0]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	v, _ := k.Cache.LoadOrStore(plan.KeyOf(e, convKey{}), cs)
+	return v.(*convStep), nil
+}
+
+// convFunction compiles (once per process, through the code cache) and
+// loads (once per executor) the portable conv kernels.
+func (e *Executor) convFunction(name string) (hip.Function, error) {
+	obj, _, err := e.codes.get(e.comp, CacheDir(), kernels.ConvSource(e.target), "loom_conv", e.info.Arch, e.opts)
+	if err != nil {
+		return hip.Function{}, err
+	}
+	return e.function(obj, name)
+}
+
+// runConv queues a conv step.
+func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
+	cs, err := e.prepareConv(k, false)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	size := int64(cs.d.Size())
+	ptr := func(b *plan.Buffer, off int, n int) (hip.DevPtr, error) {
+		mm, err := e.mem(mem[b.ID])
+		if err != nil {
+			return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)
+		}
+		if !mm.blk.live {
+			return 0, fmt.Errorf("buffer b%d: memory was freed", b.ID)
+		}
+		if need := (int64(off) + int64(n)) * size; n > 0 && mm.blk.n < need {
+			return 0, fmt.Errorf("buffer b%d: the conv reaches %d bytes of a %d-byte allocation", b.ID, need, mm.blk.n)
+		}
+		return mm.blk.ptr + hip.DevPtr(int64(off)*size), nil
+	}
+	n := k.Instrs[0].Node
+	if n.Numel() == 0 {
+		return nil
+	}
+	out, err := ptr(k.Out, 0, n.Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	g := cs.g
+	if g.C == 0 { // no input channels: every output is an empty sum
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		return e.dev.MemsetD8(out, 0, uint64(int64(n.Numel())*size), e.stream)
+	}
+	x, err := ptr(k.Ins[0].Buf, k.Ins[0].Layout.Offset, n.Args[0].Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s input: %w", k.Name, err)
+	}
+	w, err := ptr(k.Ins[1].Buf, k.Ins[1].Layout.Offset, n.Args[1].Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+	}
+	if cs.dnn != nil {
+		var ws *block
+		if need := cs.dnn.Workspace(); need > 0 {
+			if ws, err = e.alloc.alloc(int64(need)); err != nil {
+				return fmt.Errorf("rocm: %s: %s workspace of %d bytes: %w", k.Name, cs.how, need, err)
+			}
+			defer e.alloc.release(ws) // stream-ordered: reused only by later work
+		}
+		var wsp hip.DevPtr
+		if ws != nil {
+			wsp = ws.ptr
+		}
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		if err := cs.dnn.Run(x, w, out, wsp); err != nil {
+			return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
+		}
+		e.launches.Add(1)
+		return nil
+	}
+	if cs.transposed {
+		err = e.convTransposePortable(cs, x, w, out)
+	} else {
+		err = e.convPortable(cs, x, w, out)
+	}
+	if err != nil {
+		return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
+	}
+	return nil
+}
+
+// launchFlat queues a grid-stride conv kernel over n elements.
+func (e *Executor) launchFlat(name string, n int64, args *hip.Args) error {
+	fn, err := e.convFunction(name)
+	if err != nil {
+		return err
+	}
+	grid, blk := kernels.FlatLaunch(int(n))
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fn, grid, blk, 0, e.stream, args); err != nil {
+		return fmt.Errorf("launch %s (grid %v): %w", name, grid, err)
+	}
+	e.launches.Add(1)
+	return nil
+}
+
+// convPortable: per chunk of images (or of output pixels), im2col into the
+// scratch, then per group out[n][g] = w[g] · cols[n][g], batched over the
+// chunk's images.
+func (e *Executor) convPortable(cs *convStep, x, w, out hip.DevPtr) error {
+	g, size := cs.g, int64(cs.d.Size())
+	ckk := int64(g.C * g.KH * g.KW)
+	P := int64(g.OH * g.OW)
+	nb, np := int64(g.N), P
+	if per := ckk * P * size; per > convScratch {
+		nb, np = 1, max(1, convScratch/(ckk*size))
+	} else {
+		nb = min(nb, max(1, convScratch/per))
+	}
+	cols, err := e.alloc.alloc(nb * ckk * np * size)
+	if err != nil {
+		return fmt.Errorf("im2col scratch: %w", err)
+	}
+	defer e.alloc.release(cols)
+	im2col, err := kernels.Im2colEntry(cs.d)
+	if err != nil {
+		return err
+	}
+	cog, ckkg := int64(g.CO/g.G), ckk/int64(g.G)
+	for n0 := int64(0); n0 < int64(g.N); n0 += nb {
+		b := min(nb, int64(g.N)-n0)
+		for p0 := int64(0); p0 < P; p0 += np {
+			m := min(np, P-p0)
+			var a hip.Args
+			a.Ptr(x).Ptr(cols.ptr).I64(n0).I64(b).I64(int64(g.C)).I64(int64(g.H)).I64(int64(g.W))
+			a.I32(int32(g.KH)).I32(int32(g.KW)).I32(int32(g.PH)).I32(int32(g.PW)).I32(int32(g.SH)).I32(int32(g.SW)).I32(int32(g.DH)).I32(int32(g.DW))
+			a.I64(int64(g.OW)).I64(p0).I64(m)
+			if err := e.launchFlat(im2col, b*ckk*m, &a); err != nil {
+				return err
+			}
+			for gr := int64(0); gr < int64(g.G); gr++ {
+				c := blas.Call{M: int(cog), N: int(m), K: int(ckkg), LDA: int(ckkg), LDB: int(m), LDC: int(P),
+					StrideA: 0, StrideB: int(ckk * m), StrideC: int(int64(g.CO) * P), Batch: int(b), Alpha: 1}
+				aw := w + hip.DevPtr(gr*cog*ckkg*size)
+				bc := cols.ptr + hip.DevPtr(gr*ckkg*m*size)
+				co := out + hip.DevPtr(((n0*int64(g.CO)+gr*cog)*P+p0)*size)
+				if err := e.runGemm(cs.d, c, aw, bc, co, cs.tf32, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// convTransposePortable: f16/bf16 run the direct kernel; f32/f64 per chunk
+// of images compute the columns cols[n][g] = w[g]ᵀ · x[n][g] with one GEMM
+// per group, then col2im gathers them into the output.
+func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) error {
+	g, size := cs.g, int64(cs.d.Size())
+	if cs.d == dtype.F16 || cs.d == dtype.BF16 {
+		name, err := kernels.ConvTDirectEntry(cs.d)
+		if err != nil {
+			return err
+		}
+		var a hip.Args
+		a.Ptr(x).Ptr(w).Ptr(out).I64(int64(g.N)).I64(int64(g.C)).I64(int64(g.H)).I64(int64(g.W)).I64(int64(g.CO))
+		a.I32(int32(g.G)).I32(int32(g.KH)).I32(int32(g.KW)).I32(int32(g.PH)).I32(int32(g.PW)).I32(int32(g.SH)).I32(int32(g.SW)).I32(int32(g.DH)).I32(int32(g.DW))
+		a.I64(int64(g.OH)).I64(int64(g.OW))
+		return e.launchFlat(name, int64(g.N*g.CO*g.OH*g.OW), &a)
+	}
+	col2im, err := kernels.Col2imEntry(cs.d)
+	if err != nil {
+		return err
+	}
+	kk, hw := int64(g.KH*g.KW), int64(g.H*g.W)
+	cig, cog := int64(g.C/g.G), int64(g.CO/g.G)
+	per := int64(g.CO) * kk * hw * size
+	nb := min(int64(g.N), max(1, convScratch/per))
+	cols, err := e.alloc.alloc(nb * per)
+	if err != nil {
+		return fmt.Errorf("col2im scratch: %w", err)
+	}
+	defer e.alloc.release(cols)
+	for n0 := int64(0); n0 < int64(g.N); n0 += nb {
+		b := min(nb, int64(g.N)-n0)
+		for gr := int64(0); gr < int64(g.G); gr++ {
+			c := blas.Call{M: int(cog * kk), N: int(hw), K: int(cig), TransA: true, LDA: int(cog * kk), LDB: int(hw), LDC: int(hw),
+				StrideA: 0, StrideB: int(int64(g.C) * hw), StrideC: int(int64(g.CO) * kk * hw), Batch: int(b), Alpha: 1}
+			aw := w + hip.DevPtr(gr*cig*cog*kk*size)
+			bx := x + hip.DevPtr((n0*int64(g.C)+gr*cig)*hw*size)
+			cc := cols.ptr + hip.DevPtr(gr*cog*kk*hw*size)
+			if err := e.runGemm(cs.d, c, aw, bx, cc, cs.tf32, false); err != nil {
+				return err
+			}
+		}
+		var a hip.Args
+		a.Ptr(cols.ptr).Ptr(out).I64(n0).I64(b).I64(int64(g.CO)).I64(int64(g.H)).I64(int64(g.W))
+		a.I32(int32(g.KH)).I32(int32(g.KW)).I32(int32(g.PH)).I32(int32(g.PW)).I32(int32(g.SH)).I32(int32(g.SW)).I32(int32(g.DH)).I32(int32(g.DW))
+		a.I64(int64(g.OH)).I64(int64(g.OW))
+		if err := e.launchFlat(col2im, b*int64(g.CO*g.OH*g.OW), &a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
