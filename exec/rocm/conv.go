@@ -39,10 +39,11 @@ import (
 // kernels even where the vendor library loads.
 const ConvEnv = "LOOM_GPU_CONV"
 
-const (
-	convScratch     = 256 << 20
-	dnnWorkspaceMax = 1 << 30
-)
+const dnnWorkspaceMax = 1 << 30
+
+// convScratch is the portable path's column bound (a variable so tests can
+// force the chunked loops with small sizes).
+var convScratch int64 = 256 << 20
 
 type dnnState struct {
 	once sync.Once
