@@ -159,7 +159,7 @@ func TestConvTwins(t *testing.T) {
 	}
 }
 
-// TestConvCompile compiles ConvSource with hiprtc for gfx90a (wave 64) and
+// TestConvCompile compiles ConvSource and QuantSource with hiprtc for gfx90a (wave 64) and
 // gfx1030 (wave 32), and with NVRTC for sm_90 where it loads; every entry
 // point is in the code object.
 func TestConvCompile(t *testing.T) {
@@ -183,10 +183,15 @@ func TestConvCompile(t *testing.T) {
 				}
 				t.Skipf("no compiler for %s: %v", tg.arch, err)
 			}
-			code := ConvSource(codegen.Target{Platform: tg.platform, Arch: tg.arch})
-			j := compileJob{name: "conv", code: code, entries: ConvEntries()}
-			res := compileJobs(c, []compileJob{j}, tg.arch)
-			checkCompiled(t, j, res[0], tg.arch, tg.machine, tg.amd)
+			target := codegen.Target{Platform: tg.platform, Arch: tg.arch}
+			js := []compileJob{
+				{name: "conv", code: ConvSource(target), entries: ConvEntries()},
+				{name: "quant", code: QuantSource(target), entries: QuantEntries()},
+			}
+			res := compileJobs(c, js, tg.arch)
+			for i, j := range js {
+				checkCompiled(t, j, res[i], tg.arch, tg.machine, tg.amd)
+			}
 		})
 	}
 }

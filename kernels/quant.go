@@ -1,0 +1,83 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/quant"
+)
+
+//go:embed quant.hip
+var quantHIP string
+
+// QuantSource returns the translation unit of the GGML block-format kernels
+// for t: dequantization of every supported block format to f32, f16 and
+// bf16, and the mat-vec (decode) product of a quantized weight with up to
+// QMVMaxRows activation rows. One compile serves every quantized step.
+func QuantSource(t codegen.Target) string { return codegen.PreludeFor(t, quantHIP) + quantHIP }
+
+// QMVMaxRows is the most activation rows one mat-vec launch takes.
+const QMVMaxRows = 8
+
+// QMVThreads is the mat-vec's block size (one block per weight row).
+const QMVThreads = 128
+
+func quantName(t quant.Type) (string, bool) {
+	switch t {
+	case quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q8_1,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q8_K:
+		return t.String(), true
+	}
+	return "", false
+}
+
+func halfName(d dtype.DType) (string, bool) {
+	switch d {
+	case dtype.F32:
+		return "f32", true
+	case dtype.F16:
+		return "f16", true
+	case dtype.BF16:
+		return "bf16", true
+	}
+	return "", false
+}
+
+// DequantEntry names the kernel dequantizing t to out (f32, f16, bf16).
+func DequantEntry(t quant.Type, out dtype.DType) (string, error) {
+	q, ok := quantName(t)
+	o, ok2 := halfName(out)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("kernels: no dequantization of %v to %v", t, out)
+	}
+	return "loom_dequant_" + q + "_" + o, nil
+}
+
+// QMVEntry names the mat-vec kernel of weight format t with activations
+// (and output) of dtype x. The activation formats Q8_1 and Q8_K have none.
+func QMVEntry(t quant.Type, x dtype.DType) (string, error) {
+	q, ok := quantName(t)
+	o, ok2 := halfName(x)
+	if !ok || !ok2 || t == quant.Q8_1 || t == quant.Q8_K {
+		return "", fmt.Errorf("kernels: no quantized mat-vec of %v weights with %v activations", t, x)
+	}
+	return "loom_qmv_" + q + "_" + o, nil
+}
+
+// QuantEntries lists every entry point of QuantSource.
+func QuantEntries() []string {
+	var out []string
+	for _, t := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q8_1,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q8_K} {
+		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			n, _ := DequantEntry(t, d)
+			out = append(out, n)
+			if n, err := QMVEntry(t, d); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
