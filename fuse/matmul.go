@@ -14,14 +14,15 @@ import (
 // broadcast over every batch dim — cost nothing: the GEMM reads them
 // through its transpose flags, leading dimensions and batch strides.
 //
-// Window ops (conv, pools, upsampling: ir.ClassWindow) read each operand
+// Window ops (conv, pools, upsampling: ir.ClassWindow) and quantized ops
+// (ir.ClassQuant) read each operand
 // as a packed row-major array at an offset (plan.WindowOperandOf), which is
 // what the vendor convolution libraries and Loom's own window kernels take;
 // any other view (a transpose, a narrowed channel range, a broadcast) is
 // copied the same way.
 func matmulOperands(s *State) error {
 	s.Graph = s.Graph.Rebuild(func(ng *ir.Graph, v *ir.Node, args []*ir.Node) *ir.Node {
-		if v.Info().Class == ir.ClassWindow {
+		if c := v.Info().Class; c == ir.ClassWindow || c == ir.ClassQuant {
 			return windowOperands(s, ng, v, args)
 		}
 		if v.Op != ir.OpMatmul {
@@ -60,7 +61,7 @@ func windowOperands(s *State, ng *ir.Graph, v *ir.Node, args []*ir.Node) *ir.Nod
 	n := ir.Copy(ng, v, args)
 	for i, c := range copied {
 		if c {
-			s.Log.Add("matmul-operands", n.ID, "operand %d (%v%v) of %v copied to a contiguous buffer: window ops read packed arrays", i, args[i].DType, args[i].Shape, v.Op)
+			s.Log.Add("matmul-operands", n.ID, "operand %d (%v%v) of %v copied to a contiguous buffer: %[4]v reads packed arrays", i, args[i].DType, args[i].Shape, v.Op)
 		}
 	}
 	return n

@@ -95,6 +95,10 @@ const (
 	OpUpsampleNearest  // (x) Params: UpsampleParams.Encode
 	OpUpsampleBilinear // (x) Params: UpsampleParams.Encode
 
+	// Quantized (GGML block formats, see quant.go): each its own step.
+	OpDequantize // (raw u8 [..., R, rowBytes]) Params: format, k → float [..., R, k]
+	OpQMatmul    // (x [..., M, k], raw u8 [N, rowBytes]) Params: format, k → x·Wᵀ [..., M, N]
+
 	NumOps
 )
 
@@ -110,10 +114,11 @@ const (
 	ClassIndex                    // indexing, sorting and data movement: a barrier to fusion
 	ClassMatmul                   // matrix products: one GEMM step each, a barrier to fusion
 	ClassWindow                   // conv, pools, upsampling over NCHW: one step each, a barrier to fusion
+	ClassQuant                    // GGML block formats: dequantize, quantized matmul; one step each, a barrier
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul", "window"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul", "window", "quant"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -279,6 +284,9 @@ var opTable = [NumOps]OpInfo{
 	OpAvgPool:          windowOp("avg_pool", 1, PoolDTypes, poolParamNames),
 	OpUpsampleNearest:  windowOp("upsample_nearest", 1, PoolDTypes, upsampleParamNames),
 	OpUpsampleBilinear: windowOp("upsample_bilinear", 1, FloatDTypes, upsampleParamNames),
+
+	OpDequantize: {Name: "dequantize", Arity: 1, Class: ClassQuant, In: SetOf(dtype.U8), Out: OutDeclared, Params: []string{"format", "k"}},
+	OpQMatmul:    {Name: "qmatmul", Arity: 2, Class: ClassQuant, In: QuantActDTypes, Params: []string{"format", "k"}},
 }
 
 // IDArg returns the index of an indexing op's ids argument, or -1.

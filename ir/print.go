@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"github.com/loomgraph/loom/quant"
 	"io"
 	"strconv"
 	"strings"
@@ -15,7 +16,11 @@ func FormatParams(n *Node) string {
 		if i < len(n.Info().Params) {
 			name = n.Info().Params[i]
 		}
-		parts = append(parts, name+"="+strconv.FormatFloat(p, 'g', -1, 64))
+		v := strconv.FormatFloat(p, 'g', -1, 64)
+		if n.Info().Class == ClassQuant && i == 0 {
+			v = quant.Type(p).String()
+		}
+		parts = append(parts, name+"="+v)
 	}
 	if n.Name != "" {
 		parts = append(parts, strconv.Quote(n.Name))

@@ -89,6 +89,8 @@ func Verify(g *Graph) error {
 			verifyMatmul(n, info, bad)
 		case ClassWindow:
 			verifyWindow(n, info, bad)
+		case ClassQuant:
+			verifyQuant(n, bad)
 		}
 	}
 	if cyc := findCycle(g); cyc != nil {

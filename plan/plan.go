@@ -151,6 +151,12 @@ func (k *Kernel) IsWindow() bool {
 	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassWindow
 }
 
+// IsQuant reports whether the kernel is one quantized step (dequantize or
+// qmatmul: ir.ClassQuant), with packed operands like a window step.
+func (k *Kernel) IsQuant() bool {
+	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassQuant
+}
+
 // HasMatmul reports whether any step of the plan is a matmul.
 func (p *Plan) HasMatmul() bool {
 	for _, s := range p.Steps {
