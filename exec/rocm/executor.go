@@ -355,6 +355,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}
+	if k.IsQuant() {
+		return e.runQuant(k, mem)
+	}
 	kp, err := e.prepare(k)
 	if err != nil {
 		return err

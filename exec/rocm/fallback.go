@@ -30,6 +30,9 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsWindow() {
 		return e.supportsWindow(k)
 	}
+	if k.IsQuant() {
+		return e.supportsQuant(k)
+	}
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}

@@ -64,6 +64,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 				_, err = e.prepareMatmul(k, p.AllowTF32)
 			case k.IsWindow():
 				err = e.prepareWindow(k, p.AllowTF32)
+			case k.IsQuant():
+				err = e.prepareQuant(k)
 			case isIndexKernel(k):
 				_, err = e.prepareIndex(k)
 			default:
@@ -86,6 +88,7 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 			if k.IsWindow() {
 				k.Cache.Delete(plan.KeyOf(e, windowKey(k)))
 			}
+			k.Cache.Delete(plan.KeyOf(e, quantKey{}))
 		}
 		return err
 	}
@@ -105,6 +108,10 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 	}
 	if k.IsWindow() {
 		_, ok := k.Cache.Load(plan.KeyOf(e, windowKey(k)))
+		return ok
+	}
+	if k.IsQuant() {
+		_, ok := k.Cache.Load(plan.KeyOf(e, quantKey{}))
 		return ok
 	}
 	_, ok := k.Cache.Load(plan.KeyOf(e, nil))

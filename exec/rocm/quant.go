@@ -1,0 +1,199 @@
+package rocm
+
+import (
+	"fmt"
+
+	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/quant"
+)
+
+// Quantized steps on the GPU (kernels/quant.hip):
+//
+//   - dequantize: one kernel, one thread per output element, GGML's
+//     formulas (bit-exact with package quant's Go twins);
+//   - qmatmul with at most kernels.QMVMaxRows activation rows (decode):
+//     the mat-vec kernel, reading each weight block once and multiplying
+//     the dequantized weights with the activations in f32;
+//   - qmatmul with more rows (prefill): the weight rows are dequantized to
+//     the activations' dtype in chunks of at most qmatmulScratch bytes and
+//     multiplied on the GEMM engine of matmul steps (cuBLAS, rocBLAS or the
+//     portable GEMM), accumulating in f32.
+//
+// Unlike the CPU (GGML's algorithm, activations quantized to Q8), the GPU
+// never quantizes activations: results differ from the CPU's by the
+// activations' quantization error, as Candle's CUDA and CPU results do.
+
+// qmatmulScratch bounds the dequantized weight chunk of a prefill qmatmul.
+var qmatmulScratch int64 = 256 << 20
+
+// quantKey keys a quantized step's readiness in plan.Kernel.Cache.
+type quantKey struct{}
+
+// supportsQuant says whether a quantized step runs on the GPU.
+func (e *Executor) supportsQuant(k *plan.Kernel) error {
+	n := k.Instrs[0].Node
+	f, _ := n.QuantFormat()
+	if n.Op == ir.OpDequantize {
+		_, err := kernels.DequantEntry(f, n.DType)
+		return err
+	}
+	_, err := kernels.QMVEntry(f, n.DType)
+	return err
+}
+
+// prepareQuant compiles and loads the quantized kernels (and opens the
+// GEMM engine a prefill product uses).
+func (e *Executor) prepareQuant(k *plan.Kernel) error {
+	if _, ok := k.Cache.Load(plan.KeyOf(e, quantKey{})); ok {
+		return nil
+	}
+	if err := e.supportsQuant(k); err != nil {
+		return err
+	}
+	n := k.Instrs[0].Node
+	f, _ := n.QuantFormat()
+	name, _ := kernels.DequantEntry(f, n.DType)
+	if _, err := e.quantFunction(name); err != nil {
+		return err
+	}
+	if n.Op == ir.OpQMatmul {
+		if st := e.gemm(); st.vendor == nil {
+			if _, err := e.gemmFunction(kernels.GemmEntries()[0]); err != nil {
+				return err
+			}
+		}
+	}
+	k.Cache.Store(plan.KeyOf(e, quantKey{}), true)
+	return nil
+}
+
+func (e *Executor) quantFunction(name string) (hip.Function, error) {
+	obj, _, err := e.codes.get(e.comp, CacheDir(), kernels.QuantSource(e.target), "loom_quant", e.info.Arch, e.opts)
+	if err != nil {
+		return hip.Function{}, err
+	}
+	return e.function(obj, name)
+}
+
+// runQuant queues a quantized step.
+func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
+	if err := e.prepareQuant(k); err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	n := k.Instrs[0].Node
+	f, K := n.QuantFormat()
+	rb, err := ir.QuantRowBytes(f, K)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	if n.Numel() == 0 {
+		return nil
+	}
+	ptr := func(op plan.Operand, elem int64, count int64) (hip.DevPtr, error) {
+		mm, err := e.mem(mem[op.Buf.ID])
+		if err != nil {
+			return 0, err
+		}
+		if !mm.blk.live {
+			return 0, fmt.Errorf("buffer b%d: memory was freed", op.Buf.ID)
+		}
+		off := int64(op.Layout.Offset) * elem
+		if need := off + count*elem; count > 0 && mm.blk.n < need {
+			return 0, fmt.Errorf("buffer b%d: the step reaches %d bytes of a %d-byte allocation", op.Buf.ID, need, mm.blk.n)
+		}
+		return mm.blk.ptr + hip.DevPtr(off), nil
+	}
+	outOp := plan.Operand{Buf: k.Out, Layout: ir.Contiguous(n.Shape)}
+	size := int64(n.DType.Size())
+	out, err := ptr(outOp, size, int64(n.Numel()))
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	if n.Op == ir.OpDequantize {
+		rows := int64(n.Numel() / K)
+		raw, err := ptr(k.Ins[0], 1, rows*int64(rb))
+		if err != nil {
+			return fmt.Errorf("rocm: %s input: %w", k.Name, err)
+		}
+		return e.dequant(f, n.DType, raw, out, int64(n.Numel()))
+	}
+	x := n.Args[0]
+	M := int64(x.Numel() / K)
+	N := int64(n.Args[1].Shape[0])
+	xp, err := ptr(k.Ins[0], size, M*int64(K))
+	if err != nil {
+		return fmt.Errorf("rocm: %s activations: %w", k.Name, err)
+	}
+	wp, err := ptr(k.Ins[1], 1, N*int64(rb))
+	if err != nil {
+		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+	}
+	if M <= kernels.QMVMaxRows {
+		name, err := kernels.QMVEntry(f, n.DType)
+		if err != nil {
+			return err
+		}
+		fn, err := e.quantFunction(name)
+		if err != nil {
+			return err
+		}
+		var a hip.Args
+		a.Ptr(wp).Ptr(xp).Ptr(out).I32(int32(M)).I64(int64(K)).I64(N).I64(int64(K)).I64(N)
+		grid := [3]uint32{uint32(min(N, 65535*16)), 1, 1}
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		if err := e.dev.Launch(fn, grid, [3]uint32{kernels.QMVThreads, 1, 1}, 0, e.stream, &a); err != nil {
+			return fmt.Errorf("rocm: %s: launch %s: %w", k.Name, name, err)
+		}
+		e.launches.Add(1)
+		return nil
+	}
+	// Prefill: dequantize chunks of weight rows, then out[:, n0:n0+c] =
+	// x · chunkᵀ.
+	chunk := max(1, min(N, qmatmulScratch/(int64(K)*size)))
+	scratch, err := e.alloc.alloc(chunk * int64(K) * size)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: dequantized weight chunk: %w", k.Name, err)
+	}
+	defer e.alloc.release(scratch)
+	for n0 := int64(0); n0 < N; n0 += chunk {
+		c := min(chunk, N-n0)
+		if err := e.dequant(f, n.DType, wp+hip.DevPtr(n0*int64(rb)), scratch.ptr, c*int64(K)); err != nil {
+			return fmt.Errorf("rocm: %s: %w", k.Name, err)
+		}
+		call := blas.Call{M: int(M), N: int(c), K: K, TransB: true, LDA: K, LDB: K, LDC: int(N), Batch: 1, Alpha: 1}
+		if err := e.runGemm(n.DType, call, xp, scratch.ptr, out+hip.DevPtr(n0*size), false, false); err != nil {
+			return fmt.Errorf("rocm: %s (%s): %w", k.Name, e.GEMMBackend(), err)
+		}
+	}
+	return nil
+}
+
+// dequant queues the dequantization of count elements of format f at raw
+// into out (dtype d).
+func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, count int64) error {
+	name, err := kernels.DequantEntry(f, d)
+	if err != nil {
+		return err
+	}
+	fn, err := e.quantFunction(name)
+	if err != nil {
+		return err
+	}
+	var a hip.Args
+	a.Ptr(raw).Ptr(out).I64(count)
+	grid, blk := kernels.FlatLaunch(int(count))
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fn, grid, blk, 0, e.stream, &a); err != nil {
+		return fmt.Errorf("launch %s: %w", name, err)
+	}
+	e.launches.Add(1)
+	return nil
+}
