@@ -59,8 +59,8 @@ func mdGet[T any](m MapMetadata, key string) (T, error) {
 	return t, nil
 }
 
-func (m MapMetadata) String(key string) (string, error)     { return mdGet[string](m, key) }
-func (m MapMetadata) Strings(key string) ([]string, error)  { return mdGet[[]string](m, key) }
+func (m MapMetadata) String(key string) (string, error)      { return mdGet[string](m, key) }
+func (m MapMetadata) Strings(key string) ([]string, error)   { return mdGet[[]string](m, key) }
 func (m MapMetadata) Float32s(key string) ([]float32, error) { return mdGet[[]float32](m, key) }
 func (m MapMetadata) Bool(key string) (bool, error)          { return mdGet[bool](m, key) }
 

@@ -125,11 +125,18 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 		return nil, errors.New("tokenizer.json has no model")
 	}
 	var m jsonBPE
+	var kind struct{ Type string }
+	if err := json.Unmarshal(f.Model, &kind); err != nil {
+		return nil, fmt.Errorf("model: %v", err)
+	}
+	if kind.Type != "BPE" && kind.Type != "" {
+		return nil, fmt.Errorf("model type %q is not supported (only BPE)", kind.Type)
+	}
 	if err := json.Unmarshal(f.Model, &m); err != nil {
 		return nil, fmt.Errorf("model: %v", err)
 	}
-	if m.Type != "BPE" && !(m.Type == "" && m.Vocab != nil && m.Merges != nil) {
-		return nil, fmt.Errorf("model type %q is not supported (only BPE)", m.Type)
+	if m.Type == "" && (m.Vocab == nil || m.Merges == nil) {
+		return nil, errors.New("model has no type and is not a BPE model (vocab and merges)")
 	}
 	switch {
 	case m.Dropout != nil && *m.Dropout != 0:

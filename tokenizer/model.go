@@ -115,16 +115,24 @@ func (m *spmModel) encode(text string, out []int) []int {
 			continue
 		}
 		// Only single characters can fail to be tokens (merges make
-		// tokens): write their bytes.
+		// tokens): write their bytes, as <0xXX> tokens or, llama.cpp's
+		// second choice, single-byte tokens; a character some byte of
+		// which has neither is one <unk> (where llama.cpp would abort).
+		ok := true
 		for j := 0; j < len(s); j++ {
-			switch {
-			case m.bytes[s[j]] >= 0:
-				out = append(out, m.bytes[s[j]])
-			case m.raw[s[j]] >= 0:
-				out = append(out, m.raw[s[j]])
-			case m.unk >= 0:
-				out = append(out, m.unk)
+			ok = ok && (m.bytes[s[j]] >= 0 || m.raw[s[j]] >= 0)
+		}
+		switch {
+		case ok:
+			for j := 0; j < len(s); j++ {
+				if m.bytes[s[j]] >= 0 {
+					out = append(out, m.bytes[s[j]])
+				} else {
+					out = append(out, m.raw[s[j]])
+				}
 			}
+		case m.unk >= 0:
+			out = append(out, m.unk)
 		}
 	}
 	return out
