@@ -245,8 +245,9 @@ def references(name, tok, cfg, outdir):
         with_special = hf(text, add_special_tokens=True)["input_ids"]
         plain = hf(text, add_special_tokens=False)["input_ids"]
         rust = tok.encode(text, add_special_tokens=False).ids
-        if plain != rust:
-            sys.exit(f"{name}: transformers and tokenizers disagree on {text!r}: {plain} vs {rust}")
+        rust_special = tok.encode(text, add_special_tokens=True).ids
+        if plain != rust or with_special != rust_special:
+            sys.exit(f"{name}: transformers and tokenizers disagree on {text!r}: {plain} / {with_special} vs {rust} / {rust_special}")
         decoded = hf.decode(plain, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         cases.append({"text": text, "ids": with_special, "ids_plain": plain, "decoded": decoded})
     rng = random.Random(SEED + len(name))

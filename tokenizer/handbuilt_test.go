@@ -248,9 +248,9 @@ func TestByteLevelByHand(t *testing.T) {
 		want string
 	}{
 		{[]string{"Ġthe", "Ċ"}, " the\n"},
-		{[]string{"â", "Ĥ", "¬"}, "€"},      // E2 82 AC
+		{[]string{"â", "Ĥ", "¬"}, "€"},       // E2 82 AC
 		{[]string{"â", "Ĥ", "a"}, "\uFFFDa"}, // E2 82 then 'a': one subpart
-		{[]string{"à", "Ĥ"}, "\uFFFD\uFFFD"},  // E0 82: 82 cannot follow E0
+		{[]string{"à", "Ĥ"}, "\uFFFD\uFFFD"}, // E0 82: 82 cannot follow E0
 		{[]string{"<|endoftext|>", "Ġthe"}, "<|endoftext|> the"},
 	}
 	for _, d := range dec {
