@@ -260,6 +260,19 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 	if t.eos >= 0 {
 		t.stop = []int{t.eos}
 	}
+	// A normalized added token is looked for in normalized text in its
+	// normalized form (with a Prepend("▁") normalizer, "</s>" is matched
+	// as "▁</s>"), as the reference does.
+	// Decoding uses that form too (the reference's simple_id_to_token).
+	for i := range norm {
+		if c := normalize(t.normalizer, norm[i].content); c != norm[i].content {
+			norm[i].content = c
+			if t.decodeAs == nil {
+				t.decodeAs = map[int]string{}
+			}
+			t.decodeAs[norm[i].id] = c
+		}
+	}
 	t.raw, t.norm = newAddedMatcher(raw), newAddedMatcher(norm)
 	return t, nil
 }

@@ -66,7 +66,7 @@ func (d *StreamDecoder) run(i int, e event) {
 // Add decodes one more id and returns the text that became final. Ids no
 // token has are skipped, as Decode skips them.
 func (d *StreamDecoder) Add(id int) string {
-	s, ok := d.t.Token(id)
+	s, ok := d.t.decodeText(id)
 	if !ok {
 		return ""
 	}

@@ -61,7 +61,8 @@ type Tokenizer struct {
 	model      model
 	bosPrefix  []int // ids Encode prepends when asked to add BOS
 
-	decoder []decStep
+	decoder  []decStep
+	decodeAs map[int]string // decode text of normalized added tokens
 
 	bos, eos, unk int // -1 when absent
 	stop          []int
@@ -174,7 +175,7 @@ func (t *Tokenizer) Encode(text string, addBOS bool) []int {
 func (t *Tokenizer) Decode(ids []int) string {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if s, ok := t.Token(id); ok {
+		if s, ok := t.decodeText(id); ok {
 			toks = append(toks, s)
 		}
 	}
@@ -183,3 +184,12 @@ func (t *Tokenizer) Decode(ids []int) string {
 
 // Stream returns a decoder for ids that arrive one at a time.
 func (t *Tokenizer) Stream() *StreamDecoder { return newStream(t) }
+
+// decodeText is the text Decode starts from for id: the token's text, or
+// for an added token matched in normalized form, that form.
+func (t *Tokenizer) decodeText(id int) (string, bool) {
+	if s, ok := t.decodeAs[id]; ok {
+		return s, true
+	}
+	return t.Token(id)
+}
