@@ -15,7 +15,9 @@
 //
 // Open maps a file read-only (mmap on Unix, a plain read elsewhere) and
 // exposes each tensor's bytes as a slice into the mapping: nothing is
-// copied, and the slices stay valid until Close. Read does the same from an
+// copied, and the slices stay valid until Close. (As with any mapping, a
+// file truncated by another process while mapped makes reads of the lost
+// pages fault; WriteFile replaces files by renaming, which is safe.) Read does the same from an
 // io.ReaderAt, copying the byte buffer into memory (the fuzz target uses it).
 // A file is validated completely before either returns, with the rules of
 // the reference Rust crate plus the ones its spec states:
