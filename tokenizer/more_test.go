@@ -480,3 +480,79 @@ func TestStopTokens(t *testing.T) {
 		t.Error("TokenType")
 	}
 }
+
+// TestConcurrentUse encodes and decodes from several goroutines (run with
+// -race to check the claim that a Tokenizer is safe for concurrent use).
+func TestConcurrentUse(t *testing.T) {
+	md, _ := byteVocab([]string{"Ġ t", "h e", "Ġt he"}, "<|endoftext|>")
+	tk := mustGGUF(t, md)
+	want := tk.Encode("the cat<|endoftext|> the dog", true)
+	done := make(chan bool)
+	for range 8 {
+		go func() {
+			ok := true
+			for range 200 {
+				got := tk.Encode("the cat<|endoftext|> the dog", true)
+				ok = ok && slices.Equal(got, want) && tk.Decode(got) == "the cat<|endoftext|> the dog"
+			}
+			done <- ok
+		}()
+	}
+	for range 8 {
+		if !<-done {
+			t.Error("concurrent Encode/Decode disagreed")
+		}
+	}
+}
+
+// TestRegexSplits covers llama.cpp's default pre-tokenizer (four regexes
+// in turn) and Split with a plain Go regex, through merges that cross the
+// split points: "3 4" is the best merge, so "12345" unsplit is 12 34 5,
+// while split at three digits it is 123 4 5.
+func TestRegexSplits(t *testing.T) {
+	md, ids := byteVocab([]string{"3 4", "1 2", "12 3"})
+	md[KeyPre] = "default"
+	tk := mustGGUF(t, md)
+	if got, want := tk.Encode("12345", false), pieces(ids, "123", "4", "5"); !slices.Equal(got, want) {
+		t.Errorf("default pre: %v, want %v", got, want)
+	}
+	md[KeyPre] = "gpt-2"
+	if got, want := mustGGUF(t, md).Encode("12345", false), pieces(ids, "12", "34", "5"); !slices.Equal(got, want) {
+		t.Errorf("gpt-2 pre: %v, want %v", got, want)
+	}
+	md[KeyPre] = "qwen2"
+	if got, want := mustGGUF(t, md).Encode("12345", false), pieces(ids, "1", "2", "3", "4", "5"); !slices.Equal(got, want) {
+		t.Errorf("qwen2 pre: %v, want %v", got, want)
+	}
+	md[KeyPre] = "smollm"
+	if got, want := mustGGUF(t, md).Encode("a12", false), pieces(ids, "a", "1", "2"); !slices.Equal(got, want) {
+		t.Errorf("smollm pre: %v, want %v", got, want)
+	}
+
+	isolated := `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"[0-9]{3}"},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]}`
+	tk2, ids2 := jsonTok(t, isolated, `{"type":"ByteLevel"}`, []string{"123", "45"}, "", "")
+	if got, want := tk2.Encode("12345", false), pieces(ids2, "1", "2", "3", "4", "5"); !slices.Equal(got, want) {
+		t.Errorf("Split isolated (no merges): %v, want %v", got, want)
+	}
+	removed := `{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"String":"-"},"behavior":"Removed","invert":false},{"type":"ByteLevel","add_prefix_space":true,"use_regex":false}]}`
+	tk3, ids3 := jsonTok(t, removed, `{"type":"ByteLevel"}`, nil, "", "")
+	if got, want := tk3.Encode("a-b", false), pieces(ids3, "Ġ", "a", "Ġ", "b"); !slices.Equal(got, want) {
+		t.Errorf("Split removed with prefix space: %v, want %v", got, want)
+	}
+	// A Replace normalizer with a regex, and a Strip decoder on both ends
+	// before any Fuse.
+	src := `{"normalizer":{"type":"Replace","pattern":{"Regex":"[0-9]+"},"content":"#"},"pre_tokenizer":null,
+		"decoder":{"type":"Sequence","decoders":[{"type":"Strip","content":"x","start":1,"stop":2},{"type":"Fuse"}]},
+		"post_processor":null,"model":{"type":"BPE","vocab":{"#":0,"a":1,"x":2,"xax":3,"xxaxx":4},"merges":[]}}`
+	tk4, err := ParseJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk4.Encode("a123a", false); !slices.Equal(got, []int{1, 0, 1}) {
+		t.Errorf("regex Replace: %v", got)
+	}
+	if got := tk4.Decode([]int{3, 4, 1}); got != "axaa" {
+		t.Errorf("Strip before Fuse: %q", got)
+	}
+	checkStream(t, tk4, []int{3, 4, 1, 2, 2})
+}
