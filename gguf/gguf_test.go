@@ -335,9 +335,8 @@ func TestWriterErrors(t *testing.T) {
 		{"u", quant.F32, []int{-1}, 0, "dim 0 is negative"},
 		{"u", quant.Q4_0, []int{2, 48}, 0, "rows of 48 elements are not a whole number of 32-element blocks"},
 		{"u", quant.Q4_0, []int{2, 64}, 71, "71 bytes of data, the shape needs 72"},
-		{"u", quant.F64, []int{1 << 31, 1 << 31, 1 << 2}, 0, "overflows int64"},
-		{"u", quant.I8, []int{1 << 62, 1 << 2}, 0, "overflows int64"},
-		{"u", quant.F64, []int{2, 1 << 61}, 0, "the size in bytes overflows int64"},
+		{"u", quant.I8, []int{math.MaxInt32, math.MaxInt32, 4, math.MaxInt32}, 0, "the element count overflows int64"},
+		{"u", quant.F64, []int{math.MaxInt32, math.MaxInt32}, 0, "the size in bytes overflows int64"}, // 2^62 elements, 2^65 bytes
 	} {
 		err := w.AddTensor(c.name, c.typ, c.shape, make([]byte, c.n))
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Writer.AddTensor") {
