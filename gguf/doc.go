@@ -62,10 +62,12 @@
 //     a 150k-token vocabulary is one []string, not 150k boxed values.
 //     String and array elements are copied out of the mapping: metadata
 //     stays valid after Close.
-//   - A claimed count never sizes an allocation by itself: fixed-size
-//     arrays are allocated once their bytes are known to be in the file;
-//     string and nested arrays grow as elements are actually read (nested
-//     arrays each preallocating a false count would multiply it).
+//   - A claimed count never sizes an allocation before it is checked
+//     against the bytes left: fixed-size arrays are allocated once their
+//     bytes are known to be in the file, arrays of strings once their
+//     lengths could be (at most twice the bytes left); arrays of arrays
+//     grow as elements are actually read, since each level preallocating
+//     a false count would multiply it by the nesting depth.
 //   - The reader is lenient where llama.cpp is (keys need not be
 //     lower_snake_case; any integer type for counts and the alignment);
 //     the writer is strict where llama.cpp is stricter than the spec

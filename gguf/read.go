@@ -615,14 +615,18 @@ func (p *parser) array(depth int) (Array, error) {
 			return p.errAt(at+12+int64(i), "", nil, "bool byte is %d, not 0 or 1", b[i])
 		})
 	}
-	// Strings and arrays: grow as elements are read rather than trusting
-	// the count for capacity (nested arrays would multiply a false count).
+	// Strings: the file can hold count lengths (checked above), so the
+	// slice costs at most twice the bytes left, and a false count ends the
+	// parse before anything else is allocated. Arrays of arrays grow only
+	// as elements are read: each level preallocating its count before its
+	// first element (the next level) is read would multiply a false count
+	// by the nesting depth.
 	p.idx = append(p.idx, 0)
 	defer func() { p.idx = p.idx[:len(p.idx)-1] }()
 	k := len(p.idx) - 1
 	switch elem {
 	case TypeString:
-		xs := make([]string, 0, min(count, 1024))
+		xs := make([]string, 0, count)
 		for i := range count {
 			p.idx[k] = i
 			s, err := p.str("value", MaxStringLen)
@@ -633,7 +637,7 @@ func (p *parser) array(depth int) (Array, error) {
 		}
 		return Array{Elem: elem, data: xs}, nil
 	default: // TypeArray
-		xs := make([]Array, 0, min(count, 1024))
+		var xs []Array
 		for i := range count {
 			p.idx[k] = i
 			a, err := p.array(depth + 1)
@@ -641,6 +645,9 @@ func (p *parser) array(depth int) (Array, error) {
 				return Array{}, err
 			}
 			xs = append(xs, a)
+		}
+		if xs == nil {
+			xs = []Array{}
 		}
 		return Array{Elem: elem, data: xs}, nil
 	}
