@@ -5,6 +5,7 @@
 //
 //	loom demo [-n ROWS] [-m COLS] [-device auto|cpu] [-seed N]
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
+//	loom gguf inspect [-tensor NAME] FILE
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -20,6 +21,15 @@
 // dump compiles the same graph at a small size and writes one of the
 // program dumps (graph.Program.Dump): the compiled graph as text or Graphviz
 // DOT, the execution plan, or the log of what each compiler pass did.
+//
+// gguf inspect reads a GGUF file (package gguf; the file is memory-mapped)
+// and prints its header, every metadata key with its type and value
+// (strings quoted; arrays as their length and first 8 elements), and every
+// tensor's name, type, dims as stored (innermost first) and row-major,
+// offset in the data section and in the file, and size in bytes. With
+// -tensor NAME it prints that tensor's values instead, as f32, row-major,
+// one row of the innermost axis per line: f32, f16 and bf16 are widened
+// exactly; other types go through dequantizeF32 (gguf.go).
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).
