@@ -76,3 +76,25 @@ func BenchmarkVecDot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecDotTwin runs the Go twins of the types that have assembly,
+// for the speedup (compare with BenchmarkVecDot on an AVX2 machine).
+func BenchmarkVecDotTwin(b *testing.B) {
+	for _, t := range benchTypes() {
+		if _, ok := asmDots[t]; !ok {
+			continue
+		}
+		act := ActivationType(t)
+		b.Run(t.String()+"·"+act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(act)
+			tr, _ := t.Traits()
+			b.SetBytes(int64(len(w)))
+			var s float32
+			for b.Loop() {
+				s = twinDots[t](w, a, benchN/tr.Block)
+			}
+			_ = s
+		})
+	}
+}

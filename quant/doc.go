@@ -43,6 +43,18 @@
 // included) sum in other orders and differ from VecDot in the last bits;
 // they are tested against it with a tolerance, not bit-exactly.
 //
+// On amd64 with AVX2 and F16C, VecDot runs assembly for Q4_0·Q8_0,
+// Q8_0·Q8_0, Q4_K·Q8_K and Q6_K·Q8_K (dot_amd64.s: VPMADDUBSW/VPMADDWD,
+// with the byte order arranged so that the integer lanes are the twin's).
+// Unlike GGML's AVX2 code these return the twins' bits exactly (NaN
+// payloads aside): the integer sums are exact for any bytes and the float
+// operations are the twin's, in the twin's order, without FMA. The Go twins
+// run everywhere else and are the oracle of the assembly's tests. On a
+// 4096-value row (2-core AMD EPYC, medians of 10 runs): Q4_0 333 ns vs
+// 5.1 µs (15×), Q8_0 288 ns vs 3.6 µs (12×), Q4_K 194 ns vs 4.7 µs (24×),
+// Q6_K 156 ns vs 8.8 µs (56×). The Q4_0/Q8_0 kernels are bound by GGML's
+// serial float32 sum over 32-value blocks, which exactness keeps.
+//
 // "GGML's" means its reference C code compiled without floating-point
 // contraction, each float32 operation rounded: what GGML's x86-64 baseline
 // build computes. Go may fuse a*b+c into an FMA on some targets; this

@@ -89,6 +89,12 @@ func FuzzVecDot(f *testing.F) {
 		if err != nil && got != 0 {
 			t.Fatalf("VecDot returned %g with error %v", got, err)
 		}
+		// VecDot may run assembly: it must return the Go twin's bits.
+		if err == nil {
+			if tw := twinDots[w](wrow, arow, int(n)/wtr.Block); !sameBits(got, tw) {
+				t.Fatalf("%v·%v n=%d: VecDot %g (%#08x), twin %g (%#08x)", w, act, n, got, math.Float32bits(got), tw, math.Float32bits(tw))
+			}
+		}
 	})
 }
 

@@ -154,6 +154,11 @@ func TestGolden(t *testing.T) {
 				if math.Float32bits(got) != dt.Bits {
 					t.Errorf("%s: VecDot over %d values = %g (%#08x), GGML %g (%#08x)", name, dt.N, got, math.Float32bits(got), math.Float32frombits(dt.Bits), dt.Bits)
 				}
+				// VecDot may run assembly; the Go twin must match too.
+				nb := dt.N / tr.Block
+				if tw := twinDots[typ](q[:nb*tr.Size], arow[:dt.N/atr.Block*atr.Size], nb); math.Float32bits(tw) != dt.Bits {
+					t.Errorf("%s: Go twin over %d values = %g (%#08x), GGML %g (%#08x)", name, dt.N, tw, math.Float32bits(tw), math.Float32frombits(dt.Bits), dt.Bits)
+				}
 			}
 		}
 		checked[typ]++
