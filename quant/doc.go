@@ -39,9 +39,12 @@
 // float32 in GGML's order (for Q3_K…Q6_K that includes its eight float
 // lanes). ActivationType(w) is the activation format GGML pairs with weight
 // type w: Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the
-// k-quants. SIMD versions of the dot products (GGML's own AVX2 code
-// included) sum in other orders and differ from VecDot in the last bits;
-// they are tested against it with a tolerance, not bit-exactly.
+// k-quants. For F32, F16 and BF16 VecDot is GGML's scalar loop (float32
+// products summed in float64); those three are tested against a float64
+// reference rather than against GGML's code. GGML's own SIMD dot products
+// (AVX2, NEON) sum in other orders and differ from VecDot in the last
+// bits, and so will GPU kernels; those are to be tested against VecDot
+// with a tolerance.
 //
 // On amd64 with AVX2 and F16C, VecDot runs assembly for Q4_0·Q8_0,
 // Q8_0·Q8_0, Q4_K·Q8_K and Q6_K·Q8_K (dot_amd64.s: VPMADDUBSW/VPMADDWD,
