@@ -7,8 +7,9 @@ import "fmt"
 type Type uint32
 
 // The GGML types Loom reads and writes. Numbers 4, 5, 31–33 and 36–38 were
-// removed from GGML; the IQ*, TQ* and MXFP4 formats are named (so errors and
-// `loom gguf inspect` can say what a file holds) but have no codec.
+// removed from GGML; the IQ*, TQ*, MXFP4, NVFP4, Q1_0 and Q2_0 formats and
+// the integer types are named (so errors and `loom gguf inspect` can say
+// what a file holds) but have no codec.
 const (
 	F32     Type = 0
 	F16     Type = 1
@@ -42,6 +43,9 @@ const (
 	TQ1_0   Type = 34
 	TQ2_0   Type = 35
 	MXFP4   Type = 39
+	NVFP4   Type = 40 // 64 values: 4 E4M3 sub-block scales, 32 bytes of E2M1 pairs
+	Q1_0    Type = 41
+	Q2_0    Type = 42
 )
 
 // QK_K is the number of elements in a k-quant super-block.
@@ -90,6 +94,9 @@ var traits = map[Type]Traits{
 	TQ1_0:   {"tq1_0", QK_K, 54, false},
 	TQ2_0:   {"tq2_0", QK_K, 66, false},
 	MXFP4:   {"mxfp4", 32, 17, false},
+	NVFP4:   {"nvfp4", 64, 36, false},
+	Q1_0:    {"q1_0", 128, 18, false},
+	Q2_0:    {"q2_0", 64, 18, false},
 }
 
 // Known reports whether t is a GGML type Loom knows the layout of.

@@ -1,0 +1,192 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loomgraph/loom/quant/internal/testvec"
+)
+
+// twinDots are the pure-Go VecDot twins, whatever the codec table runs.
+var twinDots = map[Type]func(w, a []byte, nb int) float32{
+	Q4_0: dotQ4_0Q8_0, Q4_1: dotQ4_1Q8_1, Q5_0: dotQ5_0Q8_0, Q5_1: dotQ5_1Q8_1,
+	Q8_0: dotQ8_0Q8_0, Q2_K: dotQ2_KQ8_K, Q3_K: dotQ3_KQ8_K, Q4_K: dotQ4_KQ8_K,
+	Q5_K: dotQ5_KQ8_K, Q6_K: dotQ6_KQ8_K,
+	F32: dotF32, F16: dotF16, BF16: dotBF16,
+}
+
+func sameBits(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+// fillCodes returns nb random blocks of t (sane scales) with every
+// non-scale byte set to fill (or left random when fill < 0).
+func fillCodes(t Type, nb int, fill int, stream uint64) []byte {
+	b := testvec.Random(uint32(t), nb, stream)
+	if fill < 0 {
+		return b
+	}
+	lay := testvec.Layouts[uint32(t)]
+	scale := map[int]bool{}
+	for _, o := range lay.F16 {
+		scale[o], scale[o+1] = true, true
+	}
+	for _, o := range lay.F32 {
+		scale[o], scale[o+1], scale[o+2], scale[o+3] = true, true, true, true
+	}
+	for i := range b {
+		if !scale[i%lay.Size] {
+			b[i] = byte(fill)
+		}
+	}
+	return b
+}
+
+// biasedCodes returns nb random blocks of t whose codes sit at one end of
+// their range (q8 bytes in −128…−100, Q4 codes near 0 or 15, Q6 codes
+// near 0), so that the integer sums are large (15 to 19 bits) and the
+// float32 products of sum and scales round: this is what tells one order
+// of the float multiplications from another.
+func biasedCodes(t Type, nb int, stream uint64) []byte {
+	b := testvec.Random(uint32(t), nb, stream)
+	r := rand.New(rand.NewPCG(uint64(t), stream))
+	tr, _ := t.Traits()
+	for blk := 0; blk < nb; blk++ {
+		x := b[blk*tr.Size : (blk+1)*tr.Size]
+		v := func() byte { return byte(r.Uint32()) }
+		switch t {
+		case Q8_0:
+			for i := 2; i < 34; i++ {
+				x[i] = 0x80 + v()%29
+			}
+		case Q8_K:
+			for i := 4; i < 260; i++ {
+				x[i] = 0x80 + v()%29
+			}
+		case Q4_0:
+			for i := 2; i < 18; i++ {
+				x[i] = v() & 0x11
+			}
+		case Q4_K:
+			for i := 16; i < 144; i++ {
+				x[i] = 0xee | v()&0x11
+			}
+		case Q6_K:
+			for i := 0; i < 128; i++ {
+				x[i] = v() & 0x11
+			}
+			clear(x[128:192])
+			for i := 192; i < 208; i++ {
+				x[i] = 0x80 + v()%8
+			}
+		}
+	}
+	return b
+}
+
+// TestAsmDotsMatchTwins checks the assembly dot products bit for bit
+// against the Go twins: on every golden input row (quantized) with the
+// quantized activation row, on random blocks, on blocks with large integer
+// sums (biasedCodes), on blocks whose codes are
+// all 0x00, 0x80 (−128 in the activations), 0x7f or 0xff, and on every
+// prefix of 0…40 blocks.
+func TestAsmDotsMatchTwins(t *testing.T) {
+	if !hasDotAVX2 {
+		t.Skip("no assembly dot products here (they need amd64 with AVX2 and F16C); VecDot runs the Go twins, which the golden test checks")
+	}
+	act := testvec.Activation()
+	for typ, asm := range asmDots {
+		twin := twinDots[typ]
+		at := ActivationType(typ)
+		tr, _ := typ.Traits()
+		atr, _ := at.Traits()
+		type pair struct {
+			name string
+			w, a []byte
+		}
+		aq := make([]byte, len(act)/atr.Block*atr.Size)
+		if err := Quantize(at, act, aq); err != nil {
+			t.Fatal(err)
+		}
+		var rows []pair
+		for _, c := range testvec.Inputs() {
+			wq := make([]byte, len(c.Data)/tr.Block*tr.Size)
+			if err := Quantize(typ, c.Data, wq); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, pair{c.Name, wq, aq})
+		}
+		nb := testvec.N / tr.Block
+		rows = append(rows, pair{"random", fillCodes(typ, nb, -1, 0), fillCodes(at, nb, -1, 1)})
+		rows = append(rows, pair{"biased", biasedCodes(typ, nb, 0), biasedCodes(at, nb, 1)})
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff, -1} {
+				rows = append(rows, pair{"fill", fillCodes(typ, nb, wf, 0), fillCodes(at, nb, af, 1)})
+			}
+		}
+		for _, r := range rows {
+			for _, k := range []int{0, 1, 2, 3, 5, 8, 13, 16, 40, nb} {
+				k = min(k, nb)
+				w, a := r.w[:k*tr.Size], r.a[:k*tr.Block/atr.Block*atr.Size]
+				if got, want := asm(w, a, k), twin(w, a, k); !sameBits(got, want) {
+					t.Fatalf("%v·%v %s, %d blocks: assembly %g (%#08x), twin %g (%#08x)", typ, at, r.name, k, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
+			}
+		}
+	}
+}
+
+// TestAsmDotsFresh compares assembly and twins on fresh random bytes.
+func TestAsmDotsFresh(t *testing.T) {
+	if !hasDotAVX2 {
+		t.Skip("no assembly dot products here (they need amd64 with AVX2 and F16C)")
+	}
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 3))
+	for typ, asm := range asmDots {
+		at := ActivationType(typ)
+		tr, _ := typ.Traits()
+		atr, _ := at.Traits()
+		for trial := 0; trial < 200; trial++ {
+			nb := 1 + r.IntN(24)
+			w := make([]byte, nb*tr.Size)
+			a := make([]byte, nb*tr.Block/atr.Block*atr.Size)
+			for i := range w {
+				w[i] = byte(r.Uint32())
+			}
+			for i := range a {
+				a[i] = byte(r.Uint32())
+			}
+			// Scales: random finite f16 (f32 for Q8_K) of any magnitude;
+			// Inf and NaN scales too in one trial in ten.
+			wild := trial%10 == 0
+			for _, buf := range [][]byte{w, a} {
+				bt, bs := typ, tr.Size
+				if len(buf) == len(a) && &buf[0] == &a[0] {
+					bt, bs = at, atr.Size
+				}
+				lay := testvec.Layouts[uint32(bt)]
+				for blk := 0; blk < len(buf)/bs; blk++ {
+					for _, o := range lay.F16 {
+						h := uint16(r.Uint32())
+						if !wild && h&0x7c00 == 0x7c00 {
+							h &^= 0x4000
+						}
+						put16(buf[blk*bs+o:], h)
+					}
+					for _, o := range lay.F32 {
+						f := math.Float32frombits(r.Uint32())
+						if !wild && (math.IsNaN(float64(f)) || math.IsInf(float64(f), 0)) {
+							f = 1
+						}
+						put32(buf[blk*bs+o:], math.Float32bits(f))
+					}
+				}
+			}
+			if got, want := asm(w, a, nb), twinDots[typ](w, a, nb); !sameBits(got, want) {
+				t.Fatalf("seed %d: %v·%v %d blocks: assembly %g (%#08x), twin %g (%#08x)", seed, typ, at, nb, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+		}
+	}
+}

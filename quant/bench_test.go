@@ -1,0 +1,100 @@
+package quant
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// Benchmarks over a 4096-value row (a 7B model's hidden size); SetBytes
+// counts the quantized bytes read, so MB/s is weight bandwidth.
+
+const benchN = 4096
+
+func benchTypes() []Type {
+	var ts []Type
+	for t := range codecs {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts
+}
+
+func benchRow(t Type) ([]float32, []byte) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := make([]float32, benchN)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	tr, _ := t.Traits()
+	q := make([]byte, benchN/tr.Block*tr.Size)
+	if err := Quantize(t, x, q); err != nil {
+		panic(err)
+	}
+	return x, q
+}
+
+func BenchmarkQuantize(b *testing.B) {
+	for _, t := range benchTypes() {
+		b.Run(t.String(), func(b *testing.B) {
+			x, q := benchRow(t)
+			b.SetBytes(int64(4 * len(x)))
+			for b.Loop() {
+				Quantize(t, x, q)
+			}
+		})
+	}
+}
+
+func BenchmarkDequantize(b *testing.B) {
+	for _, t := range benchTypes() {
+		b.Run(t.String(), func(b *testing.B) {
+			x, q := benchRow(t)
+			b.SetBytes(int64(len(q)))
+			for b.Loop() {
+				Dequantize(t, q, x)
+			}
+		})
+	}
+}
+
+func BenchmarkVecDot(b *testing.B) {
+	for _, t := range benchTypes() {
+		c := codecs[t]
+		if c.dot == nil {
+			continue
+		}
+		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(c.act)
+			b.SetBytes(int64(len(w)))
+			var s float32
+			for b.Loop() {
+				s, _ = VecDot(t, w, c.act, a, benchN)
+			}
+			_ = s
+		})
+	}
+}
+
+// BenchmarkVecDotTwin runs the Go twins of the types that have assembly,
+// for the speedup (compare with BenchmarkVecDot on an AVX2 machine).
+func BenchmarkVecDotTwin(b *testing.B) {
+	for _, t := range benchTypes() {
+		if _, ok := asmDots[t]; !ok {
+			continue
+		}
+		act := ActivationType(t)
+		b.Run(t.String()+"·"+act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(act)
+			tr, _ := t.Traits()
+			b.SetBytes(int64(len(w)))
+			var s float32
+			for b.Loop() {
+				s = twinDots[t](w, a, benchN/tr.Block)
+			}
+			_ = s
+		})
+	}
+}

@@ -1,0 +1,108 @@
+// Package quant holds GGML's tensor types: the type table (numbered as
+// ggml_type, the number GGUF files store), and, in pure Go, the block
+// formats Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+// and Q8_K with their quantizers, dequantizers and dot products, plus F32,
+// F16 and BF16 as trivial codecs so that callers treat every supported type
+// alike. It has no executor inside: it works on byte rows, and executors,
+// the GGUF reader and the kernels' tests call it.
+//
+// # Layout
+//
+// Blocks are byte-for-byte GGML's packed C structs, little-endian, with
+// IEEE binary16 scales (Q8_K: an f32 scale and int16 sums); Traits gives
+// each type's values and bytes per block, and the comments on the
+// quantizers in legacy.go and kquants.go give the fields. A row of n
+// values is n/Block blocks; every function requires whole blocks and exact
+// output lengths and returns an error (naming the function, the type and
+// the length at fault) otherwise. Nothing panics and nothing reads outside
+// the slices it is given, whatever the bytes (fuzzed).
+//
+// # Contract
+//
+// Quantize is bit-exact with GGML's reference quantizer as
+// ggml_quantize_chunk runs it without an importance matrix:
+// quantize_row_<t>_ref for every type, including the k-quant scale
+// searches (make_qkx2_quants for Q2_K/Q4_K/Q5_K, make_q3_quants for Q3_K,
+// make_qx_quants for Q6_K), nearest_int's round-half-even through the
+// float adder, f16 rounding to nearest even, and GGML's order of float
+// operations. Q8_1 and Q8_K, the activation formats, quantize as
+// quantize_row_q8_1_ref and quantize_row_q8_K_ref do.
+//
+// Dequantize is bit-equal to GGML's dequantize_row_<t> (GGML has none for
+// Q8_1; here it is d·q). DequantizeF16 and DequantizeBF16 round that f32
+// result once.
+//
+// VecDot is the specification of every quantized dot product Loom will run
+// (future CPU assembly, GPU kernels): it returns, bit for bit, what GGML's
+// generic (non-SIMD) ggml_vec_dot_<w>_<act> returns — exact integer sums
+// per block or sub-block, scaled by the block scales, accumulated in
+// float32 in GGML's order (for Q3_K…Q6_K that includes its eight float
+// lanes). ActivationType(w) is the activation format GGML pairs with weight
+// type w: Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the
+// k-quants. For F32, F16 and BF16 VecDot is GGML's scalar loop (float32
+// products summed in float64); those three are tested against a float64
+// reference rather than against GGML's code. GGML's own SIMD dot products
+// (AVX2, NEON) sum in other orders and differ from VecDot in the last
+// bits, and so will GPU kernels; those are to be tested against VecDot
+// with a tolerance.
+//
+// On amd64 with AVX2 and F16C, VecDot runs assembly for Q4_0·Q8_0,
+// Q8_0·Q8_0, Q4_K·Q8_K and Q6_K·Q8_K (dot_amd64.s: VPMADDUBSW/VPMADDWD,
+// with the byte order arranged so that the integer lanes are the twin's).
+// Unlike GGML's AVX2 code these return the twins' bits exactly (NaN
+// payloads aside): the integer sums are exact for any bytes and the float
+// operations are the twin's, in the twin's order, without FMA. The Go twins
+// run everywhere else and are the oracle of the assembly's tests. On a
+// 4096-value row (2-core AMD EPYC, medians of 10 runs): Q4_0 333 ns vs
+// 5.1 µs (15×), Q8_0 288 ns vs 3.6 µs (12×), Q4_K 194 ns vs 4.7 µs (24×),
+// Q6_K 156 ns vs 8.8 µs (56×). The Q4_0/Q8_0 kernels are bound by GGML's
+// serial float32 sum over 32-value blocks, which exactness keeps.
+//
+// "GGML's" means its reference C code compiled without floating-point
+// contraction, each float32 operation rounded: what GGML's x86-64 baseline
+// build computes. Go may fuse a*b+c into an FMA on some targets; this
+// package converts every such product explicitly to float32, which forbids
+// the fusion, so the results are the same on every platform. Where GGML's
+// code converts an out-of-range float to an integer (NaN or ±Inf after the
+// reciprocal of a subnormal scale), this package returns what x86-64
+// returns. Inputs with NaN or ±Inf quantize without error to whatever
+// GGML's formulas give.
+//
+// The golden test checks all of this against GGML's own code:
+// quant/testdata/ggml-golden.json holds the SHA-256 of GGML's quantized
+// bytes, dequantized floats and dot-product bits for 12 seeded input
+// families (normal, uniform, all-positive, outliers, all-zero blocks,
+// tiny, f32-subnormal, one huge value per block, constant blocks, exact
+// ties, large, mixed magnitudes) and random block bytes, for every type;
+// scripts/ggml-golden/gen.sh regenerates it from a ggml checkout.
+//
+// # Q8_1's s
+//
+// A Q8_1 block stores d and s. GGML's quantize_row_q8_1_ref, and therefore
+// Quantize, stores s = d·Σq (with d before its f16 rounding). Candle's CUDA
+// quantize_q8_1, which Loom's GPU mat-vec kernels port, stores s = Σx, the
+// sum of the unquantized activations, and computes q = round(x/d) by
+// division instead of by multiplication with 1/d. Both are approximations of
+// the same sum and the dot products read s from the block either way.
+// Loom's GPU kernels will quantize their activations on the device the way
+// Candle does (Σx; Candle's CUDA results are the parity reference for those
+// kernels), and the CPU path uses this package's Quantize (d·Σq, as GGML's
+// CPU backend); a Q8_1 row is only ever consumed by the code that wrote it,
+// so the two never meet.
+//
+// # Precision
+//
+// Scales are f16: a block whose scale falls below f16's normal range
+// (2^-14 ≈ 6e-5: a Q8_0 block whose largest |x| is below 0.008, a Q4_0
+// block below 0.0005) loses precision, and one below f16's smallest
+// subnormal quantizes to zeros, in GGML as here (a Q5_K row of
+// 1e-5-sized values comes back 2.3× off). Round-trip errors on Gaussian
+// data, relative to the input's RMS: Q8_0 0.55%, Q6_K 1.8%, Q5_K 3.6%,
+// Q5_0 4.2%, Q4_K 7.1%, Q4_0 8.6%, Q3_K 15%, Q2_K 29% (the bounds the
+// tests enforce are in roundtrip_test.go).
+//
+// Quantizing is single-threaded per call; the k-quant searches cost
+// 0.05–0.2 µs per value (Q6_K the least, Q2_K the most), so callers
+// quantizing large tensors split them by rows across goroutines (blocks
+// are independent).
+package quant

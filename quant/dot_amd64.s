@@ -1,0 +1,363 @@
+#include "textflag.h"
+
+// AVX2 (+F16C) versions of four VecDot twins (vecdot.go). They are exact
+// replicas, not approximations: the integer sums are computed exactly (no
+// int16 saturation is possible with the operand ranges below, whatever the
+// bytes), and the float32 operations are the twin's, one by one, in the
+// twin's order (scalar VMULSS/VADDSS, or 8-lane VMULPS/VADDPS where the twin
+// keeps eight independent lanes). No FMA is used.
+//
+// Integer technique. VPMADDUBSW multiplies unsigned by signed bytes and adds
+// adjacent pairs into int16. The unsigned operand is always a raw code
+// (Q4: 0…15, Q6: 0…63), so a pair sum is at most 2·63·128 = 16128; GGML's
+// offsets (−8 for Q4_0, −32 for Q6_K) are applied as −k·Σy, computed by a
+// second VPMADDUBSW of the constant k with y. Q8_0·Q8_0 has two signed
+// operands and sign-extends to int16 first (VPMOVSXBW + VPMADDWD), which is
+// exact for −128 too (the VPSIGNB trick is not).
+//
+// Lane order for the k-quants. The twins accumulate eight int32 lanes, lane
+// l taking the elements whose index is l mod 8. For 32 consecutive elements
+// e0…e31 (two 16-element groups a = e0…e15, b = e16…e31), VPERMD by
+// [0 2 4 6 1 3 5 7] then VPSHUFB by [0 4 8 12 1 5 9 13 2 6 10 14 3 7 11 15]
+// (per 128-bit half) orders the bytes as
+//	e0 e8 e16 e24  e1 e9 e17 e25 … e3 e11 e19 e27 | e4 e12 e20 e28 … e7 e15 e23 e31
+// so VPMADDUBSW yields the int16 words pa0 pb0 pa1 pb1 … pa7 pb7, where
+// pa_l = e_l + e_(l+8) products and pb_l the same in group b, and VPMADDWD
+// with the dword (scale_a, scale_b) yields the int32 lane contributions
+// scale_a·pa_l + scale_b·pb_l in lane order 0…7.
+
+DATA nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nib<>(SB), RODATA|NOPTR, $32
+
+DATA eights<>+0(SB)/8, $0x0808080808080808
+DATA eights<>+8(SB)/8, $0x0808080808080808
+DATA eights<>+16(SB)/8, $0x0808080808080808
+DATA eights<>+24(SB)/8, $0x0808080808080808
+GLOBL eights<>(SB), RODATA|NOPTR, $32
+
+DATA thirtytwos<>+0(SB)/8, $0x2020202020202020
+DATA thirtytwos<>+8(SB)/8, $0x2020202020202020
+DATA thirtytwos<>+16(SB)/8, $0x2020202020202020
+DATA thirtytwos<>+24(SB)/8, $0x2020202020202020
+GLOBL thirtytwos<>(SB), RODATA|NOPTR, $32
+
+DATA hi2<>+0(SB)/8, $0x3030303030303030
+DATA hi2<>+8(SB)/8, $0x3030303030303030
+DATA hi2<>+16(SB)/8, $0x3030303030303030
+DATA hi2<>+24(SB)/8, $0x3030303030303030
+GLOBL hi2<>(SB), RODATA|NOPTR, $32
+
+DATA onesw<>+0(SB)/8, $0x0001000100010001
+DATA onesw<>+8(SB)/8, $0x0001000100010001
+DATA onesw<>+16(SB)/8, $0x0001000100010001
+DATA onesw<>+24(SB)/8, $0x0001000100010001
+GLOBL onesw<>(SB), RODATA|NOPTR, $32
+
+// VPERMD indices [0 2 4 6 1 3 5 7].
+DATA permidx<>+0(SB)/4, $0
+DATA permidx<>+4(SB)/4, $2
+DATA permidx<>+8(SB)/4, $4
+DATA permidx<>+12(SB)/4, $6
+DATA permidx<>+16(SB)/4, $1
+DATA permidx<>+20(SB)/4, $3
+DATA permidx<>+24(SB)/4, $5
+DATA permidx<>+28(SB)/4, $7
+GLOBL permidx<>(SB), RODATA|NOPTR, $32
+
+// VPSHUFB mask [0 4 8 12 1 5 9 13 2 6 10 14 3 7 11 15] in both halves.
+DATA lanemask<>+0(SB)/8, $0x0d0905010c080400
+DATA lanemask<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA lanemask<>+16(SB)/8, $0x0d0905010c080400
+DATA lanemask<>+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL lanemask<>(SB), RODATA|NOPTR, $32
+
+// HSUM8 adds the eight int32 of Y into the low dword of X (T is scratch).
+#define HSUM8(Y, X, T) \
+	VEXTRACTI128 $1, Y, T \
+	VPADDD       T, X, X  \
+	VPSHUFD      $0x4e, X, T \
+	VPADDD       T, X, X  \
+	VPSHUFD      $0xb1, X, T \
+	VPADDD       T, X, X
+
+// F16 loads the f16 at addr into the low float32 of X (R is a scratch GPR).
+#define F16(addr, R, X) \
+	MOVWLZX   addr, R \
+	VMOVD     R, X    \
+	VCVTPH2PS X, X
+
+// func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
+//
+// Per block: sumi = Σ x·y (int32, exact); sumf += float32(sumi)·(dx·dy).
+TEXT ·dotQ8_0Q8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DI
+	MOVQ   nb+16(FP), CX
+	VXORPS X7, X7, X7
+
+q80loop:
+	VPMOVSXBW 2(SI), Y0
+	VPMOVSXBW 18(SI), Y1
+	VPMOVSXBW 2(DI), Y2
+	VPMOVSXBW 18(DI), Y3
+	VPMADDWD  Y2, Y0, Y0
+	VPMADDWD  Y3, Y1, Y1
+	VPADDD    Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VCVTDQ2PS X0, X0       // float32(sumi)
+	F16((SI), AX, X1)      // dx
+	F16((DI), BX, X2)      // dy
+	VMULSS    X2, X1, X1   // dx·dy
+	VMULSS    X1, X0, X0   // sumi·(dx·dy)
+	VADDSS    X0, X7, X7
+	ADDQ      $34, SI
+	ADDQ      $34, DI
+	DECQ      CX
+	JNZ       q80loop
+
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0Q8_0AVX2(x, y *byte, nb int) float32
+//
+// Per block: sumi = Σ q·y − 8·Σy with q the raw nibbles (elements 0…15 in
+// the low nibbles, 16…31 in the high ones); sumf += (float32(sumi)·dx)·dy.
+TEXT ·dotQ4_0Q8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU eights<>(SB), Y14
+	VMOVDQU onesw<>(SB), Y13
+	VXORPS  X7, X7, X7
+
+q40loop:
+	VMOVDQU     2(SI), X0
+	VPSRLW      $4, X0, X1
+	VINSERTI128 $1, X1, Y0, Y0
+	VPAND       Y15, Y0, Y0    // q, in element order
+	VMOVDQU     2(DI), Y2      // y
+	VPMADDUBSW  Y2, Y0, Y3     // q·y pairs
+	VPMADDUBSW  Y2, Y14, Y4    // 8·y pairs
+	VPSUBW      Y4, Y3, Y3
+	VPMADDWD    Y13, Y3, Y3
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS   X3, X0         // float32(sumi)
+	F16((SI), AX, X1)
+	F16((DI), BX, X2)
+	VMULSS      X1, X0, X0     // sumi·dx
+	VMULSS      X2, X0, X0     // ·dy
+	VADDSS      X0, X7, X7
+	ADDQ        $18, SI
+	ADDQ        $34, DI
+	DECQ        CX
+	JNZ         q40loop
+
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// LANES32 adds to the int32 lanes Y9 the contributions of 32 elements: Q
+// holds their unsigned codes in element order, yaddr their 32 q8 bytes,
+// scaddr the dword (scale_a, scale_b) of int16. Clobbers Q, Y5, Y6.
+#define LANES32(Q, yaddr, scaddr) \
+	VPERMD       Q, Y14, Q    \
+	VPSHUFB      Y13, Q, Q    \
+	VPERMD       yaddr, Y14, Y5 \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Q     \
+	VPBROADCASTD scaddr, Y6   \
+	VPMADDWD     Y6, Q, Q     \
+	VPADDD       Q, Y9, Y9
+
+// LANES32OFF is LANES32 for codes stored with an offset: it subtracts
+// Y11 (the offset in every byte) times the q8 bytes before scaling.
+#define LANES32OFF(Q, yaddr, scaddr) \
+	VPERMD       Q, Y14, Q    \
+	VPSHUFB      Y13, Q, Q    \
+	VPERMD       yaddr, Y14, Y5 \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Q     \
+	VPMADDUBSW   Y5, Y11, Y5  \
+	VPSUBW       Y5, Q, Q     \
+	VPBROADCASTD scaddr, Y6   \
+	VPMADDWD     Y6, Q, Q     \
+	VPADDD       Q, Y9, Y9
+
+// Q4K64 does the 64 elements of Q4_K chunk j (qs bytes 32j…32j+31: low
+// nibbles are elements 64j…64j+31 with scale 2j, high nibbles the next 32
+// with scale 2j+1). The scale dwords (s, s) are at scr-32(SP)+4k.
+#define Q4K64(qoff, yoff, sc1, sc2) \
+	VMOVDQU qoff(SI), Y0  \
+	VPSRLW  $4, Y0, Y1    \
+	VPAND   Y15, Y0, Y0   \
+	VPAND   Y15, Y1, Y1   \
+	LANES32(Y0, yoff(DI), sc1) \
+	LANES32(Y1, yoff+32(DI), sc2)
+
+// func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
+//
+// Per block: the scales and mins unpacked as get_scale_min_k4 does; sumi =
+// Σ bsums[j]·min[j/2]; aux lanes as above; sums[l] += d·float32(aux[l])
+// (d = dx·dy); sumf −= dmin·float32(sumi). Returns sumf; the caller adds
+// the lanes sums[0…7] to it, as the twin does at the end.
+TEXT ·dotQ4_KQ8_KAVX2(SB), NOSPLIT, $32-36
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VXORPS  Y10, Y10, Y10 // sums
+	VXORPS  X7, X7, X7    // sumf
+
+q4kloop:
+	// Unpack scales (R8) and mins (R10), 8 bytes each.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL AX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL AX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	MOVL DX, R11
+	ANDL $0x0f0f0f0f, R11
+	ORL  R11, R9
+	SHLQ $32, R9
+	ORQ  R9, R8
+	MOVL BX, R10
+	ANDL $0x3f3f3f3f, R10
+	MOVL BX, R11
+	SHRL $6, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, R11
+	SHLQ $32, R11
+	ORQ  R11, R10
+
+	// Scale words doubled, [s0 s0 s1 s1 … s7 s7], to the scratch.
+	VMOVQ       R8, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VMOVDQU     Y1, scr-32(SP)
+
+	// sumi = Σ bsums[j]·m[j/2]: bsums (16 int16) against [m0 m0 … m7 m7].
+	VMOVQ       R10, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPMADDWD    260(DI), Y1, Y1
+	HSUM8(Y1, X1, X2)
+	VCVTDQ2PS   X1, X8         // float32(sumi)
+
+	VPXOR Y9, Y9, Y9
+	Q4K64(16, 4, scr-32(SP), scr-28(SP))
+	Q4K64(48, 68, scr-24(SP), scr-20(SP))
+	Q4K64(80, 132, scr-16(SP), scr-12(SP))
+	Q4K64(112, 196, scr-8(SP), scr-4(SP))
+
+	VMOVSS       (DI), X3      // dy
+	F16((SI), AX, X1)
+	VMULSS       X3, X1, X1    // d = dx·dy
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y9, Y10, Y10  // sums[l] += d·aux[l]
+	F16(2(SI), AX, X2)
+	VMULSS       X3, X2, X2    // dmin = dxmin·dy
+	VMULSS       X8, X2, X2    // dmin·sumi
+	VSUBSS       X2, X7, X7    // sumf −= …
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q4kloop
+
+	MOVQ       sums+24(FP), AX
+	VMOVUPS    Y10, (AX)
+	VMOVSS     X7, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// Q6KHALF does the 128 elements of Q6_K half h (ql bytes 64h…64h+63, qh
+// bytes 128+32h…, q8 bytes 4+128h…), codes rebuilt as
+//	q0 = ql0&15 | (qh<<4)&48   (elements  0…31)
+//	q1 = ql1&15 | (qh<<2)&48   (32…63)
+//	q2 = ql0>>4 | qh&48        (64…95)
+//	q3 = ql1>>4 | (qh>>2)&48   (96…127)
+// and the scale word pairs of sub-blocks 8h+2m, 8h+2m+1 at scr-32(SP)+4(4h+m).
+#define Q6KHALF(qloff, qhoff, yoff, s0, s1, s2, s3) \
+	VMOVDQU qloff(SI), Y0    \
+	VMOVDQU qloff+32(SI), Y1 \
+	VMOVDQU qhoff(SI), Y2    \
+	VPSLLW  $4, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPAND   Y15, Y0, Y4      \
+	VPOR    Y3, Y4, Y4       \
+	LANES32OFF(Y4, yoff(DI), s0) \
+	VPSLLW  $2, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPAND   Y15, Y1, Y4      \
+	VPOR    Y3, Y4, Y4       \
+	LANES32OFF(Y4, yoff+32(DI), s1) \
+	VPSRLW  $4, Y0, Y0       \
+	VPAND   Y15, Y0, Y0      \
+	VPAND   Y12, Y2, Y3      \
+	VPOR    Y3, Y0, Y0       \
+	LANES32OFF(Y0, yoff+64(DI), s2) \
+	VPSRLW  $4, Y1, Y1       \
+	VPAND   Y15, Y1, Y1      \
+	VPSRLW  $2, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPOR    Y3, Y1, Y1       \
+	LANES32OFF(Y1, yoff+96(DI), s3)
+
+// func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
+//
+// Per block: aux lanes of Σ sc·(q−32)·y as above; sums[l] += d·aux[l]
+// (d = dx·dy). The caller adds the lanes.
+TEXT ·dotQ6_KQ8_KAVX2(SB), NOSPLIT, $32-32
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU hi2<>(SB), Y12
+	VMOVDQU thirtytwos<>(SB), Y11
+	VXORPS  Y10, Y10, Y10
+
+q6kloop:
+	VPMOVSXBW 192(SI), Y0      // the 16 int8 scales as int16
+	VMOVDQU   Y0, scr-32(SP)
+	VPXOR     Y9, Y9, Y9
+	Q6KHALF(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
+	Q6KHALF(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
+
+	F16(208(SI), AX, X1)
+	VMULSS       (DI), X1, X1  // d = dx·dy
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y9, Y10, Y10
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q6kloop
+
+	MOVQ       sums+24(FP), AX
+	VMOVUPS    Y10, (AX)
+	VZEROUPPER
+	RET

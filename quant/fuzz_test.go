@@ -1,0 +1,129 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+	"sort"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+)
+
+// The fuzz targets feed arbitrary bytes (NaN and Inf scales, out-of-range
+// codes, every length) to the decoders, the dot products and the
+// quantizers. The property is that nothing panics and every call either
+// fills exactly its output or returns an error. `go test` runs the seeds;
+// `go test -fuzz FuzzX ./quant` explores.
+
+// allTypes lists every known type number in a fixed order.
+var allTypes = func() []Type {
+	var ts []Type
+	for t := range traits {
+		ts = append(ts, t)
+	}
+	ts = append(ts, Type(4), Type(99)) // removed and unknown numbers
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts
+}()
+
+func pickType(b byte) Type { return allTypes[int(b)%len(allTypes)] }
+
+func FuzzDequantize(f *testing.F) {
+	f.Add(byte(2), []byte{0x00, 0x3c, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, uint16(32))
+	f.Add(byte(12), make([]byte, 144), uint16(256))
+	f.Add(byte(15), make([]byte, 292), uint16(255))
+	f.Add(byte(1), []byte{0x00, 0x7e, 0x01, 0x7c}, uint16(2))
+	f.Fuzz(func(t *testing.T, tb byte, data []byte, n uint16) {
+		typ := pickType(tb)
+		dst := make([]float32, n)
+		err := Dequantize(typ, data, dst)
+		tr, ok := typ.Traits()
+		whole := ok && tr.Supported && len(data)%tr.Size == 0 && len(data)/tr.Size*tr.Block == int(n)
+		if whole != (err == nil) {
+			t.Fatalf("Dequantize(%v, %d bytes, %d values): err = %v", typ, len(data), n, err)
+		}
+		h := make([]dtype.Float16, n)
+		if err2 := DequantizeF16(typ, data, h); (err2 == nil) != (err == nil) {
+			t.Fatalf("DequantizeF16 err = %v, Dequantize err = %v", err2, err)
+		}
+		bf := make([]dtype.BFloat16, n)
+		if err2 := DequantizeBF16(typ, data, bf); (err2 == nil) != (err == nil) {
+			t.Fatalf("DequantizeBF16 err = %v, Dequantize err = %v", err2, err)
+		}
+		if err == nil && typ != F16 && typ != BF16 {
+			for i, v := range dst {
+				if h[i] != dtype.ToF16(v) && !(math.IsNaN(float64(v)) && h[i].Float64() != h[i].Float64()) {
+					t.Fatalf("%v value %d: f16 %#04x, f32 %g", typ, i, h[i], v)
+				}
+			}
+		}
+	})
+}
+
+func FuzzVecDot(f *testing.F) {
+	f.Add(byte(2), byte(0), []byte{0x00, 0x3c}, uint16(32), uint16(18))
+	f.Add(byte(12), byte(0), make([]byte, 144+292), uint16(256), uint16(144))
+	f.Add(byte(14), byte(1), make([]byte, 2*(210+292)), uint16(512), uint16(420))
+	f.Fuzz(func(t *testing.T, tb, mode byte, data []byte, n uint16, split uint16) {
+		w := pickType(tb)
+		act := ActivationType(w)
+		if mode%4 == 3 {
+			act = pickType(mode) // usually a mismatch
+		}
+		// Pad or cut the bytes to the lengths n asks for unless the mode
+		// asks for raw (usually wrong) lengths.
+		var wrow, arow []byte
+		wtr, wok := w.Traits()
+		atr, aok := act.Traits()
+		if mode%2 == 0 && wok && aok && wtr.Block > 0 && atr.Block > 0 {
+			nb := int(n) / wtr.Block
+			wl, al := nb*wtr.Size, nb*wtr.Block/atr.Block*atr.Size
+			buf := make([]byte, wl+al)
+			copy(buf, data)
+			wrow, arow = buf[:wl], buf[wl:]
+		} else {
+			s := min(int(split), len(data))
+			wrow, arow = data[:s], data[s:]
+		}
+		got, err := VecDot(w, wrow, act, arow, int(n))
+		if err != nil && got != 0 {
+			t.Fatalf("VecDot returned %g with error %v", got, err)
+		}
+		// VecDot may run assembly: it must return the Go twin's bits.
+		if err == nil {
+			if tw := twinDots[w](wrow, arow, int(n)/wtr.Block); !sameBits(got, tw) {
+				t.Fatalf("%v·%v n=%d: VecDot %g (%#08x), twin %g (%#08x)", w, act, n, got, math.Float32bits(got), tw, math.Float32bits(tw))
+			}
+		}
+	})
+}
+
+func FuzzQuantize(f *testing.F) {
+	f.Add(byte(12), []byte{0, 0, 0x80, 0x7f, 0, 0, 0xc0, 0x7f, 1, 0, 0, 0})
+	f.Add(byte(11), make([]byte, 1024))
+	f.Fuzz(func(t *testing.T, tb byte, data []byte) {
+		typ := pickType(tb)
+		tr, ok := typ.Traits()
+		if !ok || !tr.Supported {
+			return
+		}
+		// Repeat the fuzzed floats (NaN, Inf, subnormal, anything) to whole
+		// blocks.
+		n := tr.Block * (1 + len(data)/(4*tr.Block))
+		src := make([]float32, n)
+		for i := range src {
+			if len(data) >= 4 {
+				k := 4 * (i % (len(data) / 4))
+				src[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[k:]))
+			}
+		}
+		dst := make([]byte, n/tr.Block*tr.Size)
+		if err := Quantize(typ, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]float32, n)
+		if err := Dequantize(typ, dst, back); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
