@@ -29,7 +29,7 @@
 // offset in the data section and in the file, and size in bytes. With
 // -tensor NAME it prints that tensor's values instead, as f32, row-major,
 // one row of the innermost axis per line: f32, f16 and bf16 are widened
-// exactly; other types go through dequantizeF32 (gguf.go).
+// exactly; the GGML block formats are dequantized by package quant.
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).

@@ -194,8 +194,16 @@ func tensorF32(t quant.Type, b []byte) ([]float32, error) {
 }
 
 // dequantizeF32 turns the bytes of a tensor of type t into f32 values,
-// row-major. It is the one place `loom gguf inspect -tensor` reaches
-// package quant's dequantizers: until quant.Dequantize exists it says so.
+// row-major, with package quant (GGML's dequantize_row values; an error
+// for types Loom has no codec for).
 func dequantizeF32(t quant.Type, b []byte) ([]float32, error) {
-	return nil, fmt.Errorf("dequantizing %v is not built yet", t)
+	tr, ok := t.Traits()
+	if !ok || tr.Size == 0 {
+		return nil, fmt.Errorf("unknown tensor type %v", t)
+	}
+	vals := make([]float32, len(b)/tr.Size*tr.Block)
+	if err := quant.Dequantize(t, b, vals); err != nil {
+		return nil, err
+	}
+	return vals, nil
 }

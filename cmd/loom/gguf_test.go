@@ -201,7 +201,7 @@ func TestGGUFInspectErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	path := writeGGUF(t, []ggufTensor{
 		floatTensor(rng, "w", quant.F32, 2),
-		{name: "q", typ: quant.Q8_0, shape: []int{32}, data: make([]byte, 34)},
+		{name: "q", typ: quant.IQ4_NL, shape: []int{32}, data: make([]byte, 18)},
 	})
 	garbage := filepath.Join(t.TempDir(), "garbage.gguf")
 	if err := os.WriteFile(garbage, []byte("GGML and then some bytes that are not a header"), 0o644); err != nil {
@@ -211,7 +211,7 @@ func TestGGUFInspectErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"gguf", "inspect", "-tensor", "q", path}, []string{`tensor "q" (q8_0, shape [32])`, "dequantizing q8_0 is not built yet"}},
+		{[]string{"gguf", "inspect", "-tensor", "q", path}, []string{`tensor "q" (iq4_nl, shape [32])`, "quant.Dequantize(iq4_nl): no codec for this type"}},
 		{[]string{"gguf", "inspect", "-tensor", "nope", path}, []string{`tensor "nope": not found`}},
 		{[]string{"gguf", "inspect", filepath.Join(t.TempDir(), "missing.gguf")}, []string{"missing.gguf", "no such file"}},
 		{[]string{"gguf", "inspect", garbage}, []string{"garbage.gguf: magic at offset 0", `"GGML" is not "GGUF"`}},
@@ -243,5 +243,48 @@ func TestGGUFInspectErrors(t *testing.T) {
 	}
 	if status, out, _ := loom(t, "gguf", "-h"); status != exitOK || !strings.Contains(out, "-tensor") {
 		t.Errorf("gguf -h: exit %d:\n%s", status, out)
+	}
+}
+
+// TestGGUFInspectQuantized: -tensor prints a quantized tensor's values as
+// package quant dequantizes them, one row per line.
+func TestGGUFInspectQuantized(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, typ := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		tr, _ := typ.Traits()
+		rows, k := 3, tr.Block
+		src := make([]float32, rows*k)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64())
+		}
+		raw := make([]byte, rows*tr.Size)
+		if err := quant.Quantize(typ, src, raw); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, rows*k)
+		if err := quant.Dequantize(typ, raw, want); err != nil {
+			t.Fatal(err)
+		}
+		path := writeGGUF(t, []ggufTensor{{name: "q", typ: typ, shape: []int{rows, k}, data: raw}})
+		status, out, errs := loom(t, "gguf", "inspect", "-tensor", "q", path)
+		if status != exitOK {
+			t.Fatalf("%v: exit %d: %s", typ, status, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != rows {
+			t.Fatalf("%v: %d lines, want %d", typ, len(lines), rows)
+		}
+		for r, line := range lines {
+			fields := strings.Fields(line)
+			if len(fields) != k {
+				t.Fatalf("%v row %d: %d values, want %d", typ, r, len(fields), k)
+			}
+			for i, f := range fields {
+				v, err := strconv.ParseFloat(f, 32)
+				if err != nil || float32(v) != want[r*k+i] {
+					t.Fatalf("%v [%d][%d] = %q, want %v", typ, r, i, f, want[r*k+i])
+				}
+			}
+		}
 	}
 }

@@ -56,4 +56,5 @@ func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Optio
 	t.Run("Formulas", func(t *testing.T) { Formulas(t, newExec, opts) })
 	t.Run("Large", func(t *testing.T) { Large(t, newExec, opts) })
 	t.Run("Matmul", func(t *testing.T) { Matmul(t, newExec, opts) })
+	t.Run("Quant", func(t *testing.T) { Quant(t, newExec, opts) })
 }

@@ -1,0 +1,168 @@
+package cpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/quant"
+)
+
+// Quantized steps (ir.ClassQuant) on the CPU, through package quant's
+// codecs (bit-exact with GGML's reference code):
+//
+//   - dequantize: quant.Dequantize (f32), DequantizeF16, DequantizeBF16,
+//     row by row, parallel over the executor's workers;
+//   - qmatmul: GGML's CPU algorithm — each activation row is quantized to
+//     the weight format's activation type (quant.ActivationType: Q8_0,
+//     Q8_1 or Q8_K), and each output is the integer block dot product
+//     quant.VecDot, so results equal GGML's CPU backend (and differ from
+//     the GPU's, which multiplies dequantized weights by unquantized
+//     activations, by the activation's quantization error). Work is split
+//     over output columns in chunks across the workers.
+
+// runQuant executes a dequantize or qmatmul step.
+func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
+	n := k.Instrs[0].Node
+	format, K := n.QuantFormat()
+	rb, err := ir.QuantRowBytes(format, K)
+	if err != nil {
+		return fmt.Errorf("cpu: %s: %w", k.Name, err)
+	}
+	bytesOf := func(op plan.Operand, elem, count int) []byte {
+		b := mem[op.Buf.ID].(*memory).b
+		off := op.Layout.Offset * elem
+		return b[off : off+count*elem]
+	}
+	out := mem[k.Out.ID].(*memory).b
+	switch n.Op {
+	case ir.OpDequantize:
+		rows := n.Numel() / max(K, 1)
+		raw := bytesOf(k.Ins[0], 1, rows*rb)
+		sz := n.DType.Size()
+		return e.parallelRows(ctx, rows, func(r0, r1 int) error {
+			src := raw[r0*rb : r1*rb]
+			dst := out[r0*K*sz : r1*K*sz]
+			switch n.DType {
+			case dtype.F32:
+				return quant.Dequantize(format, src, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(dst))), (r1-r0)*K))
+			case dtype.F16:
+				return quant.DequantizeF16(format, src, unsafe.Slice((*dtype.Float16)(unsafe.Pointer(unsafe.SliceData(dst))), (r1-r0)*K))
+			case dtype.BF16:
+				return quant.DequantizeBF16(format, src, unsafe.Slice((*dtype.BFloat16)(unsafe.Pointer(unsafe.SliceData(dst))), (r1-r0)*K))
+			}
+			return fmt.Errorf("dequantize to %v", n.DType)
+		})
+	case ir.OpQMatmul:
+		x := n.Args[0]
+		M := x.Numel() / max(K, 1)
+		N := n.Args[1].Shape[0]
+		if M == 0 || N == 0 {
+			return nil
+		}
+		sz := x.DType.Size()
+		xs := bytesOf(k.Ins[0], sz, M*K)
+		ws := bytesOf(k.Ins[1], 1, N*rb)
+		act := quant.ActivationType(format)
+		arb, err := act.RowBytes(int64(K))
+		if err != nil {
+			return fmt.Errorf("cpu: %s: activations: %w", k.Name, err)
+		}
+		// Quantize the activation rows once.
+		acts := make([]byte, int64(M)*arb)
+		if err := e.parallelRows(ctx, M, func(r0, r1 int) error {
+			row := make([]float32, K)
+			for m := r0; m < r1; m++ {
+				for i := range K {
+					row[i] = float32(loadFloat(x.DType, xs, m*K+i))
+				}
+				if err := quant.Quantize(act, row, acts[int64(m)*arb:int64(m+1)*arb]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("cpu: %s: quantize activations to %v: %w", k.Name, act, err)
+		}
+		return e.parallelRows(ctx, N, func(n0, n1 int) error {
+			for m := range M {
+				arow := acts[int64(m)*arb : int64(m+1)*arb]
+				for j := n0; j < n1; j++ {
+					v, err := quant.VecDot(format, ws[j*rb:(j+1)*rb], act, arow, K)
+					if err != nil {
+						return fmt.Errorf("cpu: %s: %w", k.Name, err)
+					}
+					storeFloat(n.DType, out, m*N+j, float64(v))
+				}
+			}
+			return nil
+		})
+	}
+	return fmt.Errorf("cpu: %s: not a quantized op", k.Name)
+}
+
+// parallelRows runs f over [0, n) in contiguous chunks on the executor's
+// workers, stopping at the first error or when ctx is done.
+func (e *Executor) parallelRows(ctx context.Context, n int, f func(r0, r1 int) error) error {
+	if n == 0 {
+		return nil
+	}
+	w := max(1, min(e.workers, n))
+	g, gctx := errgroup.WithContext(ctx)
+	chunk := max(1, (n+4*w-1)/(4*w))
+	next := make(chan int, (n+chunk-1)/chunk)
+	for r := 0; r < n; r += chunk {
+		next <- r
+	}
+	close(next)
+	for range w {
+		g.Go(func() error {
+			for r0 := range next {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				if err := f(r0, min(n, r0+chunk)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// loadFloat reads element i of a float array of dtype d.
+func loadFloat(d dtype.DType, b []byte, i int) float64 {
+	switch d {
+	case dtype.F32:
+		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	case dtype.F16:
+		return float64(dtype.Float16(binary.LittleEndian.Uint16(b[2*i:])).Float32())
+	case dtype.BF16:
+		return float64(dtype.BFloat16(binary.LittleEndian.Uint16(b[2*i:])).Float32())
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+}
+
+// storeFloat writes v, rounded once, as element i of a float array of d.
+func storeFloat(d dtype.DType, b []byte, i int, v float64) {
+	switch d {
+	case dtype.F32:
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(v)))
+	case dtype.F16:
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(dtype.ToF16(float32(v))))
+	case dtype.BF16:
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(dtype.ToBF16(float32(v))))
+	default:
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+	}
+}
+

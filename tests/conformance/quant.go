@@ -1,0 +1,242 @@
+package conformance
+
+// Quantized tensors (GGML block formats): dequantize, embedding rows and
+// qmatmul, on every executor. The references are package quant's codecs
+// (bit-exact with GGML's C code, checked there against golden data) for
+// dequantization, and a float64 product of the dequantized weights with
+// the activations for qmatmul.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
+)
+
+var quantFormats = []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K}
+
+// Quant runs the quantized group.
+func Quant(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Options) {
+	t.Run("Dequantize", func(t *testing.T) { quantDequantize(t, newExec, opts) })
+	t.Run("Embedding", func(t *testing.T) { quantEmbedding(t, newExec, opts) })
+	t.Run("QMatmul", func(t *testing.T) { quantMatmul(t, newExec, opts) })
+	t.Run("Errors", quantErrors)
+}
+
+// quantized returns random normal rows [rows, k] quantized to f, and the
+// raw u8 value.
+func quantized(t *testing.T, r *rand.Rand, f quant.Type, rows, k int) *tensor.Tensor {
+	t.Helper()
+	v := make([]float32, rows*k)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	ft, err := tensor.New(v, rows, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := graph.QuantizeValue(f, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// dequantRef decodes raw rows with package quant to dt's values.
+func dequantRef(t *testing.T, f quant.Type, dt dtype.DType, raw []byte, n int) []float64 {
+	t.Helper()
+	out := make([]float64, n)
+	switch dt {
+	case dtype.F16:
+		h := make([]dtype.Float16, n)
+		if err := quant.DequantizeF16(f, raw, h); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range h {
+			out[i] = x.Float64()
+		}
+	case dtype.BF16:
+		h := make([]dtype.BFloat16, n)
+		if err := quant.DequantizeBF16(f, raw, h); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range h {
+			out[i] = x.Float64()
+		}
+	default:
+		h := make([]float32, n)
+		if err := quant.Dequantize(f, raw, h); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range h {
+			out[i] = float64(x)
+		}
+	}
+	return out
+}
+
+func runOne(t *testing.T, e exec.Executor, g *graph.Graph, opts graph.Options, in map[string]*tensor.Tensor) []float64 {
+	t.Helper()
+	p, err := g.Compile(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background(), e, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out["y"].Float64s()
+}
+
+// quantDequantize: every format to f32, f16 and bf16, whole tables and a
+// narrowed row range (an offset view), bit-equal to package quant.
+func quantDequantize(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, f := range append(quantFormats, quant.Q8_K) {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			t.Run(fmt.Sprintf("%v/%v", f, dt), func(t *testing.T) {
+				tr, _ := f.Traits()
+				rows, k := 5, 2*tr.Block
+				raw := quantized(t, r, f, rows, k)
+				rb := raw.Shape()[1]
+				for _, narrow := range []bool{false, true} {
+					g := graph.New()
+					q, err := g.QInput("w", f, rows, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r0, nr := 0, rows
+					if narrow {
+						r0, nr = 1, 3
+						if q, err = q.NarrowRows(r0, nr); err != nil {
+							t.Fatal(err)
+						}
+					}
+					g.Output("y", q.Dequantize(dt))
+					got := runOne(t, newExec(0xA5), g, opts, map[string]*tensor.Tensor{"w": raw})
+					want := dequantRef(t, f, dt, raw.Bytes()[r0*rb:(r0+nr)*rb], nr*k)
+					for i := range want {
+						if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+							t.Fatalf("narrow=%v: y[%d] = %v, want %v (package quant)", narrow, i, got[i], want[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// quantEmbedding: rows of a quantized table picked by ids (repeats
+// included), dequantized; an id out of range is a run error.
+func quantEmbedding(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q6_K, quant.Q8_0} {
+		t.Run(f.String(), func(t *testing.T) {
+			tr, _ := f.Traits()
+			rows, k := 7, tr.Block
+			raw := quantized(t, r, f, rows, k)
+			rb := raw.Shape()[1]
+			g := graph.New()
+			q, _ := g.QInput("w", f, rows, k)
+			g.Output("y", q.Embedding(g.Input("ids", dtype.U32, 4), dtype.F32))
+			ids, _ := tensor.New([]uint32{3, 0, 6, 3}, 4)
+			got := runOne(t, newExec(0x5A), g, opts, map[string]*tensor.Tensor{"w": raw, "ids": ids})
+			for j, id := range []int{3, 0, 6, 3} {
+				want := dequantRef(t, f, dtype.F32, raw.Bytes()[id*rb:(id+1)*rb], k)
+				for i := range k {
+					if got[j*k+i] != want[i] {
+						t.Fatalf("row %d (id %d) [%d] = %v, want %v", j, id, i, got[j*k+i], want[i])
+					}
+				}
+			}
+			bad, _ := tensor.New([]uint32{3, 0, 7, 3}, 4)
+			p, _ := g.Compile(opts)
+			if _, err := p.Run(context.Background(), newExec(0), map[string]*tensor.Tensor{"w": raw, "ids": bad}); err == nil {
+				t.Errorf("id 7 of a 7-row table: no error")
+			}
+		})
+	}
+}
+
+// quantMatmul: x [M, K] · Wᵀ for decode-sized and prefill-sized M, every
+// weight format and activation dtype, against the float64 product of the
+// dequantized weights and x as stored. The tolerance covers an executor
+// that quantizes the activations to 8 bits per block (the CPU, as GGML):
+// Σ_k |w_k|·amax/127 over the blocks, plus the output's rounding.
+func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, f := range quantFormats {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			for _, m := range []int{1, 3, 8, 9, 20} {
+				t.Run(fmt.Sprintf("%v/%v/M%d", f, dt, m), func(t *testing.T) {
+					tr, _ := f.Traits()
+					n, k := 13, 2*max(tr.Block, 64)
+					raw := quantized(t, r, f, n, k)
+					xv := make([]float64, m*k)
+					for i := range xv {
+						xv[i] = r.Float64()*2 - 1
+					}
+					xt, err := tensor.FromFloat64s(dt, xv, m, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					xs := xt.Float64s() // as stored
+					g := graph.New()
+					q, _ := g.QInput("w", f, n, k)
+					g.Output("y", g.Input("x", dt, m, k).QMatmul(q))
+					got := runOne(t, newExec(0x3C), g, opts, map[string]*tensor.Tensor{"w": raw, "x": xt})
+					w := dequantRef(t, f, dtype.F32, raw.Bytes(), n*k)
+					round := map[dtype.DType]float64{dtype.F32: 1e-6, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
+					for i := range m {
+						for j := range n {
+							var sum, abs, amax float64
+							for l := range k {
+								sum += w[j*k+l] * xs[i*k+l]
+								abs += math.Abs(w[j*k+l])
+								amax = max(amax, math.Abs(xs[i*k+l]))
+							}
+							tol := abs*amax/127 + math.Abs(sum)*round + 1e-6
+							if g := got[i*n+j]; !(math.Abs(g-sum) <= tol) {
+								t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, sum, tol)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func quantErrors(t *testing.T) {
+	g := graph.New()
+	if _, err := g.QInput("w", quant.Q4_K, 4, 100); err == nil || !strings.Contains(err.Error(), "qinput") || !strings.Contains(err.Error(), "multiple") {
+		t.Errorf("q4_k rows of 100: %v", err)
+	}
+	if _, err := g.QInput("w2", quant.F32, 4, 64); err == nil {
+		t.Errorf("f32 as a block format: no error")
+	}
+	q, err := g.QInput("w3", quant.Q8_0, 4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := g.Input("x", dtype.F32, 2, 32).QMatmul(q)
+	if err := y.Err(); err == nil || !strings.Contains(err.Error(), "qmatmul") || !strings.Contains(err.Error(), "K = 64") {
+		t.Errorf("qmatmul K mismatch: %v", err)
+	}
+	y = g.Input("x64", dtype.F64, 2, 64).QMatmul(q)
+	if err := y.Err(); err == nil || !strings.Contains(err.Error(), "f32, f16 or bf16") {
+		t.Errorf("qmatmul of f64: %v", err)
+	}
+	if d := q.Dequantize(dtype.U8); d.Err() == nil {
+		t.Errorf("dequantize to u8: no error")
+	}
+}
