@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"github.com/loomgraph/loom/quant"
 	"math"
 
 	"github.com/loomgraph/loom/dtype"
@@ -20,6 +21,12 @@ var Dense = []Workload{
 	{ID: "W9-bf16", Desc: "GEMM n³ bf16 (f32 accumulation)", Build: gemm(dtype.BF16), Flops: gemmFlops},
 	{ID: "W10", Desc: "llama MLP bf16: silu(x·Wg) ⊙ (x·Wu) · Wd, x 4096×4096, Wg/Wu 4096×11008, Wd 11008×4096", Build: w10, Flops: func(Size) float64 { return 2 * 4096 * 4096 * 11008 * 3 }},
 	{ID: "W11", Desc: "naive causal attention bf16: softmax(q·kᵀ/√D + mask)·v, B 8, H 32, S 2048, D 128", Build: w11, Flops: func(Size) float64 { return 4 * 8 * 32 * 2048 * 2048 * 128 / 2 }},
+	{ID: "W13-q4_0", Desc: "decode mat-vec x[1,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_0 (bytes: the weights)", Build: w13(quant.Q4_0, 1)},
+	{ID: "W13-q4_k", Desc: "decode mat-vec, W in Q4_K", Build: w13(quant.Q4_K, 1)},
+	{ID: "W13-q6_k", Desc: "decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 1)},
+	{ID: "W13-q8_0", Desc: "decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 1)},
+	{ID: "W13-bf16", Desc: "decode mat-vec, W in bf16 (the peer's product)", Build: w13bf16},
+	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 	{ID: "block-bcast", Desc: "the same block with every product a broadcast multiply and a sum (no Matmul)", Build: func(Size) (*graph.Graph, error) { return Block(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 }
@@ -97,5 +104,26 @@ func BlockMM(s BlockSize) (*graph.Graph, error) {
 	y := x2.Add(gate.Mul(up).Matmul(w("w_down", s.Hidden, D)))
 	g.Output("out", y)
 	g.Output("head", y.LayerNorm(w("ln_w", D), w("ln_b", D), 1e-5).Gelu())
+	return g, g.Err()
+}
+
+// w13 is the quantized decode (m = 1) or prefill product of issue 14's W13:
+// x [m, 4096] bf16 · Wᵀ with W [14336, 4096] in format f. The weight is the
+// input "wq_<format>", which Inputs fills with valid quantized rows.
+func w13(f quant.Type, m int) func(Size) (*graph.Graph, error) {
+	return func(Size) (*graph.Graph, error) {
+		g := graph.New()
+		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
+		if err != nil {
+			return nil, err
+		}
+		g.Output("out", g.Input("x", dtype.BF16, m, 4096).QMatmul(w))
+		return g, g.Err()
+	}
+}
+
+func w13bf16(Size) (*graph.Graph, error) {
+	g := graph.New()
+	g.Output("out", g.Input("x", dtype.BF16, 1, 4096).Matmul(g.Input("w", dtype.BF16, 4096, 14336)))
 	return g, g.Err()
 }

@@ -4,6 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/quant"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
@@ -127,13 +134,22 @@ func w8(Size) (*graph.Graph, error) {
 }
 
 // Inputs draws fresh random inputs for every input of g: normal-ish values
-// in (−4, 4), never zero; except that an input named "mask" of square
+// in (−4, 4), never zero; except that a u8 input named "wq_<format>" holds
+// such values quantized to that GGML format (rows of its raw shape), and an input named "mask" of square
 // trailing dims is a causal attention mask (0 on and below the diagonal,
 // −∞ above).
 func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	in := map[string]*tensor.Tensor{}
 	for _, n := range g.IR().Inputs() {
+		if f, ok := quantInput(n); ok {
+			t, err := quantizedInput(r, f, n.Shape)
+			if err != nil {
+				return nil, fmt.Errorf("workloads: input %q: %w", n.Name, err)
+			}
+			in[n.Name] = t
+			continue
+		}
 		vals := make([]float32, n.Numel())
 		if n.Name == "mask" && len(n.Shape) >= 2 && n.Shape[len(n.Shape)-1] == n.Shape[len(n.Shape)-2] {
 			causalMask(vals, n.Shape[len(n.Shape)-1])
@@ -179,4 +195,53 @@ func causalMask(vals []float32, s int) {
 			vals[i] = 0
 		}
 	}
+}
+
+// quantInput reports whether n is a quantized weight input ("wq_<format>").
+func quantInput(n *ir.Node) (quant.Type, bool) {
+	name, ok := strings.CutPrefix(n.Name, "wq_")
+	if !ok || n.DType != dtype.U8 || len(n.Shape) < 1 {
+		return 0, false
+	}
+	f, err := quant.ParseType(name)
+	return f, err == nil
+}
+
+// quantizedInput quantizes normal values into rows of raw shape shape,
+// rows in parallel.
+func quantizedInput(r *rand.Rand, f quant.Type, shape []int) (*tensor.Tensor, error) {
+	tr, _ := f.Traits()
+	rb := shape[len(shape)-1]
+	if tr.Size == 0 || rb%tr.Size != 0 {
+		return nil, fmt.Errorf("%d bytes a row is not whole %v blocks", rb, f)
+	}
+	k := rb / tr.Size * tr.Block
+	rows := ir.Numel(shape) / rb
+	raw := make([]byte, rows*rb)
+	seeds := make([]uint64, rows)
+	for i := range seeds {
+		seeds[i] = r.Uint64()
+	}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for r0 := 0; r0 < rows; r0 += 256 {
+		r1 := min(rows, r0+256)
+		g.Go(func() error {
+			vals := make([]float32, k)
+			for row := r0; row < r1; row++ {
+				rr := rand.New(rand.NewPCG(seeds[row], 1))
+				for i := range vals {
+					vals[i] = float32(rr.NormFloat64())
+				}
+				if err := quant.Quantize(f, vals, raw[row*rb:(row+1)*rb]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return tensor.New(raw, shape...)
 }
