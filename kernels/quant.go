@@ -21,8 +21,12 @@ func QuantSource(t codegen.Target) string { return codegen.PreludeFor(t, quantHI
 // QMVMaxRows is the most activation rows one mat-vec launch takes.
 const QMVMaxRows = 8
 
-// QMVThreads is the mat-vec's block size (one block per weight row).
-const QMVThreads = 128
+// QMVThreads is the mat-vec's block size: QMVRowsPerBlock groups of 32
+// lanes, one weight row per group.
+const (
+	QMVThreads      = 256
+	QMVRowsPerBlock = 8
+)
 
 func quantName(t quant.Type) (string, bool) {
 	switch t {

@@ -10,13 +10,12 @@
 // array, one thread per output (grid-stride), rounded once to f16/bf16.
 //
 // loom_qmv_<fmt>: y[m][n] = Σ_k x[m][k]·W[n][k] for M ≤ 8 activation rows
-// (decode): one block of QMV_THREADS threads per weight row n, each
-// thread walking the row's 32-element chunks (a legacy block, or an eighth
-// of a k-quant super-block) with the block's stride, dequantizing each
-// weight once in registers and multiplying it into the M f32 accumulators;
-// partial sums meet in shared memory (no shuffles: any wave size). The
-// weights are read once, coalesced across the block; x (M·K floats) comes
-// through the cache.
+// (decode): 32 lanes per weight row, each lane walking the row's 32-element
+// chunks (a legacy block, or an eighth of a k-quant super-block),
+// dequantizing each weight once in registers and multiplying it into the
+// M f32 accumulators; the lanes' sums meet by shuffles within 32-lane
+// groups (correct on 32- and 64-wide waves). The weights are read once;
+// x (M·K values) comes through the cache.
 
 #define LOOM_U16(p) ((unsigned int)(p)[0] | ((unsigned int)(p)[1] << 8))
 #define LOOM_U32(p) (LOOM_U16(p) | (LOOM_U16((p) + 2) << 16))
@@ -225,23 +224,32 @@ LOOM_DEV float qmv_ld(const float* p) { return *p; }
 LOOM_DEV float qmv_ld_h(const unsigned short* p) { return loom_f16_to_f32(*p); }
 LOOM_DEV float qmv_ld_b(const unsigned short* p) { return loom_bf16_to_f32(*p); }
 
-#define QMV_THREADS 128
+#define QMV_THREADS 256
+#define QMV_GROUP 32
 #define QMV_MAXM 8
 
 // x [M, K] (row stride ldx), W [N, K/BLK blocks], y [M, N] (row stride
-// ldy, x's type, rounded once from the f32 sum). Chunk c of a row covers
-// elements 32c … 32c+31.
+// ldy, x's type, rounded once from the f32 sum). A block is 8 groups of 32
+// lanes, one weight row per group; lane l takes the row's 32-element
+// chunks l, l+32, … (chunk c covers elements 32c … 32c+31, so a group
+// reads 32 consecutive chunks — consecutive bytes — at a time), and the
+// group's partial sums meet by xor-shuffles of masks below 32, which stay
+// inside an aligned 32-lane group on 32- and 64-wide waves alike. Control
+// flow is uniform across the block (rows past N compute and drop).
 #define LOOM_QMV(FMT, BLK, BYTES, XT, LD, ST, NAME)                                                \
   extern "C" __global__ void __launch_bounds__(QMV_THREADS) NAME(                                 \
       const unsigned char* __restrict__ w, const XT* __restrict__ x, XT* __restrict__ y,          \
       int M, long long K, long long N, long long ldx, long long ldy) {                            \
-    __shared__ float part[QMV_MAXM][QMV_THREADS];                                                 \
     const long long rowBytes = K / BLK * BYTES;                                                   \
-    for (long long n = blockIdx.x; n < N; n += gridDim.x) {                                       \
-      const unsigned char* row = w + n * rowBytes;                                                \
+    const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
+    const int groups = QMV_THREADS / QMV_GROUP;                                                   \
+    for (long long base = (long long)blockIdx.x * groups; base < N; base += (long long)gridDim.x * groups) { \
+      const long long n = base + group;                                                           \
+      const bool valid = n < N;                                                                   \
+      const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
       float acc[QMV_MAXM];                                                                        \
       _Pragma("unroll") for (int m = 0; m < QMV_MAXM; ++m) acc[m] = 0.f;                          \
-      for (long long c = threadIdx.x; c < K / 32; c += QMV_THREADS) {                             \
+      for (long long c = lane; c < K / 32; c += QMV_GROUP) {                                      \
         float wv[32];                                                                             \
         dqc_##FMT(row + (c * 32 / BLK) * BYTES, (int)((c * 32) % BLK), wv);                       \
         _Pragma("unroll") for (int m = 0; m < QMV_MAXM; ++m) {                                    \
@@ -251,15 +259,13 @@ LOOM_DEV float qmv_ld_b(const unsigned short* p) { return loom_bf16_to_f32(*p); 
           }                                                                                       \
         }                                                                                         \
       }                                                                                           \
-      for (int m = 0; m < M; ++m) part[m][threadIdx.x] = acc[m];                                  \
-      __syncthreads();                                                                            \
-      for (int s = QMV_THREADS / 2; s > 0; s >>= 1) {                                             \
-        if ((int)threadIdx.x < s)                                                                 \
-          for (int m = 0; m < M; ++m) part[m][threadIdx.x] += part[m][threadIdx.x + s];            \
-        __syncthreads();                                                                          \
+      _Pragma("unroll") for (int m = 0; m < QMV_MAXM; ++m) {                                      \
+        if (m < M) {                                                                              \
+          float v = acc[m];                                                                       \
+          _Pragma("unroll") for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s); \
+          if (valid && lane == 0) y[m * ldy + n] = ST(v);                                         \
+        }                                                                                         \
       }                                                                                           \
-      if ((int)threadIdx.x < M) y[threadIdx.x * ldy + n] = ST(part[threadIdx.x][0]);              \
-      __syncthreads();                                                                            \
     }                                                                                             \
   }
 #define LOOM_QMV3(FMT, BLK, BYTES)                                                                \

@@ -27,6 +27,7 @@ var Dense = []Workload{
 	{ID: "W13-q8_0", Desc: "decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 1)},
 	{ID: "W13-bf16", Desc: "decode mat-vec, W in bf16 (the peer's product)", Build: w13bf16},
 	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
+	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K)},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 	{ID: "block-bcast", Desc: "the same block with every product a broadcast multiply and a sum (no Matmul)", Build: func(Size) (*graph.Graph, error) { return Block(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 }
@@ -126,4 +127,16 @@ func w13bf16(Size) (*graph.Graph, error) {
 	g := graph.New()
 	g.Output("out", g.Input("x", dtype.BF16, 1, 4096).Matmul(g.Input("w", dtype.BF16, 4096, 14336)))
 	return g, g.Err()
+}
+
+func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
+	return func(Size) (*graph.Graph, error) {
+		g := graph.New()
+		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
+		if err != nil {
+			return nil, err
+		}
+		g.Output("out", w.Dequantize(dtype.BF16))
+		return g, g.Err()
+	}
 }

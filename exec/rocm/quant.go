@@ -145,7 +145,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		}
 		var a hip.Args
 		a.Ptr(wp).Ptr(xp).Ptr(out).I32(int32(M)).I64(int64(K)).I64(N).I64(int64(K)).I64(N)
-		grid := [3]uint32{uint32(min(N, 65535*16)), 1, 1}
+		grid := [3]uint32{uint32(min((N+kernels.QMVRowsPerBlock-1)/kernels.QMVRowsPerBlock, 65535*16)), 1, 1}
 		e.launchMu.Lock()
 		defer e.launchMu.Unlock()
 		if err := e.dev.Launch(fn, grid, [3]uint32{kernels.QMVThreads, 1, 1}, 0, e.stream, &a); err != nil {
