@@ -60,8 +60,10 @@ func CountIncludePad(on bool) PoolOption {
 // (PyTorch's max_pool2d without dilation or indices; Candle's max_pool2d
 // when there is no padding or ceil mode). Options: PoolStride (default the
 // kernel), PoolPadding (−∞ padding), CeilMode. A NaN in a window is the
-// result (PyTorch's rule; Candle's f32/f64 kernels skip NaN). Dtypes f32,
-// f64, f16, bf16, u8, u32; an f16/bf16 NaN result is the canonical NaN.
+// result (PyTorch's rule; Candle's f32/f64 kernels skip NaN), and +0
+// counts as larger than −0 (IEEE 754-2019 maximum; PyTorch keeps the
+// first of equal elements). Dtypes f32, f64, f16, bf16, u8, u32; NaN
+// results are the canonical NaN.
 func (t *Tensor) MaxPool2d(kh, kw int, opts ...PoolOption) *Tensor {
 	return t.pool2d(ir.OpMaxPool, "max_pool2d", kh, kw, opts)
 }

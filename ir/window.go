@@ -158,8 +158,12 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 // Output (oh, ow) reads the window of rows [oh·Stride[0] − Padding[0],
 // + Kernel[0]) and columns likewise, clipped to the input:
 //   - max: the largest element of the window (padding is −∞, so it is
-//     never the max); NaN propagates (the first NaN in row-major window
-//     order), as PyTorch's kernels do (Candle's f32/f64 kernels ignore it).
+//     never the max) by IEEE 754-2019 maximum: a NaN makes the result NaN
+//     (the canonical NaN), as in PyTorch's kernels (Candle's f32/f64
+//     kernels skip NaN), and +0 counts as larger than −0, so the result
+//     does not depend on the order the window is read in (PyTorch keeps
+//     the first of equal elements: for zeros of both signs, the first
+//     one's sign).
 //   - avg: the sum of the window's input elements in row-major order,
 //     divided by the divisor: with CountIncludePad (PyTorch's default) the
 //     window's size clipped to the padded input [−Padding, in + Padding),

@@ -166,11 +166,37 @@ type poolStep struct {
 	p      ir.PoolParams
 	isMax  bool
 	kh, kw int
+	// cols[j] is the range [lo, hi) of output columns whose window column
+	// j lies inside the input; colsIn[ow] and colsPad[ow] are the number of
+	// input columns in output column ow's window, and of columns of the
+	// padded input.
+	cols            [][2]int
+	colsIn, colsPad []int
 }
 
 func newPoolStep(n *ir.Node, g windowGeom) *poolStep {
 	p := n.Pool()
-	return &poolStep{g: g, p: p, isMax: n.Op == ir.OpMaxPool, kh: p.Kernel[0], kw: p.Kernel[1]}
+	s := &poolStep{g: g, p: p, isMax: n.Op == ir.OpMaxPool, kh: p.Kernel[0], kw: p.Kernel[1]}
+	sw, pw := p.Stride[1], p.Padding[1]
+	for j := range s.kw {
+		// Column ow·sw − pw + j is inside [0, w): ow ≥ ⌈(pw − j)/sw⌉ and
+		// ow ≤ ⌊(w − 1 + pw − j)/sw⌋ (both numerators may be negative).
+		lo, hi := 0, 0
+		if d := pw - j; d > 0 {
+			lo = (d + sw - 1) / sw
+		}
+		if d := g.w - 1 + pw - j; d >= 0 {
+			hi = min(g.ow, d/sw+1)
+		}
+		lo = min(lo, g.ow)
+		s.cols = append(s.cols, [2]int{lo, max(lo, hi)})
+	}
+	for ow := range g.ow {
+		ws := ow*sw - pw
+		s.colsIn = append(s.colsIn, min(ws+s.kw, g.w)-max(ws, 0))
+		s.colsPad = append(s.colsPad, min(ws+s.kw, g.w+pw)-ws)
+	}
+	return s
 }
 
 func (s *poolStep) cost() int { return s.kh * s.kw }
@@ -211,72 +237,85 @@ func (s *poolStep) band(sc *windowScratch, src, dst buf, p, oh0, oh1 int) {
 
 type poolNum interface{ float32 | float64 | int64 }
 
-// canonNaN is the compute kind's canonical NaN (0 for int64, which has none).
-func canonNaN[T poolNum]() T {
-	var z T
-	switch p := any(&z).(type) {
+// lowest is the identity of max for the compute kind (−∞; 0 for the
+// widened u8/u32 values, which are never negative) and nan its canonical
+// NaN (0 for int64, which has none).
+func lowest[T poolNum]() (low, nan T) {
+	switch p := any(&low).(type) {
 	case *float32:
-		*p = float32(math.NaN())
+		*p = float32(math.Inf(-1))
+		*any(&nan).(*float32) = float32(math.NaN())
 	case *float64:
-		*p = math.NaN()
+		*p = math.Inf(-1)
+		*any(&nan).(*float64) = math.NaN()
 	}
-	return z
+	return low, nan
 }
 
 // poolBand computes output rows [oh0, oh1) of one plane into dst from src,
-// which holds the plane's input rows from r0 on. For each output element,
-// the window [hs, hs+kh) × [ws, ws+kw) (hs = oh·stride − pad) is clipped to
-// the input and read in row-major order:
-//   - max: the first element, then each larger one; a NaN ends the window
-//     with the canonical NaN;
+// which holds the plane's input rows from r0 on. Output (oh, ow) reads the
+// window [hs, hs+kh) × [ws, ws+kw) (hs = oh·stride − pad) clipped to the
+// input:
+//   - max: IEEE 754-2019 maximum (Go's max: NaN propagates, canonical on
+//     store; +0 > −0), so the order of the reads does not matter;
 //   - avg: the sum in T (the kind's arithmetic: float32, float64, or exact
-//     int64 for u8/u32), then one division by the divisor, T(div) — a
+//     int64 for u8/u32) of the window's input elements in row-major order,
+//     starting from 0, then one division by the divisor, T(div) — a
 //     truncating division for the unsigned integers.
+//
+// The loops run over window offsets (i, j) outside and output columns
+// inside — a long strided loop with no bounds logic — which for every
+// output element visits its window's input elements in row-major order,
+// the order the GPU kernel sums them in.
 func poolBand[T poolNum](s *poolStep, dst, src []T, r0, oh0, oh1 int) {
 	g, p := s.g, s.p
 	sh, sw, ph, pw := p.Stride[0], p.Stride[1], p.Padding[0], p.Padding[1]
-	nan := canonNaN[T]()
-	o := 0
+	low, nan := lowest[T]()
 	for oh := oh0; oh < oh1; oh++ {
-		hs := oh*sh - ph
-		h0, h1 := max(hs, 0), min(hs+s.kh, g.h)
-		// The divisor's rows with the padding counted: the window clipped
-		// to the padded input [−ph, h+ph).
-		padRows := min(hs+s.kh, g.h+ph) - hs
-		for ow := range g.ow {
-			ws := ow*sw - pw
-			w0, w1 := max(ws, 0), min(ws+s.kw, g.w)
-			if s.isMax {
-				m := src[(h0-r0)*g.w+w0]
-			win:
-				for r := h0; r < h1; r++ {
-					row := src[(r-r0)*g.w : (r-r0+1)*g.w]
-					for _, v := range row[w0:w1] {
-						if v != v {
-							m = nan
-							break win
-						}
-						if v > m {
-							m = v
-						}
-					}
-				}
-				dst[o] = m
-			} else {
-				var sum T
-				for r := h0; r < h1; r++ {
-					row := src[(r-r0)*g.w : (r-r0+1)*g.w]
-					for _, v := range row[w0:w1] {
-						sum += v
-					}
-				}
-				div := (h1 - h0) * (w1 - w0)
-				if p.CountIncludePad {
-					div = padRows * (min(ws+s.kw, g.w+pw) - ws)
-				}
-				dst[o] = sum / T(div)
+		out := dst[(oh-oh0)*g.ow : (oh-oh0+1)*g.ow]
+		if s.isMax {
+			for i := range out {
+				out[i] = low
 			}
-			o++
+		} else {
+			clear(out)
+		}
+		hs := oh*sh - ph
+		for r := max(hs, 0); r < min(hs+s.kh, g.h); r++ {
+			row := src[(r-r0)*g.w : (r-r0+1)*g.w]
+			for j, c := range s.cols {
+				lo, hi := c[0], c[1]
+				if lo == hi {
+					continue
+				}
+				in := row[lo*sw+j-pw : (hi-1)*sw+j-pw+1]
+				acc := out[lo:hi]
+				if s.isMax {
+					for q := range acc {
+						acc[q] = max(acc[q], in[q*sw])
+					}
+				} else {
+					for q := range acc {
+						acc[q] += in[q*sw]
+					}
+				}
+			}
+		}
+		if s.isMax {
+			for i, v := range out {
+				if v != v {
+					out[i] = nan
+				}
+			}
+			continue
+		}
+		rows := min(hs+s.kh, g.h) - max(hs, 0)
+		cols := s.colsIn
+		if p.CountIncludePad {
+			rows, cols = min(hs+s.kh, g.h+ph)-hs, s.colsPad
+		}
+		for i := range out {
+			out[i] /= T(rows * cols[i])
 		}
 	}
 }

@@ -25,8 +25,13 @@ type supportsKey struct{}
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
 // since the runner asks at every run). Matmul steps always are (vendor
-// BLAS or the portable GEMM, gemm.go).
+// BLAS or the portable GEMM, gemm.go); window steps are when package
+// kernels has their kernel (pools and upsampling, not convolutions:
+// window.go).
 func (e *Executor) Supports(k *plan.Kernel) error {
+	if k.IsWindow() {
+		return windowSupport(k)
+	}
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}

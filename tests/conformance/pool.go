@@ -98,8 +98,8 @@ func plOutSize(in, k, s, p int, ceil bool) int {
 	return o
 }
 
-// plPoolRef pools x [N, C, H, W]: for floats the exact result (max: the
-// first largest element, NaN if the window has one; avg: the float64 sum
+// plPoolRef pools x [N, C, H, W]: for floats the exact result (max: IEEE
+// 754-2019 maximum, +0 above −0, NaN if the window has one; avg: the float64 sum
 // over the window's input elements divided by the divisor) and the scale
 // Σ|x|/divisor its rounding errors are relative to; for u8/u32 the exact
 // maximum or the truncated mean.
@@ -128,9 +128,10 @@ func plPoolRef(x vals, q plPool, isMax bool) (vals, []float64) {
 						if fl {
 							v := x.f[e]
 							nan = nan || math.IsNaN(v)
-							if first || v > best {
+							if first {
 								best = v
 							}
+							best = math.Max(best, v) // +0 > −0
 							sum += v
 							abs += math.Abs(v)
 						} else {
