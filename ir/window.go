@@ -173,8 +173,8 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 //     reciprocal of the full window). u8/u32 sum exactly (64-bit) and divide
 //     with truncation, as PyTorch's integer avg_pool2d: Candle's CUDA kernel
 //     accumulates in the element type (wrapping) and its CPU kernel
-//     multiplies by a reciprocal converted to the element type (0 for u8),
-//     so neither is followed.
+//     multiplies by a reciprocal converted to the element type (0 for any
+//     window of more than one element), so neither is followed.
 //
 // Without padding and ceil mode these are Candle's avg_pool2d (up to the
 // division) and max_pool2d.
