@@ -108,7 +108,9 @@ func grow[T any](s []T, n int) []T {
 }
 
 // forWindowItems runs s over every (plane, band of output rows) on up to
-// workers goroutines.
+// workers goroutines (on the calling one for small steps). The parallelism
+// is over planes and bands of rows: a 1-D upsampling of a single long row
+// runs on one worker.
 func forWindowItems(ctx context.Context, workers int, g windowGeom, s windowStep, src, dst buf) error {
 	rows := max(1, min(g.oh, windowItemWork/max(g.ow*s.cost(), 1)))
 	bands := (g.oh + rows - 1) / rows
@@ -117,20 +119,27 @@ func forWindowItems(ctx context.Context, workers int, g windowGeom, s windowStep
 		workers = 1
 	}
 	var next atomic.Int64
+	work := func() {
+		var sc windowScratch
+		for {
+			it := int(next.Add(1) - 1)
+			if it >= items || ctx.Err() != nil {
+				return
+			}
+			p, b := it/bands, it%bands
+			s.band(&sc, src, dst, p, b*rows, min(g.oh, (b+1)*rows))
+		}
+	}
+	if workers <= 1 || items == 1 {
+		work()
+		return ctx.Err()
+	}
 	var wg sync.WaitGroup
 	for range min(workers, items) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var sc windowScratch
-			for {
-				it := int(next.Add(1) - 1)
-				if it >= items || ctx.Err() != nil {
-					return
-				}
-				p, b := it/bands, it%bands
-				s.band(&sc, src, dst, p, b*rows, min(g.oh, (b+1)*rows))
-			}
+			work()
 		}()
 	}
 	wg.Wait()
@@ -490,6 +499,9 @@ func (s *bilinearStep) band(sc *windowScratch, src, dst buf, p, oh0, oh1 int) {
 			d := dst.f32[out : out+g.ow]
 			for i, v := range row {
 				d[i] = float32(v)
+				if v != v {
+					d[i] = canonNaN32
+				}
 			}
 		default: // f16, bf16: round to odd in float32, then once to half
 			sc.o32 = grow(sc.o32, g.ow)
