@@ -114,6 +114,9 @@ func Kernels() ([]Entry, error) {
 	if err := indexEntries(add); err != nil {
 		return nil, err
 	}
+	if err := windowEntries(add); err != nil {
+		return nil, err
+	}
 	// A two-stage reduction (one long row) and the float composites.
 	if err := add("sum f32 1×2^20 (two-stage)", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dtype.F32, 1, 1<<20).Sum(1) }, ir.OpSum); err != nil {
 		return nil, err
@@ -261,14 +264,15 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 }
 
 // Render returns the source of an entry for a target: generated for
-// elementwise kernels, the kernels package's source for indexing ops (one
+// elementwise kernels, the kernels package's source for indexing ops and
+// window ops (pools, upsampling; one
 // translation unit holding every launch of the step; name is its first
 // entry point).
 func Render(e Entry, t codegen.Target) (name, code string, err error) {
 	if e.Kernel.IsMatmul() {
 		return kernels.GemmEntries()[0], kernels.GemmSource(t), nil
 	}
-	if k := e.Kernel; len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {
+	if k := e.Kernel; kernels.Handles(k) {
 		ls, _, err := kernels.Plan(k, t)
 		if err != nil {
 			return "", "", err
@@ -283,4 +287,45 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 		return "", "", err
 	}
 	return src.Name, src.Code, nil
+}
+
+// windowEntries adds the pool and upsampling kernels: max and avg pools
+// (3×3 stride 2 pad 1; a ceil-mode window without the padding counted) and
+// nearest upsampling of every pool dtype, bilinear upsampling of every
+// float dtype (align_corners off and on).
+func windowEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) error) error {
+	for _, dt := range ir.PoolDTypes.List() {
+		ops := []struct {
+			label string
+			op    ir.Op
+			build func(g *graph.Graph) *graph.Tensor
+		}{
+			{"max_pool2d 3x3/2 pad 1", ir.OpMaxPool, func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", dt, 2, 3, 17, 19).MaxPool2d(3, 3, graph.PoolStride(2), graph.PoolPadding(1))
+			}},
+			{"avg_pool2d 3x2/2 ceil, pad excluded", ir.OpAvgPool, func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", dt, 2, 3, 17, 19).AvgPool2d(3, 2, graph.PoolStride(2), graph.PoolPadding(1), graph.CeilMode(true), graph.CountIncludePad(false))
+			}},
+			{"upsample_nearest2d ×2", ir.OpUpsampleNearest, func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", dt, 2, 3, 17, 19).UpsampleNearest2dScale(2, 2)
+			}},
+		}
+		if dt.IsFloat() {
+			for _, ac := range []bool{false, true} {
+				ops = append(ops, struct {
+					label string
+					op    ir.Op
+					build func(g *graph.Graph) *graph.Tensor
+				}{fmt.Sprintf("upsample_bilinear2d ×2 align_corners=%v", ac), ir.OpUpsampleBilinear, func(g *graph.Graph) *graph.Tensor {
+					return g.Input("x", dt, 2, 3, 17, 19).UpsampleBilinear2d(34, 38, ac)
+				}})
+			}
+		}
+		for _, o := range ops {
+			if err := add(fmt.Sprintf("%s %v", o.label, dt), o.build, o.op); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

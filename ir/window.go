@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/loomgraph/loom/dtype"
 )
@@ -146,14 +147,37 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 }
 
 // PoolParams are a pool's parameters (OpMaxPool, OpAvgPool) over NCHW
-// (Rank 2). Output sizes follow PyTorch's pooling_output_shape:
+// (Rank 2), PyTorch's max_pool2d / avg_pool2d without dilation. Output
+// sizes follow PyTorch's pooling_output_shape:
 // out = ⌊(in + 2·Padding − Kernel) / Stride⌋ + 1, or the ceiling with
 // CeilMode, where a last window that would start inside the right padding
-// is dropped. Padding is at most half the kernel. Max pools pad with −∞
-// (padding is never the max); avg pools divide by the window's size
-// clipped to the padded input (CountIncludePad, PyTorch's default) or by
-// the number of input elements in the window. Without padding and ceil
-// mode these are Candle's avg_pool2d and max_pool2d.
+// is dropped (so every window holds at least one input element). Padding is
+// at most half the kernel (2·Padding ≤ Kernel, PyTorch's pad ≤ k/2) and
+// every spatial size is ≥ 1 (N and C may be 0).
+//
+// Output (oh, ow) reads the window of rows [oh·Stride[0] − Padding[0],
+// + Kernel[0]) and columns likewise, clipped to the input:
+//   - max: the largest element of the window (padding is −∞, so it is
+//     never the max) by IEEE 754-2019 maximum: a NaN makes the result NaN
+//     (the canonical NaN), as in PyTorch's kernels (Candle's f32/f64
+//     kernels skip NaN), and +0 counts as larger than −0, so the result
+//     does not depend on the order the window is read in (PyTorch keeps
+//     the first of equal elements: for zeros of both signs, the first
+//     one's sign).
+//   - avg: the sum of the window's input elements in row-major order,
+//     divided by the divisor: with CountIncludePad (PyTorch's default) the
+//     window's size clipped to the padded input [−Padding, in + Padding),
+//     else the number of input elements in the window. Floats sum in their
+//     compute type (f16/bf16 in float32, rounded once; f32 in float32; f64
+//     in float64) and divide (PyTorch divides; Candle multiplies by the
+//     reciprocal of the full window). u8/u32 sum exactly (64-bit) and divide
+//     with truncation, as PyTorch's integer avg_pool2d: Candle's CUDA kernel
+//     accumulates in the element type (wrapping) and its CPU kernel
+//     multiplies by a reciprocal converted to the element type (0 for any
+//     window of more than one element), so neither is followed.
+//
+// Without padding and ceil mode these are Candle's avg_pool2d (up to the
+// division) and max_pool2d.
 type PoolParams struct {
 	Rank            int
 	Kernel          [2]int
@@ -176,7 +200,8 @@ func (n *Node) Pool() PoolParams {
 		Padding: [2]int{q[5], q[6]}, CeilMode: q[7] != 0, CountIncludePad: q[8] != 0}
 }
 
-// OutShape returns a pool's output shape for input x.
+// OutShape returns a pool's output shape for input x, or an error naming
+// the parameter that does not fit.
 func (p PoolParams) OutShape(x []int) ([]int, error) {
 	r := p.Rank
 	if r != 2 {
@@ -188,15 +213,18 @@ func (p PoolParams) OutShape(x []int) ([]int, error) {
 	out := []int{x[0], x[1]}
 	for a := 0; a < r; a++ {
 		in, k, s, pad := x[2+a], p.Kernel[a], p.Stride[a], p.Padding[a]
+		ax := axisName(r, a)
 		switch {
 		case k < 1:
-			return nil, fmt.Errorf("kernel %d on spatial axis %d: want ≥ 1", k, a)
+			return nil, fmt.Errorf("kernel %d on %s: want ≥ 1", k, ax)
 		case s < 1:
-			return nil, fmt.Errorf("stride %d on spatial axis %d: want ≥ 1", s, a)
+			return nil, fmt.Errorf("stride %d on %s: want ≥ 1", s, ax)
 		case pad < 0 || 2*pad > k:
-			return nil, fmt.Errorf("padding %d on spatial axis %d: want between 0 and half the kernel (%d)", pad, a, k)
+			return nil, fmt.Errorf("padding %d on %s: want between 0 and half the kernel (kernel %d)", pad, ax, k)
+		case in < 1:
+			return nil, fmt.Errorf("input %v is empty on %s", x, ax)
 		case k > in+2*pad:
-			return nil, fmt.Errorf("kernel %d on spatial axis %d is larger than the padded input (%d + 2·%d)", k, a, in, pad)
+			return nil, fmt.Errorf("kernel %d on %s is larger than the padded input (%d + 2·%d = %d)", k, ax, in, pad, in+2*pad)
 		}
 		num := in + 2*pad - k
 		o := num/s + 1
@@ -213,10 +241,32 @@ func (p PoolParams) OutShape(x []int) ([]int, error) {
 
 // UpsampleParams are an upsampling's parameters (OpUpsampleNearest over NCL
 // or NCHW, OpUpsampleBilinear over NCHW); the output sizes are the node's
-// shape. Scale, where > 0, is the user's scale factor for that axis and
-// sets the source coordinate (src = dst / Scale, PyTorch's recompute
-// rule when scale factors are given); 0 means in/out. AlignCorners
-// (bilinear only) maps the corner pixels' centres onto each other.
+// shape. Scale[a], where > 0, is the user's scale factor for spatial axis a
+// (the output size is then ⌊in·Scale⌋, as torch.nn.functional.interpolate
+// computes it) and sets the source coordinate; 0 means none was given (the
+// output size was). For Rank 1, Scale[1] is 0.
+//
+// Nearest (PyTorch's "nearest", Candle's upsample_nearest1d/2d): output
+// index d reads input index min(⌊d·in/out⌋, in − 1) without a scale — exact
+// integer arithmetic (Candle computes d·(in/out) in float64, PyTorch in
+// float32; at exact multiples their rounding can land one below) — or
+// min(⌊d / Scale⌋, in − 1) with one, in float64 (PyTorch's CUDA kernel
+// multiplies by the float32 reciprocal; its CPU kernel also maps out = in
+// to the identity and out = 2·in to d/2 whatever the scale).
+//
+// Bilinear (PyTorch's upsample_bilinear2d, Candle's with its arithmetic):
+// per axis, in float64, scale = (in − 1)/(out − 1) (0 when out = 1) with
+// AlignCorners, else 1/Scale when a scale was given, else in/out; the source
+// coordinate is src = scale·d with AlignCorners, else
+// max(0, scale·(d + 0.5) − 0.5); i0 = ⌊src⌋, i1 = min(i0 + 1, in − 1),
+// λ = src − i0 (in [0, 1): src < in always). The value is (v00·(1 − λw) + v01·λw)·(1 − λh) +
+// (v10·(1 − λw) + v11·λw)·λh in float64, each product and sum rounded (no
+// fused multiply-add), then rounded once to the dtype. An output of the
+// input's size on both axes is a copy of the input, whatever the scale (as
+// Candle and PyTorch's CUDA kernel special-case it).
+//
+// AlignCorners is for bilinear only. Values move unchanged except that an
+// f16/bf16 NaN becomes the canonical NaN, as in every Loom copy.
 type UpsampleParams struct {
 	Rank         int
 	AlignCorners bool
@@ -233,6 +283,61 @@ func (n *Node) Upsample() UpsampleParams {
 	var q [4]float64
 	copy(q[:], n.Params)
 	return UpsampleParams{Rank: int(q[0]), AlignCorners: q[1] != 0, Scale: [2]float64{q[2], q[3]}}
+}
+
+// OutShape checks an upsampling of x to the spatial sizes size (for Rank 1,
+// size[1] is ignored) and returns the output shape. When Scale[a] > 0 the
+// size of axis a must be ⌊in·Scale[a]⌋ (SizeFromScale).
+func (p UpsampleParams) OutShape(op Op, x []int, size [2]int) ([]int, error) {
+	r := p.Rank
+	switch {
+	case r != 1 && r != 2:
+		return nil, fmt.Errorf("%d spatial dims: want 1 (NCL) or 2 (NCHW)", r)
+	case op == OpUpsampleBilinear && r != 2:
+		return nil, fmt.Errorf("%d spatial dims: bilinear upsampling takes 2 (NCHW)", r)
+	case op != OpUpsampleBilinear && p.AlignCorners:
+		return nil, fmt.Errorf("align_corners applies to bilinear upsampling only")
+	case len(x) != r+2:
+		return nil, fmt.Errorf("input %v has rank %d, want %d (%s)", x, len(x), r+2, layoutName(r))
+	case r == 1 && p.Scale[1] != 0:
+		return nil, fmt.Errorf("scale %v on a second spatial axis of a 1-D upsampling", p.Scale[1])
+	}
+	out := []int{x[0], x[1]}
+	for a := 0; a < r; a++ {
+		in, sc, o := x[2+a], p.Scale[a], size[a]
+		ax := axisName(r, a)
+		switch {
+		case in < 1:
+			return nil, fmt.Errorf("input %v is empty on %s", x, ax)
+		case sc < 0 || math.IsNaN(sc) || math.IsInf(sc, 0):
+			return nil, fmt.Errorf("scale factor %v on %s: want a finite number > 0", sc, ax)
+		case sc > 0 && o != SizeFromScale(in, sc):
+			return nil, fmt.Errorf("output size %d on %s does not follow from scale factor %v (⌊%d·%v⌋ = %d)", o, ax, sc, in, sc, SizeFromScale(in, sc))
+		case o < 1:
+			return nil, fmt.Errorf("output size %d on %s: want ≥ 1", o, ax)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// SizeFromScale is the output size of an axis of size in upsampled by scale
+// factor scale: ⌊in·scale⌋ in float64, as PyTorch computes it (saturating
+// at the largest int for huge products).
+func SizeFromScale(in int, scale float64) int {
+	f := math.Floor(float64(in) * scale)
+	if f >= math.MaxInt64 || f != f {
+		return math.MaxInt
+	}
+	return int(f)
+}
+
+// axisName names spatial axis a of a rank-r window op: L, or H and W.
+func axisName(r, a int) string {
+	if r == 1 {
+		return "L"
+	}
+	return [...]string{"H", "W"}[a]
 }
 
 func layoutName(rank int) string {
@@ -271,11 +376,13 @@ func verifyWindow(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 		want, err = n.Pool().OutShape(n.Args[0].Shape)
 	case OpUpsampleNearest, OpUpsampleBilinear:
 		p, x := n.Upsample(), n.Args[0].Shape
-		if (p.Rank != 1 && p.Rank != 2) || (n.Op == OpUpsampleBilinear && p.Rank != 2) || len(x) != p.Rank+2 || len(n.Shape) != p.Rank+2 {
+		if (p.Rank != 1 && p.Rank != 2) || len(n.Shape) != p.Rank+2 {
 			bad(n, "upsampling rank %d of %v to %v", p.Rank, x, n.Shape)
 			return
 		}
-		want = append([]int{x[0], x[1]}, n.Shape[2:]...)
+		var size [2]int
+		copy(size[:], n.Shape[2:])
+		want, err = p.OutShape(n.Op, x, size)
 	}
 	if err != nil {
 		bad(n, "%v", err)

@@ -29,7 +29,8 @@ func compileOptions(platform string) []string {
 
 // allKernels lists one planned kernel per op × value dtype × ids dtype
 // (where the op takes ids), plus argsort of every dtype in both orders on a
-// short row and a long (tiled and merged) row.
+// short row and a long (tiled and merged) row, and the window kernels
+// (pools, upsampling) of every dtype and parameter kind.
 func allKernels(t *testing.T) []testCase {
 	var cases []testCase
 	seed := uint64(1)
@@ -52,6 +53,8 @@ func allKernels(t *testing.T) []testCase {
 			seed += 2
 		}
 	}
+	cases = append(cases, windowCases(t, false)...)
+	cases = append(cases, wideWindowCases(t)...)
 	return append(cases, wideCases(t)...)
 }
 
@@ -125,7 +128,7 @@ func jobs(t *testing.T, cases []testCase, target codegen.Target) []compileJob {
 	for _, tc := range cases {
 		ks := indexKernels(t, tc.prog.Plan())
 		if len(ks) != 1 {
-			t.Fatalf("%s: %d indexing kernels, want 1", tc.name, len(ks))
+			t.Fatalf("%s: %d indexing or window kernels, want 1", tc.name, len(ks))
 		}
 		ls, _, err := Plan(ks[0], target)
 		if err != nil {

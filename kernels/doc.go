@@ -1,6 +1,8 @@
 // Package kernels holds Loom's hand-written GPU kernels for the indexing,
 // sorting and data-movement ops (index_select, gather, scatter, scatter_add,
-// index_add, cat, slice_assign, argsort) and plans their launches.
+// index_add, cat, slice_assign, argsort) and for the pools and upsampling
+// (max_pool, avg_pool, upsample_nearest, upsample_bilinear: window.hip,
+// window.go), and plans their launches.
 //
 // The kernels are HIP C++ (index.hip, argsort.hip, embedded with go:embed);
 // the same text compiles with hiprtc (AMD) and NVRTC (NVIDIA) after
@@ -8,14 +10,15 @@
 // (LOOM_AMD or LOOM_NVIDIA, LOOM_WAVE) and, of the f16/bf16 ↔ float
 // conversions and arithmetic helpers (loom_add, …) shared with the
 // elementwise kernels, those the text uses.
-// Their Go twins, the executable spec, are in exec/cpu/index.go; the GPU
-// results equal the CPU's bit for bit (float adds aside, where NaN payloads
-// follow the hardware).
+// Their Go twins, the executable spec, are in exec/cpu/index.go and
+// exec/cpu/pool.go; the GPU results equal the CPU's bit for bit (float adds
+// aside, where NaN payloads follow the hardware).
 //
 // # Contract
 //
 // Plan(k, target) takes a planned step whose kernel has exactly one
-// instruction, an indexing op, and returns the launches that compute it, in
+// instruction, an indexing op or a window op with a kernel here (Handles),
+// and returns the launches that compute it, in
 // order, and the scratch buffers they need. Each Launch names its entry point
 // and carries the complete source (the prelude included); the launches of
 // one step share one source, so the executor compiles it once (its code
@@ -81,6 +84,18 @@
 //     (one thread per pair: its rank in its run plus a binary search for its
 //     rank in the other run) double the sorted runs, ping-ponging between
 //     two scratch buffers, and the last pass writes the indices.
+//   - Pools and upsampling (window ops): one thread per output element,
+//     consecutive threads on consecutive output columns (coalesced stores,
+//     loads of a window row close together), every size, stride, padding
+//     and scale a constant of the source; windows of up to 64 elements
+//     unroll completely (bounds tests become predicates). Their operand is
+//     the packed array fuse hands window ops, read at its element offset.
+//     Max pools compare by IEEE 754-2019 maximum (+0 > −0, NaN propagates),
+//     avg pools sum the window in row-major order in float (f16/bf16/f32), double
+//     or exact 64-bit integers and divide once; bilinear upsampling computes
+//     coordinates and the interpolation in double, every operation rounded
+//     (no contraction), and rounds once to the dtype. A convolution has no
+//     kernel here (HasWindowKernel), so the GPU executor runs it on the CPU.
 //   - Kernels are written for any wave size: nothing assumes 32 lanes.
 //
 // # Missing from codegen's prelude

@@ -175,8 +175,8 @@ type prepared struct {
 }
 
 func (d *devRun) prepare(k *plan.Kernel) (*prepared, error) {
-	if !strings.HasPrefix(k.Name, "I_") {
-		return nil, fmt.Errorf("step %s is not an indexing kernel", k.Name)
+	if !strings.HasPrefix(k.Name, "I_") && !strings.HasPrefix(k.Name, "W_") {
+		return nil, fmt.Errorf("step %s is neither an indexing nor a window kernel", k.Name)
 	}
 	ls, ss, err := Plan(k, d.r.target)
 	if err != nil {
@@ -301,7 +301,7 @@ func (r *rig) precompile(cases []testCase) {
 	var ls []Launch
 	for _, tc := range cases {
 		for _, s := range tc.prog.Plan().Steps {
-			if !strings.HasPrefix(s.Kernel.Name, "I_") {
+			if !strings.HasPrefix(s.Kernel.Name, "I_") && !strings.HasPrefix(s.Kernel.Name, "W_") {
 				continue
 			}
 			kls, _, err := Plan(s.Kernel, r.target)

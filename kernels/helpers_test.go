@@ -30,12 +30,13 @@ type testCase struct {
 	addOp bool
 }
 
-// indexKernels returns the plan's indexing kernels (name prefix "I_").
+// indexKernels returns the plan's kernels that Plan plans: indexing
+// kernels (name prefix "I_") and window kernels ("W_").
 func indexKernels(t testing.TB, p *plan.Plan) []*plan.Kernel {
 	t.Helper()
 	var ks []*plan.Kernel
 	for _, s := range p.Steps {
-		if strings.HasPrefix(s.Kernel.Name, "I_") {
+		if planned := s.Kernel.Name; strings.HasPrefix(planned, "I_") || strings.HasPrefix(planned, "W_") {
 			ks = append(ks, s.Kernel)
 		}
 	}

@@ -88,7 +88,8 @@ const blockSize = 256
 // counts a grid in work-items, a 32-bit number: maxGrid·1024 < 2^32.
 const maxGrid = 1 << 20
 
-// Plan returns the launches that compute the indexing kernel k on target t,
+// Plan returns the launches that compute the indexing kernel k (or the
+// window kernel: a pool or an upsampling, see HasWindowKernel) on target t,
 // in order, and the scratch buffers they use. A kernel with an empty output
 // needs no launch (nil, nil, nil). Launches that take ErrorFlag check ids;
 // after the step the executor reads the flag and, if words[0] != 0, fails
@@ -102,8 +103,8 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 		return nil, nil, fmt.Errorf("kernels: want a kernel of exactly one indexing instruction")
 	}
 	n := k.Instrs[0].Node
-	if n.Info().Class != ir.ClassIndex {
-		return nil, nil, fmt.Errorf("kernels: kernel %s: op %s is not an indexing op", k.Name, n.Op)
+	if n.Info().Class != ir.ClassIndex && !HasWindowKernel(k) {
+		return nil, nil, fmt.Errorf("kernels: kernel %s: op %s is neither an indexing op nor a window op with a kernel here", k.Name, n.Op)
 	}
 	ops, err := operands(k)
 	if err != nil {
@@ -124,6 +125,8 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 		p, err = planSliceAssign(n, ops)
 	case ir.OpArgsort:
 		p, err = planArgsort(n, ops)
+	case ir.OpMaxPool, ir.OpAvgPool, ir.OpUpsampleNearest, ir.OpUpsampleBilinear:
+		p, err = planWindow(n, ops)
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}

@@ -34,4 +34,5 @@ func TestROCm(t *testing.T) {
 	t.Run("fused", func(t *testing.T) { conformance.All(t, newExec, graph.Options{}) })
 	t.Run("unfused", func(t *testing.T) { conformance.All(t, newExec, graph.Options{NoFusion: true}) })
 	t.Run("Indexing", func(t *testing.T) { conformance.Indexing(t, newExec) })
+	t.Run("Pools", func(t *testing.T) { conformance.Pools(t, newExec) })
 }

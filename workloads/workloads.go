@@ -52,7 +52,7 @@ var All = []Workload{
 
 // ByID finds a workload.
 func ByID(id string) (Workload, error) {
-	for _, w := range append(All[:len(All):len(All)], Dense...) {
+	for _, w := range append(append(All[:len(All):len(All)], Dense...), Pools...) {
 		if w.ID == id {
 			return w, nil
 		}

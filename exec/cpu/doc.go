@@ -11,6 +11,9 @@
 // is narrowed into the output buffer. Tiles are spread over all cores
 // (golang.org/x/sync/errgroup); small kernels run on the calling goroutine.
 //
+// Indexing, matmul and window steps (pools, upsampling: pool.go) run their
+// own loops over whole tensors instead of tiles.
+//
 // Each intermediate value is rounded to its node's dtype (f16/bf16 values to
 // half precision, u8/u32 wrapped) right after it is computed, so a fused
 // kernel gives bit-for-bit the results of running its ops one at a time.

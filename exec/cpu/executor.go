@@ -168,6 +168,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsQuant() {
 		return e.runQuant(ctx, k, mem)
 	}
+	if k.IsWindow() {
+		return e.runWindow(ctx, k, mem)
+	}
 	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {
 		p, err := compileKernel(k)

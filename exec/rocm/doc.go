@@ -16,7 +16,8 @@
 // with scratch from the allocator; indexing and sorting steps run the
 // hand-written kernels of package kernels, whose device error flag is read
 // back after the step (a bad id fails the run there, naming the op and the
-// id). A step with no GPU kernel would run on the CPU through the runner's
+// id), and so do pools and upsampling (window.go). A step with no GPU
+// kernel — a convolution, for now — runs on the CPU through the runner's
 // fallback (exec.Fallbacker; Placement shows it).
 // Launches are serialised by a mutex; the executor is safe for concurrent
 // use, and concurrent runs interleave on the one stream.

@@ -25,7 +25,9 @@ type supportsKey struct{}
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
 // since the runner asks at every run). Matmul steps always are (vendor
-// BLAS or the portable GEMM, gemm.go).
+// BLAS or the portable GEMM, gemm.go); window steps when they have a GPU
+// path (window.go), quantized steps when their format has kernels
+// (quant.go).
 func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsWindow() {
 		return e.supportsWindow(k)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
-	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
 )
@@ -19,10 +18,9 @@ import (
 // a bad id fails the run at that step with the op and the id, and the
 // executor stays usable.
 
-// isIndexKernel reports whether k is a single indexing op.
-func isIndexKernel(k *plan.Kernel) bool {
-	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex
-}
+// isIndexKernel reports whether k is a step that package kernels plans: a
+// single indexing op, or a window step with a kernel there (window.go).
+func isIndexKernel(k *plan.Kernel) bool { return kernels.Handles(k) }
 
 // indexKernel is an indexing step prepared for this executor.
 type indexKernel struct {

@@ -62,12 +62,12 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 			switch {
 			case k.IsMatmul():
 				_, err = e.prepareMatmul(k, p.AllowTF32)
-			case k.IsWindow():
+			case isIndexKernel(k): // indexing, pools, upsampling
+				_, err = e.prepareIndex(k)
+			case k.IsWindow(): // convolutions
 				err = e.prepareWindow(k, p.AllowTF32)
 			case k.IsQuant():
 				err = e.prepareQuant(k)
-			case isIndexKernel(k):
-				_, err = e.prepareIndex(k)
 			default:
 				_, err = e.prepare(k)
 			}

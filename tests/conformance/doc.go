@@ -24,6 +24,11 @@
 //	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
 //	             operand views (in place and copied), empty dims, K = 16384
 //
+// Indexing and Pools (max/avg pools, nearest and bilinear upsampling:
+// every parameter kind, dtype and input view, Candle's expected values,
+// the builder errors) take only the executor factory: each runs every case
+// fused and unfused itself.
+//
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
 // its own generator from the seed and its test name, so `go test -run` with
