@@ -165,4 +165,3 @@ func storeFloat(d dtype.DType, b []byte, i int, v float64) {
 		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
 	}
 }
-

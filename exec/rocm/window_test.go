@@ -72,11 +72,11 @@ func TestWindowSupports(t *testing.T) {
 	if conv == nil {
 		t.Fatal("no conv step")
 	}
-	if err := e.Supports(conv); err == nil || !strings.Contains(err.Error(), "conv") {
-		t.Errorf("Supports(conv) = %v, want an error naming conv", err)
+	if err := e.Supports(conv); err != nil {
+		t.Errorf("Supports(conv) = %v: convolutions run on the GPU (conv.go)", err)
 	}
-	if pl := exec.Placement(st.Plan, e); !strings.Contains(pl, "on cpu (fallback:") {
-		t.Errorf("the conv step does not fall back:\n%s", pl)
+	if pl := exec.Placement(st.Plan, e); strings.Contains(pl, "fallback") {
+		t.Errorf("the conv step falls back:\n%s", pl)
 	}
 }
 
