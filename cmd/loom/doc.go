@@ -33,10 +33,11 @@
 // exactly; the GGML block formats are dequantized by package quant.
 //
 // gguf quantize converts a model's weights to one GGML type and writes a
-// GGUF file. IN is a GGUF file, a safetensors file (either is recognised
-// by its content, or by a .gguf/.safetensors name when the content is
-// wrong), or a directory of safetensors shards (safetensors.OpenDir,
-// checked against model.safetensors.index.json when there is one). TYPE
+// GGUF file. IN is a GGUF file or a safetensors file, told apart by
+// content (GGUF's magic; when a file is neither, a .gguf or .safetensors
+// name picks the reader whose error is reported), or a directory of
+// safetensors shards (safetensors.OpenDir, checked against
+// model.safetensors.index.json when there is one). TYPE
 // is q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, or f32,
 // f16 or bf16 for a plain conversion, in any case; the activation formats
 // q8_1 and q8_k are refused. Following llama.cpp's quantizer
@@ -46,7 +47,7 @@
 // expert routers ffn_gate_inp, position and token-type embeddings,
 // ssm_conv1d, attn_rel_b), and its rows (the innermost dim) are a whole
 // number of TYPE's blocks; every other tensor is copied as it is, its
-// line saying why. Already-quantized and integer tensors are copied
+// line saying why: already-quantized, integer and f64 tensors are copied
 // unchanged. Bytes are package quant's Quantize of the values widened to
 // f32, bit-exact with GGML's reference quantizer. One line per tensor as
 // it is written (name, from-type → to-type, shape, bytes before → after,
