@@ -196,10 +196,10 @@ func TestMalformed(t *testing.T) {
 			tensorFile(r, func(r *raw) { r.tensorInfo("w", quant.Type(4), []uint64{32}, 0) }, 1, 32)
 			return 24 + 9 + 4 + 8
 		}, `tensor[0] "w" type`, "unknown ggml type 4", false},
-		{"ggml type 40", func(r *raw) int64 {
-			tensorFile(r, func(r *raw) { r.tensorInfo("w", quant.Type(40), []uint64{32}, 0) }, 1, 32)
+		{"ggml type 43", func(r *raw) int64 {
+			tensorFile(r, func(r *raw) { r.tensorInfo("w", quant.Type(43), []uint64{32}, 0) }, 1, 32)
 			return 24 + 9 + 4 + 8
-		}, `tensor[0] "w" type`, "unknown ggml type 40", false},
+		}, `tensor[0] "w" type`, "unknown ggml type 43", false},
 		{"row not whole blocks", func(r *raw) int64 {
 			tensorFile(r, func(r *raw) { r.tensorInfo("w", quant.Q4_0, []uint64{16, 2}, 0) }, 1, 32)
 			return 24 + 9 + 4 + 16

@@ -28,9 +28,12 @@
 //
 // Writing: Writer collects metadata (Set) and tensors given as raw bytes
 // of any quant.Type (AddTensor; the caller quantizes), then writes a
-// version 3 file laid out as ggml lays it out. Re-writing a file
-// llama.cpp's converter made, entry for entry, reproduces it byte for byte
-// (checked on a real file; see real_test.go).
+// version 3 file laid out as ggml lays it out. AddTensorFunc takes a
+// function instead of bytes, called as the tensor is written, so that a
+// converter (loom gguf quantize) holds one tensor's output at a time; the
+// header needs only each tensor's type and shape, which fix its size.
+// Re-writing a file llama.cpp's converter made, entry for entry,
+// reproduces it byte for byte (checked on a real file; see real_test.go).
 //
 // Errors. A malformed file is a *FormatError naming the field at fault
 // (`tensor[3] "blk.0.ffn_up.weight" dims[1]`, `metadata key "x"[2]

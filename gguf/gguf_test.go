@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -345,4 +348,91 @@ func TestWriterErrors(t *testing.T) {
 	}
 	// A name of 63 bytes is the longest ggml loads.
 	must(t, w.AddTensor(strings.Repeat("n", 63), quant.F32, []int{1}, make([]byte, 4)))
+}
+
+// TestAddTensorFunc: tensors whose bytes come from a function make the
+// same file, byte for byte, as the same tensors given as slices, with the
+// functions called once each, in tensor order, while the file is written;
+// a function may hand back the same buffer every time. A wrong length or an
+// error from the function fails the write, naming the tensor.
+func TestAddTensorFunc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 41))
+	datas := map[string][]byte{}
+	for _, c := range tensorCases {
+		datas[c.name] = tensorBytes(t, rng, c)
+	}
+	build := func(lazy bool, calls *[]string) *Writer {
+		w := NewWriter()
+		must(t, w.Set("general.architecture", String("llama")))
+		must(t, w.Set(AlignmentKey, Uint32(64)))
+		var buf []byte // shared by every function
+		for i, c := range tensorCases {
+			if !lazy || i%3 == 0 { // mix both kinds
+				must(t, w.AddTensor(c.name, c.typ, c.shape, datas[c.name]))
+				continue
+			}
+			must(t, w.AddTensorFunc(c.name, c.typ, c.shape, func() ([]byte, error) {
+				*calls = append(*calls, c.name)
+				buf = append(buf[:0], datas[c.name]...)
+				return buf, nil
+			}))
+		}
+		return w
+	}
+	var want, got bytes.Buffer
+	if _, err := build(false, nil).WriteTo(&want); err != nil {
+		t.Fatal(err)
+	}
+	var calls, wantCalls []string
+	for i, c := range tensorCases {
+		if i%3 != 0 {
+			wantCalls = append(wantCalls, c.name)
+		}
+	}
+	w := build(true, &calls)
+	if len(calls) != 0 {
+		t.Fatalf("data functions called before WriteTo: %v", calls)
+	}
+	n, err := w.WriteTo(&got)
+	if err != nil || n != int64(got.Len()) {
+		t.Fatalf("WriteTo: %d, %v (wrote %d)", n, err, got.Len())
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("AddTensorFunc file (%d bytes) differs from the AddTensor file (%d bytes)", got.Len(), want.Len())
+	}
+	if !slices.Equal(calls, wantCalls) {
+		t.Errorf("data functions called %v, want %v", calls, wantCalls)
+	}
+
+	// Errors: a nil function; a short result; the function's own error.
+	w = NewWriter()
+	if err := w.AddTensorFunc("n", quant.F32, []int{2}, nil); err == nil || !strings.Contains(err.Error(), "Writer.AddTensorFunc") || !strings.Contains(err.Error(), "nil data function") {
+		t.Errorf("nil function: %v", err)
+	}
+	if err := w.AddTensorFunc("b", quant.Q4_0, []int{2, 48}, func() ([]byte, error) { return nil, nil }); err == nil || !strings.Contains(err.Error(), "Writer.AddTensorFunc") || !strings.Contains(err.Error(), "not a whole number of 32-element blocks") {
+		t.Errorf("bad shape: %v", err)
+	}
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		fn   func() ([]byte, error)
+		want string
+	}{
+		{func() ([]byte, error) { return make([]byte, 71), nil }, `tensor "q" (q4_0, shape [2 64]): the data function returned 71 bytes, the shape needs 72`},
+		{func() ([]byte, error) { return nil, boom }, `tensor "q": boom`},
+	} {
+		w := NewWriter()
+		must(t, w.AddTensor("first", quant.F32, []int{1}, make([]byte, 4)))
+		must(t, w.AddTensorFunc("q", quant.Q4_0, []int{2, 64}, c.fn))
+		path := filepath.Join(t.TempDir(), "bad.gguf")
+		err := w.WriteFile(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("WriteFile: %v, want an error containing %q", err, c.want)
+		}
+		if c.fn != nil && errors.Is(err, boom) != strings.Contains(c.want, "boom") {
+			t.Errorf("WriteFile: %v does not wrap the function's error", err)
+		}
+		if _, serr := os.Stat(path); !errors.Is(serr, os.ErrNotExist) {
+			t.Errorf("the partial file is left behind: %v", serr)
+		}
+	}
 }

@@ -813,7 +813,7 @@ func (p *parser) tensorInfo(i int, seen map[string]int) (TensorInfo, error) {
 		return t, p.errAt(at, "type", nil, "dims %v: rows of %d elements are not a whole number of %d-element %v blocks", t.Dims, row, tr.Block, t.Type)
 	}
 	// Bytes = blocks × block size, multiplied with an overflow check
-	// (quant.Type.RowBytes does not check).
+	// (as quant.Type.RowBytes also does).
 	hi, lo := bits.Mul64(uint64(t.Elements()/int64(tr.Block)), uint64(tr.Size))
 	if hi != 0 || lo > math.MaxInt64 {
 		return t, p.errAt(at, "type", nil, "dims %v of %v: the size in bytes overflows int64", t.Dims, t.Type)

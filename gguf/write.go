@@ -15,7 +15,10 @@ import (
 
 // Writer builds a GGUF version 3 file: metadata entries and tensors are
 // added in the order they will appear, then WriteTo or WriteFile writes
-// them out. Tensor data is kept by reference, not copied, until then.
+// them out. Tensor data is kept by reference, not copied, until then;
+// AddTensorFunc instead takes a function that produces a tensor's bytes
+// while the file is written, so that a converter need not hold every
+// tensor's output at once.
 //
 // The alignment is the general.alignment entry if one is Set (it must be
 // a uint32 power of two ≥ 8, so that both ggml's reader and the spec's
@@ -39,7 +42,9 @@ type wtensor struct {
 	name string
 	typ  quant.Type
 	dims []int64 // innermost first, as stored
+	size int64   // bytes of data
 	data []byte
+	fill func() ([]byte, error) // AddTensorFunc's producer; data is nil then
 }
 
 // NewWriter returns an empty Writer.
@@ -142,8 +147,47 @@ func checkArray(a Array, depth int) error {
 // not copied, until the file is written. At most 4 dims; the last
 // (innermost) must be a whole number of t's blocks.
 func (w *Writer) AddTensor(name string, t quant.Type, shape []int, data []byte) error {
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("gguf: Writer.AddTensor %q (%v, shape %v): %s", name, t, shape, fmt.Sprintf(format, a...))
+	wt, err := w.checkTensor("AddTensor", name, t, shape)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) != wt.size {
+		return fmt.Errorf("gguf: Writer.AddTensor %q (%v, shape %v): %d bytes of data, the shape needs %d", name, t, shape, len(data), wt.size)
+	}
+	wt.data = data
+	w.names[name] = true
+	w.tensors = append(w.tensors, wt)
+	return nil
+}
+
+// AddTensorFunc adds a tensor as AddTensor does, except that its bytes
+// come from data, which WriteTo calls once per write, in tensor order,
+// just before the tensor's bytes go out. data must return exactly the
+// bytes the shape needs (WriteTo fails otherwise, naming the tensor); the
+// slice is written and dropped before the next tensor's data is called,
+// so a caller may return the same buffer every time. A converter that
+// quantizes inside data holds one tensor's output at a time rather than
+// the whole file's. An error from data stops the write and is returned
+// wrapped.
+func (w *Writer) AddTensorFunc(name string, t quant.Type, shape []int, data func() ([]byte, error)) error {
+	wt, err := w.checkTensor("AddTensorFunc", name, t, shape)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		return fmt.Errorf("gguf: Writer.AddTensorFunc %q (%v, shape %v): nil data function", name, t, shape)
+	}
+	wt.fill = data
+	w.names[name] = true
+	w.tensors = append(w.tensors, wt)
+	return nil
+}
+
+// checkTensor checks a tensor's name, type and shape for the method op and
+// returns its entry with the dims (innermost first) and size filled in.
+func (w *Writer) checkTensor(op, name string, t quant.Type, shape []int) (wtensor, error) {
+	fail := func(format string, a ...any) (wtensor, error) {
+		return wtensor{}, fmt.Errorf("gguf: Writer.%s %q (%v, shape %v): %s", op, name, t, shape, fmt.Sprintf(format, a...))
 	}
 	switch {
 	case name == "":
@@ -185,13 +229,7 @@ func (w *Writer) AddTensor(name string, t quant.Type, shape []int, data []byte) 
 	if hi != 0 || lo > math.MaxInt64 {
 		return fail("the size in bytes overflows int64")
 	}
-	size := int64(lo)
-	if int64(len(data)) != size {
-		return fail("%d bytes of data, the shape needs %d", len(data), size)
-	}
-	w.names[name] = true
-	w.tensors = append(w.tensors, wtensor{name: name, typ: t, dims: dims, data: data})
-	return nil
+	return wtensor{name: name, typ: t, dims: dims, size: int64(lo)}, nil
 }
 
 // WriteTo writes the file to out and returns the bytes written.
@@ -215,11 +253,21 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		}
 		e.u32(uint32(t.typ))
 		e.u64(uint64(off))
-		off = alignUp(off+int64(len(t.data)), w.align)
+		off = alignUp(off+t.size, w.align)
 	}
 	e.pad(w.align) // as ggml does, even with no tensors
 	for _, t := range w.tensors {
-		e.bytes(t.data)
+		data := t.data
+		if t.fill != nil && e.err == nil {
+			data, e.err = t.fill()
+			if e.err != nil {
+				e.err = fmt.Errorf("tensor %q: %w", t.name, e.err)
+			} else if int64(len(data)) != t.size {
+				info := TensorInfo{Dims: t.dims}
+				e.err = fmt.Errorf("tensor %q (%v, shape %v): the data function returned %d bytes, the shape needs %d", t.name, t.typ, info.Shape(), len(data), t.size)
+			}
+		}
+		e.bytes(data)
 		e.pad(w.align)
 	}
 	if e.err == nil {

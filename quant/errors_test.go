@@ -2,6 +2,8 @@ package quant
 
 import (
 	"errors"
+	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -121,5 +123,39 @@ func TestParseAndRowBytes(t *testing.T) {
 	}
 	if _, err := ParseType("q4_3"); err == nil {
 		t.Error("ParseType(q4_3): no error")
+	}
+}
+
+// TestRowBytesOverflow: RowBytes refuses element counts whose byte count
+// does not fit an int64, and returns the exact count (checked with big
+// integers) up to the limit, for every type.
+func TestRowBytesOverflow(t *testing.T) {
+	if n, err := F64.RowBytes(1 << 61); err == nil || !strings.Contains(err.Error(), "f64") {
+		t.Errorf("F64.RowBytes(1<<61) = %d, %v; want an error naming f64", n, err)
+	}
+	if n, err := F32.RowBytes(math.MaxInt64); err == nil {
+		t.Errorf("F32.RowBytes(MaxInt64) = %d, want an error", n)
+	}
+	for typ, tr := range traits {
+		block, size := int64(tr.Block), int64(tr.Size)
+		// The most blocks an int64 element count can hold, then as many
+		// as an int64 byte count can.
+		blocks := min(math.MaxInt64/block, math.MaxInt64/size)
+		n := blocks * block
+		got, err := typ.RowBytes(n)
+		want := new(big.Int).Mul(big.NewInt(blocks), big.NewInt(size))
+		if err != nil || !want.IsInt64() || got != want.Int64() {
+			t.Errorf("%v.RowBytes(%d) = %d, %v; want %v", typ, n, got, err, want)
+		}
+		// One block more overflows the bytes (or, where a block's bytes
+		// are fewer than its values, the element count itself).
+		if n > math.MaxInt64-block {
+			continue
+		}
+		if got, err := typ.RowBytes(n + block); err == nil {
+			t.Errorf("%v.RowBytes(%d) = %d, want an overflow error", typ, n+block, got)
+		} else if !strings.Contains(err.Error(), "int64") {
+			t.Errorf("%v.RowBytes(%d): error %q does not say what overflowed", typ, n+block, err)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Type is a GGML tensor type, numbered as in ggml.h's enum ggml_type (the
 // number GGUF stores in each tensor info).
@@ -122,8 +125,9 @@ func ParseType(name string) (Type, error) {
 	return 0, fmt.Errorf("quant: unknown type %q", name)
 }
 
-// RowBytes returns the bytes of n elements of t, or an error when n is not
-// a whole number of blocks or t is unknown.
+// RowBytes returns the bytes of n elements of t, or an error when n is
+// negative or not a whole number of blocks, when the byte count does not
+// fit an int64 (F64.RowBytes(1<<61) would wrap to 0), or when t is unknown.
 func (t Type) RowBytes(n int64) (int64, error) {
 	tr, ok := traits[t]
 	if !ok {
@@ -132,7 +136,11 @@ func (t Type) RowBytes(n int64) (int64, error) {
 	if n < 0 || n%int64(tr.Block) != 0 {
 		return 0, fmt.Errorf("quant: %d elements of %v are not a whole number of %d-element blocks", n, t, tr.Block)
 	}
-	return n / int64(tr.Block) * int64(tr.Size), nil
+	blocks, size := n/int64(tr.Block), int64(tr.Size)
+	if blocks > math.MaxInt64/size {
+		return 0, fmt.Errorf("quant: %d elements of %v take %d blocks of %d bytes, more than an int64 counts", n, t, blocks, size)
+	}
+	return blocks * size, nil
 }
 
 func equalFold(a, b string) bool {

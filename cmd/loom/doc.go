@@ -6,6 +6,7 @@
 //	loom demo [-n ROWS] [-m COLS] [-device auto|cpu] [-seed N]
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom gguf inspect [-tensor NAME] FILE
+//	loom gguf quantize -type TYPE IN OUT
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -31,6 +32,43 @@
 // one row of the innermost axis per line: f32, f16 and bf16 are widened
 // exactly; the GGML block formats are dequantized by package quant.
 //
+// gguf quantize converts a model's weights to one GGML type and writes a
+// GGUF file. IN is a GGUF file or a safetensors file, told apart by
+// content (GGUF's magic; when a file is neither, a .gguf or .safetensors
+// name picks the reader whose error is reported), or a directory of
+// safetensors shards (safetensors.OpenDir, checked against
+// model.safetensors.index.json when there is one). TYPE
+// is q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, or f32,
+// f16 or bf16 for a plain conversion, in any case; the activation formats
+// q8_1 and q8_k are refused. Following llama.cpp's quantizer
+// (src/llama-quant.cpp), an f32, f16 or bf16 tensor is converted when its
+// rank (as ggml counts it: outer dims of 1 do not count) is at least 2,
+// its name ends in "weight" and is not one llama.cpp keeps by name (norms,
+// expert routers ffn_gate_inp, position and token-type embeddings,
+// ssm_conv1d, attn_rel_b), and its rows (the innermost dim) are a whole
+// number of TYPE's blocks; every other tensor is copied as it is, its
+// line saying why: already-quantized, integer and f64 tensors are copied
+// unchanged. Bytes are package quant's Quantize of the values widened to
+// f32, bit-exact with GGML's reference quantizer. One line per tensor as
+// it is written (name, from-type → to-type, shape, bytes before → after,
+// and "kept: reason"), then the totals and the compression ratio of the
+// tensor data.
+//
+// Metadata: a GGUF input's entries are copied in order;
+// general.quantization_version (uint32 2, GGML_QNT_VERSION) and
+// general.file_type (uint32 llama_ftype: 2 Q4_0, 3 Q4_1, 8 Q5_0, 9 Q5_1,
+// 7 Q8_0, 10 Q2_K, 11 Q3_K_S, 14 Q4_K_S, 16 Q5_K_S, 18 Q6_K, 0 F32,
+// 1 F16, 32 BF16) are overwritten where they are or added at the end;
+// general.alignment is kept (written as uint32; one ggml could not load,
+// not a power of two, is dropped with a note). Safetensors names and
+// row-major shapes go through unchanged; their __metadata__ entries are
+// copied as strings under "safetensors.metadata." (the first shard's value
+// where shards disagree, with a note); F64 and I8…I64 tensors are copied
+// as GGUF's f64 and i8…i64; U8…U64, BOOL and F8 tensors are refused, since
+// GGUF has no type holding them. No general.architecture is invented for a
+// safetensors input: the names are Hugging Face's, not llama.cpp's, so the
+// output is for Loom, not for llama.cpp's loader.
+//
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).
 //
@@ -46,4 +84,18 @@
 //     added there when it exists.
 //   - The demo prints its random seed and takes -seed, so a failing run can
 //     be repeated exactly.
+//   - gguf quantize writes every quantized tensor in the one type asked
+//     for, like llama.cpp's quantize --pure: no per-tensor mixture (Q6_K
+//     for output.weight, more bits for some attn_v/ffn_down), and a
+//     tensor whose rows do not fit the blocks is kept in its float type
+//     rather than sent to llama.cpp's fallback type (Q4_K → Q5_0, …). The
+//     k-quant file types recorded are therefore the _S ones, which
+//     llama.cpp describes as one type for all tensors.
+//   - gguf quantize streams: the input is memory-mapped, tensors are
+//     converted one at a time as gguf.Writer writes them
+//     (AddTensorFunc), rows shared among GOMAXPROCS goroutines in chunks
+//     of 64K values, so the memory held is one tensor's output plus a
+//     chunk per goroutine. The file is written beside OUT under a
+//     temporary name and renamed when complete; OUT naming the input is
+//     refused.
 package main

@@ -19,19 +19,21 @@ import (
 type ggufFlags struct {
 	fs     *flag.FlagSet
 	tensor *string
+	typ    *string
 }
 
 func newGGUFFlags(w io.Writer) *ggufFlags {
 	fs := newFlagSet("gguf", w)
 	return &ggufFlags{
 		fs:     fs,
-		tensor: fs.String("tensor", "", "print this tensor's values instead of the summary: f32, row-major, one row (the innermost axis) per line"),
+		tensor: fs.String("tensor", "", "inspect: print this tensor's values instead of the summary: f32, row-major, one row (the innermost axis) per line"),
+		typ:    fs.String("type", "", "quantize: the type to convert f32/f16/bf16 weights to: "+targetNames()+" (case-insensitive)"),
 	}
 }
 
-// runGGUF runs "loom gguf inspect [-tensor NAME] FILE". The action word
-// leaves room for more (quantize is planned); flags may come before or
-// after FILE.
+// runGGUF runs "loom gguf inspect [-tensor NAME] FILE" and "loom gguf
+// quantize -type TYPE IN OUT" (gguf_quantize.go). Flags may come before,
+// between or after the file names; each flag belongs to one action.
 func runGGUF(args []string, stdout, stderr io.Writer) int {
 	f := newGGUFFlags(stderr)
 	switch {
@@ -40,10 +42,11 @@ func runGGUF(args []string, stdout, stderr io.Writer) int {
 		f.fs.Usage()
 		return exitOK
 	case len(args) == 0:
-		return usageErr(f.fs, "missing action: want inspect")
-	case args[0] != "inspect":
-		return usageErr(f.fs, "unknown action %q: want inspect", args[0])
+		return usageErr(f.fs, "missing action: want inspect or quantize")
+	case args[0] != "inspect" && args[0] != "quantize":
+		return usageErr(f.fs, "unknown action %q: want inspect or quantize", args[0])
 	}
+	action := args[0]
 	var files []string
 	for rest := args[1:]; ; {
 		if err := f.fs.Parse(rest); err != nil {
@@ -57,6 +60,24 @@ func runGGUF(args []string, stdout, stderr io.Writer) int {
 		}
 		files = append(files, f.fs.Arg(0))
 		rest = f.fs.Args()[1:]
+	}
+	if action == "quantize" {
+		switch {
+		case *f.tensor != "":
+			return usageErr(f.fs, "-tensor is a flag of inspect, not of quantize")
+		case *f.typ == "":
+			return usageErr(f.fs, "quantize needs -type TYPE")
+		case len(files) != 2:
+			return usageErr(f.fs, "quantize wants IN and OUT, got %d file names", len(files))
+		}
+		to, err := parseTarget(*f.typ)
+		if err != nil {
+			return usageErr(f.fs, "%v", err)
+		}
+		return runGGUFQuantize(to, files[0], files[1], stdout, stderr)
+	}
+	if *f.typ != "" {
+		return usageErr(f.fs, "-type is a flag of quantize, not of inspect")
 	}
 	if len(files) != 1 {
 		return usageErr(f.fs, "want one FILE, got %d", len(files))
