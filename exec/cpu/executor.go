@@ -165,6 +165,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsMatmul() {
 		return e.runMatmul(ctx, k, mem)
 	}
+	if k.IsWindow() {
+		return e.runWindow(ctx, k, mem)
+	}
 	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {
 		p, err := compileKernel(k)

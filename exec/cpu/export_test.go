@@ -2,3 +2,14 @@ package cpu
 
 // MappedBytes is the bytes of mapped arenas alive in the process.
 func MappedBytes() int64 { return mappedBytes.Load() }
+
+// SetConvTileTarget sets the column tile conv steps aim for, in bytes, and
+// returns a function that restores it.
+func SetConvTileTarget(n int) (restore func()) {
+	old := convTileTarget
+	convTileTarget = n
+	return func() { convTileTarget = old }
+}
+
+// ConvScratchMax is the bound on a conv step's scratch.
+const ConvScratchMax = convScratchMax

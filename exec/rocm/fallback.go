@@ -25,8 +25,15 @@ type supportsKey struct{}
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
 // since the runner asks at every run). Matmul steps always are (vendor
-// BLAS or the portable GEMM, gemm.go).
+// BLAS or the portable GEMM, gemm.go); window steps (conv, pools,
+// upsampling) are not yet.
 func (e *Executor) Supports(k *plan.Kernel) error {
+	if k.IsWindow() {
+		// No device kernels for convolutions, pools and upsampling yet:
+		// the CPU runs them (exec/cpu/conv.go), the epilogue after them
+		// stays on the GPU.
+		return fmt.Errorf("no GPU kernel for %s steps yet", k.Instrs[0].Node.Op)
+	}
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}

@@ -23,6 +23,10 @@
 //	Large        300k-element cases: many tiles, all workers
 //	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
 //	             operand views (in place and copied), empty dims, K = 16384
+//	Conv         conv1d/2d, conv_transpose1d/2d × stride, padding, dilation,
+//	             groups, output padding × float dtypes × operand views,
+//	             empty and degenerate shapes, the fused epilogue, Candle's
+//	             expected values, builder errors
 //
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
@@ -56,4 +60,5 @@ func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Optio
 	t.Run("Formulas", func(t *testing.T) { Formulas(t, newExec, opts) })
 	t.Run("Large", func(t *testing.T) { Large(t, newExec, opts) })
 	t.Run("Matmul", func(t *testing.T) { Matmul(t, newExec, opts) })
+	t.Run("Conv", func(t *testing.T) { Conv(t, newExec, opts) })
 }
