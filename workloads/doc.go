@@ -1,5 +1,6 @@
-// Package workloads builds the benchmark graphs of shared/workloads.md (W1–W8)
-// and their random inputs, for `loom bench` and the go test benchmarks.
+// Package workloads builds the benchmark graphs of shared/workloads.md (W1–W8;
+// the dense W9–W11 in dense.go; the convolutions W12 in conv.go) and their
+// random inputs, for `loom bench` and the go test benchmarks.
 //
 // Bytes per workload count each input read once and each output written
 // once: the traffic a perfectly fused kernel must move, so that GB/s figures

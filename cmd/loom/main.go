@@ -34,7 +34,7 @@ func init() {
 	commands = []*command{
 		{name: "demo", summary: "build, compile, run and check the demo graph; print timings", args: "[-n ROWS] [-m COLS] [-device auto|cpu] [-seed N]", flags: func(w io.Writer) *flag.FlagSet { return newDemoFlags(w).fs }, run: runDemo},
 		{name: "dump", summary: "compile the demo graph (small size) and write a dump of it", args: "[-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo]", flags: func(w io.Writer) *flag.FlagSet { return newDumpFlags(w).fs }, run: runDump},
-		{name: "bench", summary: "run the benchmark workloads fused and unfused; print a table (and JSON)", args: "[-device auto|cpu|rocm] [-workloads W1,W2,...] [-elems N] [-rows R -cols C] [-reps N] [-json FILE] [-reruns N]", flags: func(w io.Writer) *flag.FlagSet { return newBenchFlags(w).fs }, run: runBench},
+		{name: "bench", summary: "run the benchmark workloads fused and unfused; print a table (and JSON)", args: "[-device auto|cpu|rocm] [-workloads W1,W2,...] [-elems N] [-rows R -cols C] [-conv-n N -conv-c C -conv-hw HW] [-reps N] [-json FILE] [-reruns N]", flags: func(w io.Writer) *flag.FlagSet { return newBenchFlags(w).fs }, run: runBench},
 		{name: "kernels", summary: "compile every kernel Loom can produce for GPU targets; print a table and N compiled, M failed", args: "[-arch gfx90a,gfx1030,sm_90] [-v] [-only TEXT]", flags: func(w io.Writer) *flag.FlagSet { return newKernelsFlags(w).fs }, run: runKernels},
 		{name: "help", summary: "list the subcommands, or show one subcommand's flags", args: "[SUBCOMMAND]", run: runHelp},
 	}
