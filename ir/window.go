@@ -113,6 +113,9 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 	n, cin := x[0], x[1]
 	var cout int
 	if !transposed {
+		if cin%p.Groups != 0 {
+			return nil, fmt.Errorf("input %v: %d channels are not divisible by groups %d", x, cin, p.Groups)
+		}
 		if w[0]%p.Groups != 0 {
 			return nil, fmt.Errorf("weight %v: %d output channels are not divisible by groups %d", w, w[0], p.Groups)
 		}

@@ -17,34 +17,39 @@ import (
 // Convolution steps (ir.OpConv, ir.OpConvTranspose) run on the executor's
 // host BLAS (matmul.go), 1-D convolutions as 2-D ones of height 1.
 //
-//   - conv: im2col + GEMM. For each image n and group g, a tile of output
-//     pixels becomes a column matrix col [Cin/G·KH·KW, pixels] (zeros where
-//     a tap falls in the padding) and one GEMM w_g [Cout/G, Cin/G·KH·KW] ·
-//     col writes the tile's rows of the NCHW output in place (ldc = the
-//     output plane). When whole images fit, several images share one
-//     strided-batched call. A 1×1 kernel with stride 1 and no padding needs
-//     no column matrix: the input is the GEMM's B operand as it is.
+//   - conv with stride 1 (forwardTaps): one GEMM per kernel tap, w_tap
+//     [Cout/G, Cin/G] times the zero-padded input shifted by the tap, all
+//     accumulating into a "wide" output whose rows have the padded width;
+//     its first OW columns are the result. No column matrix is written.
+//   - other convs (forward): im2col + GEMM. For each image and group, a tile
+//     of output pixels becomes a column matrix [Cin/G·KH·KW, pixels] (zeros
+//     where a tap falls in the padding) and one GEMM w_g [Cout/G,
+//     Cin/G·KH·KW] · col writes the tile's rows of the NCHW output in place
+//     (ldc = the output plane). When whole images fit, several images share
+//     one strided-batched call. A 1×1 kernel with stride 1 and no padding
+//     needs no column matrix: the input is the GEMM's B operand as it is.
 //   - depthwise (groups = Cin, one input channel per group): a direct loop
 //     over the output planes, faster than GEMMs with one output row.
-//   - conv_transpose: GEMM + col2im. w_gᵀ [Cout/G·KH·KW, Cin/G] · x_g
-//     [Cin/G, pixels] gives every tap's contribution of a tile of input
-//     pixels; col2im adds each into the output pixel it lands on (the same
-//     index map as im2col's, from input to output). The output is zeroed
-//     first.
+//   - conv_transpose (transposed): GEMM + col2im. w_gᵀ [Cout/G·KH·KW,
+//     Cin/G] · x_g [Cin/G, pixels] gives every tap's contribution of a tile
+//     of input pixels; col2im adds each into the output pixel it lands on
+//     (the same index map as im2col's, from input to output). The output is
+//     zeroed first.
 //
 // f32 and f64 operands are read in place and accumulate in their own
 // precision; f16 and bf16 inputs are widened to float32 as they are read
 // (the weights once per step), products accumulate in float32 and each
 // output element is rounded once on store.
 //
-// Scratch memory (the column matrix, and for f16/bf16 the widened weights
-// and a float32 copy of what the GEMM writes) is bounded by convScratchMax
-// per step and by what the executor's memory limit leaves (scratchRoom):
-// the tiles shrink to fit, down to one pixel; a step whose smallest tiling
-// does not fit returns an error. The scratch is one arena (arena.go), so
-// reruns reuse it. im2col, col2im and the direct loops run on the
-// executor's workers; the GEMMs are the host BLAS's (its own threads);
-// the context is checked before every tile.
+// Scratch memory (column tiles, padded copies and wide outputs, repacked
+// weights, and for f16/bf16 the widened weights and float32 staging) is
+// bounded by convScratchMax per step and by what the executor's memory
+// limit leaves (scratchRoom): the tiles shrink to fit, down to one pixel
+// of im2col; a step whose smallest tiling does not fit returns an error.
+// The scratch is one arena (arena.go), so reruns reuse it. Padding, im2col,
+// col2im, the stores and the direct loops run on the executor's workers;
+// the GEMMs on the host BLAS's own threads; the context is checked before
+// every tile.
 
 // convScratchMax bounds a convolution step's scratch memory: 32 MiB. A
 // column tile of this size is already far larger than the caches, so
@@ -60,6 +65,10 @@ var convTileTarget = 8 << 20
 // convSlack is what the alignment of the scratch's parts (at most four,
 // each cache-line aligned) may add to their sizes.
 const convSlack = 4 * slotAlign
+
+// convTaps enables forwardTaps (tests turn it off to run every stride-1
+// conv through im2col tiles too).
+var convTaps = true
 
 // convGeom is a convolution step's geometry, 1-D steps as 2-D of height 1.
 // For conv the "source" grid is the output and the "target" grid the
@@ -112,6 +121,12 @@ func (g convGeom) target() (int, int) {
 // matrix is the input itself.
 func (g convGeom) pointwise() bool {
 	return !g.transposed && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
+}
+
+// tapGEMM reports a conv with stride 1 and more than one tap: it runs as
+// one GEMM per tap over a padded copy of the input (forwardTaps).
+func (g convGeom) tapGEMM() bool {
+	return !g.transposed && g.sh == 1 && g.sw == 1 && g.taps() > 1
 }
 
 // depthwise reports a conv with one input channel per group.
@@ -199,7 +214,8 @@ type convJob[T float32 | float64] struct {
 // the scratch layout.
 type convPlan struct {
 	nb, tile, cc int
-	bytes        int // scratch bytes
+	bytes        int  // scratch bytes
+	taps         bool // per-tap GEMMs on a padded copy of nb images (forwardTaps)
 }
 
 // native reports whether results are stored as T (no float32 staging).
@@ -228,8 +244,11 @@ func (j *convJob[T]) run(ctx context.Context) error {
 		j.w = carve[T](&sc, ir.Numel(j.k.Instrs[0].Node.Args[1].Shape))
 		fill(tileOf(j.w), j.wHalf, j.wOff, 1, 0, len(j.w))
 	}
-	if g.transposed {
+	switch {
+	case g.transposed:
 		return j.transposed(ctx, pl, &sc)
+	case pl.taps:
+		return j.forwardTaps(ctx, pl, &sc)
 	}
 	return j.forward(ctx, pl, &sc)
 }
@@ -269,6 +288,18 @@ func (j *convJob[T]) plan() (convPlan, error) {
 		}
 	}
 	room := min(int64(convScratchMax), j.e.scratchRoom(j.k))
+	if g.tapGEMM() && convTaps {
+		// Per-tap GEMMs when at least one image's padded copy and wide
+		// output fit; else im2col tiles, which can be as small as a pixel.
+		Hp, Wp := g.ih+2*g.ph, g.iw+2*g.pw
+		tapFixed := fixed + align(g.taps()*g.cout*g.cig*esz) + (g.kw-1)*g.dw*esz + convSlack
+		perImage := (g.cin*Hp*Wp + g.cout*g.oh*Wp) * esz
+		if budget := min(int(room)-tapFixed, max(convTileTarget, perImage)); budget >= perImage {
+			pl.taps, pl.nb = true, min(g.n, budget/perImage)
+			pl.bytes = tapFixed + pl.nb*perImage
+			return pl, nil
+		}
+	}
 	if perPixel == 0 {
 		pl.nb, pl.tile = g.n, P
 		if int64(fixed) > room {
@@ -351,6 +382,83 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// forwardTaps runs a stride-1 conv without a column matrix. With the input
+// zero-padded to Hp × Wp, tap (ky, kx) of every output pixel (oy, ox) reads
+// padded element (oy + ky·dh)·Wp + ox + kx·dw: over the "wide" output
+// pixels oy·Wp + ox' (ox' < Wp), that is the padded plane shifted by
+// ky·dh·Wp + kx·dw, a matrix [Cin/G, OH·Wp] with the plane as its leading
+// dimension. So out_wide = Σ_taps w_tap [Cout/G, Cin/G] · shifted planes is
+// one GEMM per tap (accumulating, beta = 1), and the output is the wide
+// rows' first OW columns (the other Wp − OW are discarded: their reads
+// run into the next row, and past the last plane into a zeroed tail).
+// Compared with im2col this writes no column matrix (KH·KW copies of the
+// input), for Wp/OW more multiply-adds.
+func (j *convJob[T]) forwardTaps(ctx context.Context, pl convPlan, sc *carver) error {
+	g := j.g
+	Hp, Wp := g.ih+2*g.ph, g.iw+2*g.pw
+	plane, wideP, P := Hp*Wp, g.oh*Wp, g.oh*g.ow
+	tail := (g.kw - 1) * g.dw
+	wt := carve[T](sc, g.taps()*g.cout*g.cig)
+	xpad := carve[T](sc, pl.nb*g.cin*plane+tail)
+	wide := carve[T](sc, pl.nb*g.cout*wideP)
+	clear(xpad[len(xpad)-tail:])
+	// wt[tap][co][ci] = w[co][ci][tap]: each tap's weights a row-major
+	// [Cout, Cin/G] matrix.
+	j.parallel(g.cout, g.cig*g.taps(), func(co int) {
+		for ci := range g.cig {
+			for tap := range g.taps() {
+				wt[(tap*g.cout+co)*g.cig+ci] = j.w[(co*g.cig+ci)*g.taps()+tap]
+			}
+		}
+	})
+	h, _ := j.e.gemmHost()
+	for n0 := 0; n0 < g.n; n0 += pl.nb {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		nb := min(pl.nb, g.n-n0)
+		j.parallel(nb*g.cin, plane, func(r int) {
+			dst := xpad[r*plane : (r+1)*plane]
+			src := j.xOff + (n0*g.cin+r)*g.ih*g.iw
+			clear(dst[:g.ph*Wp])
+			clear(dst[(g.ph+g.ih)*Wp:])
+			for y := range g.ih {
+				row := dst[(g.ph+y)*Wp : (g.ph+y+1)*Wp]
+				clear(row[:g.pw])
+				clear(row[g.pw+g.iw:])
+				j.read(row[g.pw:g.pw+g.iw], src+y*g.iw, 1)
+			}
+		})
+		for gi := range g.gr {
+			for tap := range g.taps() {
+				ky, kx := tap/g.kw, tap%g.kw
+				c := blas.Call{M: g.cog, N: wideP, K: g.cig, LDA: g.cig, LDB: plane, LDC: wideP,
+					StrideB: g.cin * plane, StrideC: g.cout * wideP, Batch: nb, Alpha: 1}
+				if tap > 0 {
+					c.Beta = 1
+				}
+				a := wt[(tap*g.cout+gi*g.cog)*g.cig:]
+				b := xpad[gi*g.cig*plane+ky*g.dh*Wp+kx*g.dw:]
+				if err := gemmT(h, c, a, b, wide[gi*g.cog*wideP:]); err != nil {
+					return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+				}
+			}
+		}
+		j.parallel(nb*g.cout, P, func(r int) {
+			for oy := range g.oh {
+				row := wide[r*wideP+oy*Wp:][:g.ow]
+				o := (n0*g.cout+r)*P + oy*g.ow
+				if j.native() {
+					copy(j.outT[o:o+g.ow], row)
+				} else {
+					store(j.out, o, tileOf(row))
+				}
+			}
+		})
 	}
 	return nil
 }

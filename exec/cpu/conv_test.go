@@ -17,15 +17,18 @@ import (
 	"github.com/loomgraph/loom/tests/conformance"
 )
 
-// TestConvTiles runs the conformance convolution group with column tiles
-// of one pixel (of a few when one pixel's column is larger than the
-// target): every step then loops over many tiles that split output rows,
-// images and channel chunks, on every path (im2col, col2im, f16/bf16
-// staging), against the same float64 references.
+// TestConvTiles runs the conformance convolution group with the smallest
+// tiles: one image at a time through the per-tap GEMMs of stride-1 convs,
+// one pixel at a time through im2col and col2im (and, with the per-tap
+// path off, through im2col for every conv). Every step then loops over
+// many tiles that split output rows, images and channel chunks, on every
+// path (f16/bf16 staging too), against the same float64 references.
 func TestConvTiles(t *testing.T) {
 	defer cpu.SetConvTileTarget(1)()
 	newExec := func(p byte) exec.Executor { return cpu.New().Poison(p) }
-	conformance.Conv(t, newExec, graph.Options{})
+	t.Run("taps", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
+	defer cpu.SetConvTaps(false)()
+	t.Run("im2col", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
 }
 
 // randTensor returns a tensor of dt and shape with values in [−1, 1).
@@ -99,8 +102,8 @@ func TestConvScratchFitsTheLimit(t *testing.T) {
 
 // TestConvScratchIsBounded: a conv whose column matrix is far larger than
 // the bound (one image's im2col is 64·9·128·128 f32 = 36 MiB, eight
-// images 288 MiB) holds at most ConvScratchMax of scratch, and reruns
-// reuse it (no new arena).
+// images 288 MiB) holds at most ConvScratchMax of scratch, through im2col
+// tiles and through per-tap GEMMs, and reruns reuse it (no new arena).
 func TestConvScratchIsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large inputs")
@@ -116,18 +119,22 @@ func TestConvScratchIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := map[string]*tensor.Tensor{"x": randTensor(t, r, dtype.F32, N, C, H, W), "w": randTensor(t, r, dtype.F32, O, C, 3, 3)}
-	e := cpu.New()
-	for range 2 {
-		if _, err := p.Run(context.Background(), e, in); err != nil {
-			t.Fatal(err)
+	for _, taps := range []bool{true, false} {
+		restore := cpu.SetConvTaps(taps)
+		e := cpu.New()
+		for range 2 {
+			if _, err := p.Run(context.Background(), e, in); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	s := e.MemStats()
-	if s.LiveBytes > cpu.ConvScratchMax+4096 {
-		t.Errorf("conv scratch: %d bytes live, bound %d", s.LiveBytes, cpu.ConvScratchMax)
-	}
-	if s.ArenasMade != 1 {
-		t.Errorf("two runs made %d arenas, want 1 (the scratch, reused)", s.ArenasMade)
+		restore()
+		s := e.MemStats()
+		if s.LiveBytes > cpu.ConvScratchMax+4096 {
+			t.Errorf("taps=%v: conv scratch: %d bytes live, bound %d", taps, s.LiveBytes, cpu.ConvScratchMax)
+		}
+		if s.ArenasMade != 1 {
+			t.Errorf("taps=%v: two runs made %d arenas, want 1 (the scratch, reused)", taps, s.ArenasMade)
+		}
 	}
 }
 

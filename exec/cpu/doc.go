@@ -11,6 +11,10 @@
 // is narrowed into the output buffer. Tiles are spread over all cores
 // (golang.org/x/sync/errgroup); small kernels run on the calling goroutine.
 //
+// Matmul steps (matmul.go) and convolution steps (conv.go) run on the host
+// BLAS; a convolution's scratch (its column tiles, padded copies) is bounded
+// and comes from the arenas like the temporaries.
+//
 // Each intermediate value is rounded to its node's dtype (f16/bf16 values to
 // half precision, u8/u32 wrapped) right after it is computed, so a fused
 // kernel gives bit-for-bit the results of running its ops one at a time.
