@@ -17,10 +17,13 @@ import (
 // Convolution steps (ir.OpConv, ir.OpConvTranspose) run on the executor's
 // host BLAS (matmul.go), 1-D convolutions as 2-D ones of height 1.
 //
-//   - conv with stride 1 (forwardTaps): one GEMM per kernel tap, w_tap
-//     [Cout/G, Cin/G] times the zero-padded input shifted by the tap, all
-//     accumulating into a "wide" output whose rows have the padded width;
-//     its first OW columns are the result. No column matrix is written.
+//   - conv with vertical stride 1 (forwardRows): the input is copied once
+//     per kernel column kx into padded rows of OW pixels (the taps' column
+//     shifts and the horizontal stride baked in), and one GEMM per kernel
+//     row ky, w_ky [Cout/G, Cin/G·KW] times those rows shifted down by ky,
+//     accumulates into the NCHW output: KW copies of the input instead of
+//     im2col's KH·KW, with GEMMs as large as im2col's. In bands of output
+//     rows when whole images do not fit.
 //   - other convs (forward): im2col + GEMM. For each image and group, a tile
 //     of output pixels becomes a column matrix [Cin/G·KH·KW, pixels] (zeros
 //     where a tap falls in the padding) and one GEMM w_g [Cout/G,
@@ -66,9 +69,9 @@ var convTileTarget = 8 << 20
 // each cache-line aligned) may add to their sizes.
 const convSlack = 4 * slotAlign
 
-// convTaps enables forwardTaps (tests turn it off to run every stride-1
-// conv through im2col tiles too).
-var convTaps = true
+// convRows enables forwardRows (tests turn it off to run every conv
+// through im2col tiles too).
+var convRows = true
 
 // convGeom is a convolution step's geometry, 1-D steps as 2-D of height 1.
 // For conv the "source" grid is the output and the "target" grid the
@@ -123,10 +126,10 @@ func (g convGeom) pointwise() bool {
 	return !g.transposed && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0
 }
 
-// tapGEMM reports a conv with stride 1 and more than one tap: it runs as
-// one GEMM per tap over a padded copy of the input (forwardTaps).
-func (g convGeom) tapGEMM() bool {
-	return !g.transposed && g.sh == 1 && g.sw == 1 && g.taps() > 1
+// rowShift reports a conv with vertical stride 1 that is not a plain GEMM:
+// forwardRows runs it.
+func (g convGeom) rowShift() bool {
+	return !g.transposed && g.sh == 1 && !g.pointwise()
 }
 
 // depthwise reports a conv with one input channel per group.
@@ -215,7 +218,7 @@ type convJob[T float32 | float64] struct {
 type convPlan struct {
 	nb, tile, cc int
 	bytes        int  // scratch bytes
-	taps         bool // per-tap GEMMs on a padded copy of nb images (forwardTaps)
+	rows         bool // forwardRows, in bands of tile output rows
 }
 
 // native reports whether results are stored as T (no float32 staging).
@@ -247,8 +250,8 @@ func (j *convJob[T]) run(ctx context.Context) error {
 	switch {
 	case g.transposed:
 		return j.transposed(ctx, pl, &sc)
-	case pl.taps:
-		return j.forwardTaps(ctx, pl, &sc)
+	case pl.rows:
+		return j.forwardRows(ctx, pl, &sc)
 	}
 	return j.forward(ctx, pl, &sc)
 }
@@ -288,15 +291,27 @@ func (j *convJob[T]) plan() (convPlan, error) {
 		}
 	}
 	room := min(int64(convScratchMax), j.e.scratchRoom(j.k))
-	if g.tapGEMM() && convTaps {
-		// Per-tap GEMMs when at least one image's padded copy and wide
-		// output fit; else im2col tiles, which can be as small as a pixel.
-		Hp, Wp := g.ih+2*g.ph, g.iw+2*g.pw
-		tapFixed := fixed + align(g.taps()*g.cout*g.cig*esz) + (g.kw-1)*g.dw*esz + convSlack
-		perImage := (g.cin*Hp*Wp + g.cout*g.oh*Wp) * esz
-		if budget := min(int(room)-tapFixed, max(convTileTarget, perImage)); budget >= perImage {
-			pl.taps, pl.nb = true, min(g.n, budget/perImage)
-			pl.bytes = tapFixed + pl.nb*perImage
+	if g.rowShift() && convRows {
+		// Bands of output rows: whole images when one fits (several per
+		// GEMM call when they fit), else the most rows that fit; else
+		// im2col tiles, which can be as small as a pixel.
+		rowsFixed := fixed + align(g.cout*g.cig*g.taps()*esz) + convSlack
+		perRow := g.cin * g.kw * g.ow * esz // one padded row of every copy
+		if !j.native() {
+			perRow += g.cout * g.ow * 4 // the float32 output rows
+		}
+		halo := (g.kh - 1) * g.dh * g.cin * g.kw * g.ow * esz // rows below the band
+		perImage := g.oh*perRow + halo
+		// The target, but at least one row where the room allows.
+		budget := min(int(room)-rowsFixed, max(convTileTarget, perRow+halo))
+		switch {
+		case budget >= perImage:
+			pl.rows, pl.tile, pl.nb = true, g.oh, min(g.n, budget/perImage)
+		case budget >= perRow+halo:
+			pl.rows, pl.tile, pl.nb = true, (budget-halo)/perRow, 1
+		}
+		if pl.rows {
+			pl.bytes = rowsFixed + pl.nb*(pl.tile*perRow+halo)
 			return pl, nil
 		}
 	}
@@ -386,79 +401,94 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 	return nil
 }
 
-// forwardTaps runs a stride-1 conv without a column matrix. With the input
-// zero-padded to Hp × Wp, tap (ky, kx) of every output pixel (oy, ox) reads
-// padded element (oy + ky·dh)·Wp + ox + kx·dw: over the "wide" output
-// pixels oy·Wp + ox' (ox' < Wp), that is the padded plane shifted by
-// ky·dh·Wp + kx·dw, a matrix [Cin/G, OH·Wp] with the plane as its leading
-// dimension. So out_wide = Σ_taps w_tap [Cout/G, Cin/G] · shifted planes is
-// one GEMM per tap (accumulating, beta = 1), and the output is the wide
-// rows' first OW columns (the other Wp − OW are discarded: their reads
-// run into the next row, and past the last plane into a zeroed tail).
-// Compared with im2col this writes no column matrix (KH·KW copies of the
-// input), for Wp/OW more multiply-adds.
-func (j *convJob[T]) forwardTaps(ctx context.Context, pl convPlan, sc *carver) error {
+// forwardRows runs a conv with vertical stride 1 without a column matrix.
+// For a band of output rows [oy0, oy1) it writes, per input channel ci and
+// kernel column kx, the rows xr[ci][kx][y][ox] = x[ci][oy0 + y − ph][ox·sw
+// + kx·dw − pw] (0 in the padding) for y over the band and the (KH − 1)·dh
+// rows below it. Output pixel (oy, ox)'s tap (ky, kx) is then
+// xr[ci][kx][oy − oy0 + ky·dh][ox]: for one ky, over the band's pixels, a
+// matrix [Cin/G·KW, band·OW] with the copy's plane as its leading
+// dimension, shifted by ky·dh rows. So the band's output is Σ_ky w_ky
+// [Cout/G, Cin/G·KW] · xr shifted by ky, one GEMM per ky (beta = 1 after
+// the first) writing the output rows in place.
+func (j *convJob[T]) forwardRows(ctx context.Context, pl convPlan, sc *carver) error {
 	g := j.g
-	Hp, Wp := g.ih+2*g.ph, g.iw+2*g.pw
-	plane, wideP, P := Hp*Wp, g.oh*Wp, g.oh*g.ow
-	tail := (g.kw - 1) * g.dw
-	wt := carve[T](sc, g.taps()*g.cout*g.cig)
-	xpad := carve[T](sc, pl.nb*g.cin*plane+tail)
-	wide := carve[T](sc, pl.nb*g.cout*wideP)
-	clear(xpad[len(xpad)-tail:])
-	// wt[tap][co][ci] = w[co][ci][tap]: each tap's weights a row-major
-	// [Cout, Cin/G] matrix.
+	P, KW := g.oh*g.ow, g.cig*g.kw
+	halo := (g.kh - 1) * g.dh
+	wt := carve[T](sc, g.kh*g.cout*KW)
+	// wt[ky][co][ci·KW + kx] = w[co][ci][ky][kx].
 	j.parallel(g.cout, g.cig*g.taps(), func(co int) {
 		for ci := range g.cig {
 			for tap := range g.taps() {
-				wt[(tap*g.cout+co)*g.cig+ci] = j.w[(co*g.cig+ci)*g.taps()+tap]
+				ky, kx := tap/g.kw, tap%g.kw
+				wt[(ky*g.cout+co)*KW+ci*g.kw+kx] = j.w[(co*g.cig+ci)*g.taps()+tap]
 			}
 		}
 	})
+	xr := carve[T](sc, pl.nb*g.cin*g.kw*(pl.tile+halo)*g.ow)
+	var cs []T
+	if !j.native() {
+		cs = carve[T](sc, pl.nb*g.cout*pl.tile*g.ow)
+	}
+	lo := make([]int, g.kw) // the output columns whose tap kx is inside the input
+	hi := make([]int, g.kw)
+	for kx := range g.kw {
+		lo[kx], hi[kx] = tapRange(g.ow, g.sw, g.pw, kx*g.dw, g.iw)
+	}
 	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		nb := min(pl.nb, g.n-n0)
-		j.parallel(nb*g.cin, plane, func(r int) {
-			dst := xpad[r*plane : (r+1)*plane]
-			src := j.xOff + (n0*g.cin+r)*g.ih*g.iw
-			clear(dst[:g.ph*Wp])
-			clear(dst[(g.ph+g.ih)*Wp:])
-			for y := range g.ih {
-				row := dst[(g.ph+y)*Wp : (g.ph+y+1)*Wp]
-				clear(row[:g.pw])
-				clear(row[g.pw+g.iw:])
-				j.read(row[g.pw:g.pw+g.iw], src+y*g.iw, 1)
+		for oy0 := 0; oy0 < g.oh; oy0 += pl.tile {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-		})
-		for gi := range g.gr {
-			for tap := range g.taps() {
-				ky, kx := tap/g.kw, tap%g.kw
-				c := blas.Call{M: g.cog, N: wideP, K: g.cig, LDA: g.cig, LDB: plane, LDC: wideP,
-					StrideB: g.cin * plane, StrideC: g.cout * wideP, Batch: nb, Alpha: 1}
-				if tap > 0 {
-					c.Beta = 1
+			band := min(pl.tile, g.oh-oy0)
+			rows := band + halo
+			plane := rows * g.ow // one (ci, kx) copy
+			j.parallel(nb*g.cin*g.kw, plane, func(r int) {
+				kx, ci := r%g.kw, r/g.kw // ci counts over the batch's images
+				dst := xr[r*plane : (r+1)*plane]
+				src := j.xOff + (n0*g.cin+ci)*g.ih*g.iw
+				a, b := lo[kx], hi[kx]
+				for y := range rows {
+					row := dst[y*g.ow : (y+1)*g.ow]
+					iy := oy0 + y - g.ph
+					if iy < 0 || iy >= g.ih || a >= b {
+						clear(row)
+						continue
+					}
+					clear(row[:a])
+					clear(row[b:])
+					j.read(row[a:b], src+iy*g.iw+a*g.sw-g.pw+kx*g.dw, g.sw)
 				}
-				a := wt[(tap*g.cout+gi*g.cog)*g.cig:]
-				b := xpad[gi*g.cig*plane+ky*g.dh*Wp+kx*g.dw:]
-				if err := gemmT(h, c, a, b, wide[gi*g.cog*wideP:]); err != nil {
-					return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+			})
+			for gi := range g.gr {
+				for ky := range g.kh {
+					c := blas.Call{M: g.cog, N: band * g.ow, K: KW, LDA: KW, LDB: plane, StrideB: g.cin * g.kw * plane, Batch: nb, Alpha: 1}
+					if ky > 0 {
+						c.Beta = 1
+					}
+					var cc []T
+					if j.native() {
+						cc = j.outT[(n0*g.cout+gi*g.cog)*P+oy0*g.ow:]
+						c.LDC, c.StrideC = P, g.cout*P
+					} else {
+						cc = cs[gi*g.cog*band*g.ow:]
+						c.LDC, c.StrideC = band*g.ow, g.cout*band*g.ow
+					}
+					b := xr[gi*KW*plane+ky*g.dh*g.ow:]
+					if err := gemmT(h, c, wt[(ky*g.cout+gi*g.cog)*KW:], b, cc); err != nil {
+						return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+					}
 				}
+			}
+			if !j.native() {
+				t := band * g.ow
+				j.parallel(nb*g.cout, t, func(r int) {
+					store(j.out, (n0*g.cout+r)*P+oy0*g.ow, tileOf(cs[r*t:(r+1)*t]))
+				})
 			}
 		}
-		j.parallel(nb*g.cout, P, func(r int) {
-			for oy := range g.oh {
-				row := wide[r*wideP+oy*Wp:][:g.ow]
-				o := (n0*g.cout+r)*P + oy*g.ow
-				if j.native() {
-					copy(j.outT[o:o+g.ow], row)
-				} else {
-					store(j.out, o, tileOf(row))
-				}
-			}
-		})
 	}
 	return nil
 }

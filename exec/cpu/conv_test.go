@@ -18,16 +18,16 @@ import (
 )
 
 // TestConvTiles runs the conformance convolution group with the smallest
-// tiles: one image at a time through the per-tap GEMMs of stride-1 convs,
-// one pixel at a time through im2col and col2im (and, with the per-tap
-// path off, through im2col for every conv). Every step then loops over
+// tiles: one output row at a time through the row bands of convs with
+// vertical stride 1, one pixel at a time through im2col and col2im (and,
+// with the row bands off, through im2col for every conv). Every step then loops over
 // many tiles that split output rows, images and channel chunks, on every
 // path (f16/bf16 staging too), against the same float64 references.
 func TestConvTiles(t *testing.T) {
 	defer cpu.SetConvTileTarget(1)()
 	newExec := func(p byte) exec.Executor { return cpu.New().Poison(p) }
-	t.Run("taps", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
-	defer cpu.SetConvTaps(false)()
+	t.Run("rows", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
+	defer cpu.SetConvRows(false)()
 	t.Run("im2col", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
 }
 
@@ -103,7 +103,7 @@ func TestConvScratchFitsTheLimit(t *testing.T) {
 // TestConvScratchIsBounded: a conv whose column matrix is far larger than
 // the bound (one image's im2col is 64·9·128·128 f32 = 36 MiB, eight
 // images 288 MiB) holds at most ConvScratchMax of scratch, through im2col
-// tiles and through per-tap GEMMs, and reruns reuse it (no new arena).
+// tiles and through row bands, and reruns reuse it (no new arena).
 func TestConvScratchIsBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large inputs")
@@ -119,8 +119,8 @@ func TestConvScratchIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := map[string]*tensor.Tensor{"x": randTensor(t, r, dtype.F32, N, C, H, W), "w": randTensor(t, r, dtype.F32, O, C, 3, 3)}
-	for _, taps := range []bool{true, false} {
-		restore := cpu.SetConvTaps(taps)
+	for _, rows := range []bool{true, false} {
+		restore := cpu.SetConvRows(rows)
 		e := cpu.New()
 		for range 2 {
 			if _, err := p.Run(context.Background(), e, in); err != nil {
@@ -130,10 +130,10 @@ func TestConvScratchIsBounded(t *testing.T) {
 		restore()
 		s := e.MemStats()
 		if s.LiveBytes > cpu.ConvScratchMax+4096 {
-			t.Errorf("taps=%v: conv scratch: %d bytes live, bound %d", taps, s.LiveBytes, cpu.ConvScratchMax)
+			t.Errorf("rows=%v: conv scratch: %d bytes live, bound %d", rows, s.LiveBytes, cpu.ConvScratchMax)
 		}
 		if s.ArenasMade != 1 {
-			t.Errorf("taps=%v: two runs made %d arenas, want 1 (the scratch, reused)", taps, s.ArenasMade)
+			t.Errorf("rows=%v: two runs made %d arenas, want 1 (the scratch, reused)", rows, s.ArenasMade)
 		}
 	}
 }

@@ -14,10 +14,10 @@ func SetConvTileTarget(n int) (restore func()) {
 // ConvScratchMax is the bound on a conv step's scratch.
 const ConvScratchMax = convScratchMax
 
-// SetConvTaps turns the per-tap GEMM path of stride-1 convs on or off and
-// returns a function that restores it.
-func SetConvTaps(on bool) (restore func()) {
-	old := convTaps
-	convTaps = on
-	return func() { convTaps = old }
+// SetConvRows turns the row-band path of convs with vertical stride 1
+// (forwardRows) on or off and returns a function that restores it.
+func SetConvRows(on bool) (restore func()) {
+	old := convRows
+	convRows = on
+	return func() { convRows = old }
 }
