@@ -366,37 +366,40 @@ func (s *suite) convViews(t *testing.T) {
 		x, w   *graph.Tensor
 		xv, wv vals
 	}
+	// steps is the plan's step count: 1 when both operands are read in
+	// place, one more per copied or computed operand.
 	cases := []struct {
-		name string
-		c    convSpec
-		mk   func(tc *tcase, dt dtype.DType, c convSpec) built
+		name  string
+		c     convSpec
+		steps int
+		mk    func(tc *tcase, dt dtype.DType, c convSpec) built
 	}{
-		{"x-permuted", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"x-permuted", c2, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N, H, C, W}, mmGen)
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Permute(0, 2, 1, 3), w, xv.permute([]int{0, 2, 1, 3}), wv}
 		}},
-		{"x-channel-narrow", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"x-channel-narrow", c2, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N, C + 3, H, W}, mmGen)
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Narrow(1, 2, C), w, xv.narrow(1, 2, C), wv}
 		}},
-		{"x-batch-offset", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"x-batch-offset", c2, 1, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N + 2, C, H, W}, mmGen)
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Narrow(0, 1, N), w, xv.narrow(0, 1, N), wv}
 		}},
-		{"w-transposed", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"w-transposed", c2, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, c.x, mmGen)
 			w, wv := tc.input("w", dt, []int{C, O, 3, 3}, mmGen)
 			return built{x, w.Transpose(0, 1), xv, wv.transpose(0, 1)}
 		}},
-		{"w-offset", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"w-offset", c2, 1, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, c.x, mmGen)
 			w, wv := tc.input("w", dt, []int{O + 1, C, 3, 3}, mmGen)
 			return built{x, w.Narrow(0, 1, O), xv, wv.narrow(0, 1, O)}
 		}},
-		{"x-computed", c2, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"x-computed", c2, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			// x·2 − 1 is exact in every float dtype for inputs in [0, 1]
 			// that are dtype values.
 			xv := mmGen.draw(tc.r, dt, c.x)
@@ -411,17 +414,17 @@ func (s *suite) convViews(t *testing.T) {
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Affine(2, -1), w, want, wv}
 		}},
-		{"transposed-x-offset-w-transposed", cT, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"transposed-x-offset-w-transposed", cT, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N + 1, C, H, W}, mmGen)
 			w, wv := tc.input("w", dt, []int{O, C, 3, 2}, mmGen)
 			return built{x.Narrow(0, 1, N), w.Transpose(0, 1), xv.narrow(0, 1, N), wv.transpose(0, 1)}
 		}},
-		{"transposed-x-channel-narrow", cT, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"transposed-x-channel-narrow", cT, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N, C + 1, H, W}, mmGen)
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Narrow(1, 1, C), w, xv.narrow(1, 1, C), wv}
 		}},
-		{"1d-x-transposed", c1, func(tc *tcase, dt dtype.DType, c convSpec) built {
+		{"1d-x-transposed", c1, 2, func(tc *tcase, dt dtype.DType, c convSpec) built {
 			x, xv := tc.input("x", dt, []int{N, 7, C}, mmGen)
 			w, wv := tc.input("w", dt, c.w, mmGen)
 			return built{x.Transpose(1, 2), w, xv.transpose(1, 2), wv}
@@ -434,6 +437,9 @@ func (s *suite) convViews(t *testing.T) {
 				b := vc.mk(tc, dt, vc.c)
 				tc.convExpect("y", vc.c.build(b.x, b.w), vc.c, b.xv, b.wv)
 				tc.run()
+				if n := len(tc.compile().Plan().Steps); n != vc.steps {
+					t.Errorf("the plan has %d steps, want %d", n, vc.steps)
+				}
 			})
 		}
 	}
