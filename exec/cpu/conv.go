@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -721,21 +722,43 @@ func (j *convJob[T]) depthwise(ctx context.Context) error {
 }
 
 // read copies n = len(dst) input elements x[pos + i·stride] into dst,
-// widening f16 and bf16.
+// widening f16 and bf16. The f32 and f64 loops are written out: im2col's
+// runs are short (an output row), and a conversion called per element
+// cost more than the copy.
 func (j *convJob[T]) read(dst []T, pos, stride int) {
-	if stride == 1 {
-		switch d := any(dst).(type) {
-		case []float32:
-			if j.x.dt == dtype.F32 {
-				copy(d, j.x.f32[pos:pos+len(d)])
-				return
+	switch d := any(dst).(type) {
+	case []float32:
+		switch j.x.dt {
+		case dtype.F32:
+			copyStrided(d, j.x.f32, pos, stride)
+			return
+		case dtype.BF16:
+			src := j.x.b16[pos:]
+			for i := range d {
+				d[i] = math.Float32frombits(uint32(src[i*stride]) << 16)
 			}
-		case []float64:
-			copy(d, j.x.f64[pos:pos+len(d)])
 			return
 		}
+	case []float64:
+		copyStrided(d, j.x.f64, pos, stride)
+		return
 	}
 	fill(tileOf(dst), j.x, pos, stride, 0, len(dst))
+}
+
+// copyStrided sets dst[i] = src[pos + i·stride].
+func copyStrided[T float32 | float64](dst, src []T, pos, stride int) {
+	if stride == 1 {
+		copy(dst, src[pos:pos+len(dst)])
+		return
+	}
+	if len(dst) == 0 {
+		return
+	}
+	src = src[pos : pos+(len(dst)-1)*stride+1]
+	for i := range dst {
+		dst[i] = src[i*stride]
+	}
 }
 
 // xT is the input as T (f32 with float32, f64 with float64).
