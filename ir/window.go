@@ -65,7 +65,11 @@ func (n *Node) Conv() ConvParams {
 }
 
 // OutShape returns the output shape of a convolution (transposed or not) of
-// x by w, or an error naming what does not fit.
+// x by w, or an error naming what does not fit: the parameter, its value
+// and the spatial axis (L for 1-D; H or W for 2-D). The checks are
+// PyTorch's (aten's check_shape_forward and conv output sizes), plus a
+// bound of MaxConvParam on every spatial parameter so that no size
+// computation overflows.
 func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 	r := p.Rank
 	if r != 1 && r != 2 {
@@ -77,29 +81,41 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 	if len(w) != r+2 {
 		return nil, fmt.Errorf("weight %v has rank %d, want %d", w, len(w), r+2)
 	}
-	if p.Groups < 1 {
-		return nil, fmt.Errorf("groups %d: want ≥ 1", p.Groups)
+	if p.Groups < 1 || p.Groups > MaxConvParam {
+		return nil, fmt.Errorf("groups %d: want between 1 and %d", p.Groups, MaxConvParam)
 	}
 	for a := 0; a < r; a++ {
+		ax := p.axis(a)
+		for _, v := range []struct {
+			name string
+			v    int
+		}{{"stride", p.Stride[a]}, {"padding", p.Padding[a]}, {"dilation", p.Dilation[a]}, {"output_padding", p.OutputPadding[a]}} {
+			if v.v > MaxConvParam {
+				return nil, fmt.Errorf("%s %d on %s: too large (at most %d)", v.name, v.v, ax, MaxConvParam)
+			}
+		}
 		switch {
 		case p.Stride[a] < 1:
-			return nil, fmt.Errorf("stride %d on spatial axis %d: want ≥ 1", p.Stride[a], a)
+			return nil, fmt.Errorf("stride %d on %s: want ≥ 1", p.Stride[a], ax)
 		case p.Dilation[a] < 1:
-			return nil, fmt.Errorf("dilation %d on spatial axis %d: want ≥ 1", p.Dilation[a], a)
+			return nil, fmt.Errorf("dilation %d on %s: want ≥ 1", p.Dilation[a], ax)
 		case p.Padding[a] < 0:
-			return nil, fmt.Errorf("padding %d on spatial axis %d: want ≥ 0", p.Padding[a], a)
+			return nil, fmt.Errorf("padding %d on %s: want ≥ 0", p.Padding[a], ax)
 		case p.OutputPadding[a] < 0:
-			return nil, fmt.Errorf("output_padding %d on spatial axis %d: want ≥ 0", p.OutputPadding[a], a)
+			return nil, fmt.Errorf("output_padding %d on %s: want ≥ 0", p.OutputPadding[a], ax)
 		case !transposed && p.OutputPadding[a] != 0:
-			return nil, fmt.Errorf("output_padding %d on spatial axis %d: only transposed convolutions have it", p.OutputPadding[a], a)
+			return nil, fmt.Errorf("output_padding %d on %s: only transposed convolutions have it", p.OutputPadding[a], ax)
 		case transposed && p.OutputPadding[a] >= max(p.Stride[a], p.Dilation[a]):
-			return nil, fmt.Errorf("output_padding %d on spatial axis %d: must be smaller than the stride (%d) or the dilation (%d)",
-				p.OutputPadding[a], a, p.Stride[a], p.Dilation[a])
+			return nil, fmt.Errorf("output_padding %d on %s: must be smaller than the stride (%d) or the dilation (%d)",
+				p.OutputPadding[a], ax, p.Stride[a], p.Dilation[a])
 		}
 	}
 	n, cin := x[0], x[1]
 	var cout int
 	if !transposed {
+		if cin%p.Groups != 0 {
+			return nil, fmt.Errorf("input %v: %d channels are not divisible by groups %d", x, cin, p.Groups)
+		}
 		if w[0]%p.Groups != 0 {
 			return nil, fmt.Errorf("weight %v: %d output channels are not divisible by groups %d", w, w[0], p.Groups)
 		}
@@ -114,36 +130,60 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 		if cin != w[0] {
 			return nil, fmt.Errorf("input %v has %d channels, weight %v expects %d (weight dim 0)", x, cin, w, w[0])
 		}
+		if w[1] > math.MaxInt/p.Groups {
+			return nil, fmt.Errorf("weight %v: %d output channels per group × groups %d overflows", w, w[1], p.Groups)
+		}
 		cout = w[1] * p.Groups
 	}
 	out := []int{n, cout}
 	for a := 0; a < r; a++ {
-		in, k := x[2+a], w[2+a]
+		in, k, ax := x[2+a], w[2+a], p.axis(a)
 		if k < 1 {
-			return nil, fmt.Errorf("weight %v has an empty kernel on spatial axis %d", w, a)
+			return nil, fmt.Errorf("weight %v has an empty kernel on %s", w, ax)
 		}
-		span := p.Dilation[a]*(k-1) + 1 // the dilated kernel's extent
+		if k > MaxConvParam || in > math.MaxInt/4 {
+			return nil, fmt.Errorf("input %v or weight %v too large on %s", x, w, ax)
+		}
+		span := p.Dilation[a]*(k-1) + 1 // the dilated kernel's extent (< 2^62)
 		var o int
 		if !transposed {
 			padded := in + 2*p.Padding[a]
 			if span > padded {
-				return nil, fmt.Errorf("kernel %d (dilated to %d) on spatial axis %d is larger than the padded input (%d + 2·%d = %d)",
-					k, span, a, in, p.Padding[a], padded)
+				return nil, fmt.Errorf("kernel %d (dilated to %d) on %s is larger than the padded input (%d + 2·%d = %d)",
+					k, span, ax, in, p.Padding[a], padded)
 			}
 			o = (padded-span)/p.Stride[a] + 1
 		} else {
 			if in < 1 {
-				return nil, fmt.Errorf("input %v is empty on spatial axis %d", x, a)
+				return nil, fmt.Errorf("input %v is empty on %s", x, ax)
+			}
+			if in-1 > (math.MaxInt/4)/p.Stride[a] {
+				return nil, fmt.Errorf("output size on %s overflows: (in %d − 1)·stride %d", ax, in, p.Stride[a])
 			}
 			o = (in-1)*p.Stride[a] - 2*p.Padding[a] + span + p.OutputPadding[a]
 			if o < 1 {
-				return nil, fmt.Errorf("output size %d on spatial axis %d ≤ 0: (in %d − 1)·stride %d − 2·padding %d + dilated kernel %d + output_padding %d",
-					o, a, in, p.Stride[a], p.Padding[a], span, p.OutputPadding[a])
+				return nil, fmt.Errorf("output size %d on %s ≤ 0: (in %d − 1)·stride %d − 2·padding %d + dilated kernel %d + output_padding %d",
+					o, ax, in, p.Stride[a], p.Padding[a], span, p.OutputPadding[a])
 			}
 		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// MaxConvParam bounds every stride, padding, dilation, output padding,
+// kernel extent and group count (2^31 − 1, the largest 32-bit int, which is
+// what the vendor libraries take): sizes computed from them then stay far
+// from overflow.
+const MaxConvParam = 1<<31 - 1
+
+// axis names spatial axis a for messages: "axis L" for 1-D, "axis H" or
+// "axis W" for 2-D.
+func (p ConvParams) axis(a int) string {
+	if p.Rank == 1 {
+		return "axis L"
+	}
+	return "axis " + string("HW"[a])
 }
 
 // PoolParams are a pool's parameters (OpMaxPool, OpAvgPool) over NCHW

@@ -30,12 +30,14 @@ func TestCPU(t *testing.T) {
 func TestCPUOneWorker(t *testing.T) {
 	t.Run("Large", func(t *testing.T) { conformance.Large(t, oneWorker, graph.Options{}) })
 	t.Run("Views", func(t *testing.T) { conformance.Views(t, oneWorker, graph.Options{}) })
+	t.Run("Conv", func(t *testing.T) { conformance.Conv(t, oneWorker, graph.Options{}) })
 }
 
-// TestCPUMatmulGonum runs the matmul group with the host BLAS forced to
-// gonum's pure Go (LOOM_BLAS=gonum), so that both CPU paths pass the same
-// tests wherever OpenBLAS is installed (CI installs it, and TestCPU then
-// runs on it); and on one worker, the serial path.
+// TestCPUMatmulGonum runs the matmul and convolution groups with the host
+// BLAS forced to gonum's pure Go (LOOM_BLAS=gonum), so that both CPU paths
+// pass the same tests wherever OpenBLAS is installed (CI installs it, and
+// TestCPU then runs on it); and the matmul group on one worker, the serial
+// path.
 func TestCPUMatmulGonum(t *testing.T) {
 	t.Setenv("LOOM_BLAS", "gonum")
 	gonum := func(p byte) exec.Executor {
@@ -48,4 +50,5 @@ func TestCPUMatmulGonum(t *testing.T) {
 	t.Run("fused", func(t *testing.T) { conformance.Matmul(t, gonum, graph.Options{}) })
 	t.Run("unfused", func(t *testing.T) { conformance.Matmul(t, gonum, graph.Options{NoFusion: true}) })
 	t.Run("one-worker", func(t *testing.T) { conformance.Matmul(t, oneWorker, graph.Options{}) })
+	t.Run("Conv", func(t *testing.T) { conformance.Conv(t, gonum, graph.Options{}) })
 }

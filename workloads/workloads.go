@@ -24,6 +24,8 @@ type Size struct {
 	Rows, Cols int
 	// GemmN is the size of the W9 GEMMs (n × n × n).
 	GemmN int
+	// Conv is the size of the W12 convolutions.
+	Conv ConvSize
 }
 
 // Workload is one benchmark graph.
@@ -52,7 +54,7 @@ var All = []Workload{
 
 // ByID finds a workload.
 func ByID(id string) (Workload, error) {
-	for _, w := range append(append(All[:len(All):len(All)], Dense...), Pools...) {
+	for _, w := range append(append(append(All[:len(All):len(All)], Dense...), Pools...), Conv...) {
 		if w.ID == id {
 			return w, nil
 		}

@@ -30,6 +30,9 @@ type benchFlags struct {
 	reps      *int
 	json      *string
 	gemmN     *int
+	convN     *int
+	convC     *int
+	convHW    *int
 	compile   *int
 	reruns    *int
 }
@@ -40,13 +43,16 @@ func newBenchFlags(w io.Writer) *benchFlags {
 	return &benchFlags{
 		fs:        fs,
 		device:    fs.String("device", "auto", "executor: "+devices),
-		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8, then W9-f32,W9-f16,W9-bf16,W10,W11,W12d,W12e on a GPU or W9-f32,block-mm,block-bcast on the CPU)"),
+		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; W13 (quantized decode) on request)"),
 		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
 		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
 		reps:      fs.Int("reps", 10, "timed runs per configuration (the median is reported)"),
 		json:      fs.String("json", "", "also write the results as JSON to this file"),
 		gemmN:     fs.Int("gemm-n", 0, "size of the W9 GEMMs (default 4096 on a GPU, 1024 on the CPU)"),
+		convN:     fs.Int("conv-n", 0, "images of the W12 convolutions (default 32 on a GPU, 8 on the CPU)"),
+		convC:     fs.Int("conv-c", 0, "channels in and out of the W12 convolutions (default 256 on a GPU, 64 on the CPU)"),
+		convHW:    fs.Int("conv-hw", 0, "height and width of the W12 convolutions (default 56)"),
 		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
 		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 	}
@@ -87,11 +93,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	gpu := e.Name() != "cpu"
-	sz := workloads.Size{Elems: 1 << 24, Rows: 2048, Cols: 8192, GemmN: 1024}
-	list := "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,block-mm,block-bcast"
+	sz := workloads.Size{Elems: 1 << 24, Rows: 2048, Cols: 8192, GemmN: 1024, Conv: workloads.CPUConv}
+	list := "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,block-mm,block-bcast,W12,W12-crb"
 	if gpu {
-		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192, GemmN: 4096}
-		list = "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,W9-f16,W9-bf16,W10,W11,W12d,W12e"
+		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192, GemmN: 4096, Conv: workloads.GPUConv}
+		list = "W1,W2,W3,W4,W5,W6,W7,W8,W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e"
 	}
 	if *f.workloads != "" {
 		list = *f.workloads
@@ -101,6 +107,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *f.elems > 0 {
 		sz.Elems = *f.elems
+	}
+	for _, c := range []struct {
+		flag int
+		dst  *int
+	}{{*f.convN, &sz.Conv.N}, {*f.convC, &sz.Conv.C}, {*f.convHW, &sz.Conv.HW}} {
+		if c.flag > 0 {
+			*c.dst = c.flag
+		}
 	}
 	if *f.rows > 0 {
 		sz.Rows = *f.rows
@@ -120,7 +134,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if gpu {
 		timing = "device events per run, launches queued ahead"
 	}
-	fmt.Fprintf(stdout, "loom bench on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d reps=%d; timing: %s\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols, *f.reps, timing)
+	fmt.Fprintf(stdout, "loom bench on %s (%s); GOMAXPROCS=%d; elems=%d rows=%d cols=%d conv=%dx%dx%d² reps=%d; timing: %s\n", e.Name(), why, runtime.GOMAXPROCS(0), sz.Elems, sz.Rows, sz.Cols, sz.Conv.N, sz.Conv.C, sz.Conv.HW, *f.reps, timing)
 	if bn, ok := e.(exec.BLASNamer); ok {
 		fmt.Fprintf(stdout, "matmul on %s: %s\n", e.Name(), bn.BLAS())
 	}

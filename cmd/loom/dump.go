@@ -39,6 +39,17 @@ var dumpGraphs = map[string]func() *graph.Graph{
 		g.Output("y", graph.Linear(x, w, b).Gelu().Add(x.Affine(0.5, 0)))
 		return g
 	},
+	// conv: a ResNet block's conv → bias → relu → residual add: one conv
+	// step and one fused epilogue kernel.
+	"conv": func() *graph.Graph {
+		g := graph.New()
+		x := g.Input("x", dtype.F32, 2, 16, dumpRows, dumpRows)
+		w := g.Input("w", dtype.F32, 16, 16, 3, 3)
+		b := g.Input("b", dtype.F32, 16)
+		y := graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}})
+		g.Output("y", y.Add(b.Reshape(1, 16, 1, 1)).Relu().Add(x))
+		return g
+	},
 }
 
 func init() {
@@ -71,7 +82,7 @@ func newDumpFlags(stderr io.Writer) *dumpFlags {
 		format: fs.String("format", graph.DumpText, "the dump `format`: text (the compiled graph), dot (Graphviz), plan (steps and buffers) or log (what each compiler pass did)"),
 		out:    fs.String("o", "", "write to `FILE` instead of stdout"),
 		fusion: fs.Bool("fusion", true, "fuse elementwise chains (false: one step per op; LOOM_FUSION=0 also turns fusion off)"),
-		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d), linear (a GEMM and its epilogue) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
+		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d), linear (a GEMM and its epilogue), conv (a conv and its epilogue) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
 		device: fs.String("device", "auto", "for -format placement: the executor whose placement to show ("+devices+")"),
 	}
 }

@@ -13,6 +13,9 @@
 //
 // Indexing, matmul and window steps (pools, upsampling: pool.go) run their
 // own loops over whole tensors instead of tiles.
+// Matmul steps (matmul.go) and convolution steps (conv.go) run on the host
+// BLAS; a convolution's scratch (its column tiles, padded copies) is bounded
+// and comes from the arenas like the temporaries.
 //
 // Each intermediate value is rounded to its node's dtype (f16/bf16 values to
 // half precision, u8/u32 wrapped) right after it is computed, so a fused

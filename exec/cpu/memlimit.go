@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/loomgraph/loom/plan"
 )
 
 // Memory limit. Before a run allocates, the runner checks the plan's peak
@@ -72,6 +75,28 @@ func (e *Executor) checkAlloc(n int) error {
 		return fmt.Errorf("cpu: cannot allocate %d bytes: %d bytes available", n, avail)
 	}
 	return nil
+}
+
+// scratchRoom is how many bytes step k may take as scratch now (a
+// convolution's column tiles): with a limit set (SetMemLimit or
+// LOOM_CPU_MEM_LIMIT), the limit less the arenas runs hold now (this run's
+// temporaries among them) and less k's output when it is a plan output
+// (Go memory, outside the arenas); without one, the host's available
+// memory as AvailableBytes reports it, which already excludes what is in
+// use. Unknown: no bound here (each allocation is still checked).
+func (e *Executor) scratchRoom(k *plan.Kernel) int64 {
+	avail, err := e.AvailableBytes()
+	if err != nil {
+		return math.MaxInt64
+	}
+	if e.memLimit.Load() > 0 || os.Getenv(MemLimitEnv) != "" {
+		s := e.MemStats()
+		avail -= s.LiveBytes - s.IdleBytes
+		if k.Out.Kind == plan.BufOutput {
+			avail -= int64(k.Out.Bytes())
+		}
+	}
+	return max(avail, 0)
 }
 
 // hostAvailable returns MemAvailable from /proc/meminfo, read at most every

@@ -23,6 +23,10 @@
 //	Large        300k-element cases: many tiles, all workers
 //	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
 //	             operand views (in place and copied), empty dims, K = 16384
+//	Conv         conv1d/2d, conv_transpose1d/2d × stride, padding, dilation,
+//	             groups, output padding × float dtypes × operand views,
+//	             empty and degenerate shapes, the fused epilogue, Candle's
+//	             expected values, builder errors
 //
 // Indexing and Pools (max/avg pools, nearest and bilinear upsampling:
 // every parameter kind, dtype and input view, Candle's expected values,
@@ -62,4 +66,5 @@ func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Optio
 	t.Run("Large", func(t *testing.T) { Large(t, newExec, opts) })
 	t.Run("Matmul", func(t *testing.T) { Matmul(t, newExec, opts) })
 	t.Run("Quant", func(t *testing.T) { Quant(t, newExec, opts) })
+	t.Run("Conv", func(t *testing.T) { Conv(t, newExec, opts) })
 }
