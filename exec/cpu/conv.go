@@ -144,16 +144,6 @@ func tapRange(n, s, p, off, tn int) (lo, hi int) {
 	return lo, min(n, b/s+1)
 }
 
-// runWindow executes a window step (conv, pools, upsampling).
-func (e *Executor) runWindow(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
-	nd := k.Instrs[0].Node
-	switch nd.Op {
-	case ir.OpConv, ir.OpConvTranspose:
-		return e.runConv(ctx, k, mem)
-	}
-	return fmt.Errorf("cpu: %s: no CPU kernel for %v", k.Name, nd.Op)
-}
-
 // runConv executes a conv or conv_transpose step.
 func (e *Executor) runConv(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	nd := k.Instrs[0].Node

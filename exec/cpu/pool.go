@@ -35,9 +35,13 @@ import (
 // and to notice a cancellation within a fraction of a millisecond.
 const windowItemWork = 1 << 15
 
-// runWindow executes a window step: a pool or an upsampling.
+// runWindow executes a window step: a convolution (conv.go), a pool or an
+// upsampling.
 func (e *Executor) runWindow(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	n := k.Instrs[0].Node
+	if n.Op == ir.OpConv || n.Op == ir.OpConvTranspose {
+		return e.runConv(ctx, k, mem)
+	}
 	op := k.Ins[k.Instrs[0].Args[0].Index]
 	if !plan.WindowOperandOf(op.Layout) || !slices.Equal(op.Layout.Dims, n.Args[0].Shape) || op.Buf.DType != n.DType {
 		return fmt.Errorf("cpu: kernel %s: %s operand %v %v is not a packed %v%v", k.Name, n.Op, op.Buf.DType, op.Layout, n.DType, n.Args[0].Shape)
