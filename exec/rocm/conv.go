@@ -187,11 +187,7 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 // convFunction compiles (once per process, through the code cache) and
 // loads (once per executor) the portable conv kernels.
 func (e *Executor) convFunction(name string) (hip.Function, error) {
-	obj, _, err := e.codes.get(e.comp, CacheDir(), kernels.ConvSource(e.target), "loom_conv", e.info.Arch, e.opts)
-	if err != nil {
-		return hip.Function{}, err
-	}
-	return e.function(obj, name)
+	return e.libFunction("loom_conv", kernels.ConvSource, name)
 }
 
 // runConv queues a conv step.

@@ -77,6 +77,7 @@ func randTensor(t *testing.T, r *rand.Rand, d dtype.DType, shape []int) *tensor.
 // few units of their last place, relative to the sum of |terms|.
 func TestGPUConv(t *testing.T) {
 	lib := freshGPU(t)
+	lib.dnn() // open the library before the variable below hides it
 	t.Setenv(ConvEnv, "portable")
 	port := freshGPU(t)
 	t.Logf("library executor: %s; portable executor: %s", lib.ConvBackend(), port.ConvBackend())

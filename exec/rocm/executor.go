@@ -40,6 +40,9 @@ type Executor struct {
 	timer deviceTimer // DeviceTime (benchmarks)
 	gemmS gemmState   // matmul: vendor BLAS or the portable kernel
 	dnnS  dnnState    // conv: vendor library or the portable kernels
+	// libFns memoizes the entry points of the kernel libraries (GEMM, conv,
+	// quant) loaded here: lib + "\x00" + name → hip.Function.
+	libFns sync.Map
 
 	moduleLoads, moduleNs, ready, launches atomic.Int64
 	closed                                 atomic.Bool

@@ -74,11 +74,7 @@ func (e *Executor) prepareQuant(k *plan.Kernel) error {
 }
 
 func (e *Executor) quantFunction(name string) (hip.Function, error) {
-	obj, _, err := e.codes.get(e.comp, CacheDir(), kernels.QuantSource(e.target), "loom_quant", e.info.Arch, e.opts)
-	if err != nil {
-		return hip.Function{}, err
-	}
-	return e.function(obj, name)
+	return e.libFunction("loom_quant", kernels.QuantSource, name)
 }
 
 // runQuant queues a quantized step.
