@@ -48,7 +48,7 @@ func nll(op string, x, targets *Tensor, logits bool) *Tensor {
 	case logits && x.n.Shape[1] == 0:
 		return g.fail(opErr(op, "no classes: logits %v%v", dt, x.n.Shape))
 	}
-	half := dt == dtype.F16 || dt == dtype.BF16
+	half := narrowFloat(dt)
 	if logits {
 		if half {
 			x = x.Cast(dtype.F32)

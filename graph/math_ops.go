@@ -115,7 +115,7 @@ func (t *Tensor) Pow(y *Tensor) *Tensor {
 		return g.fail(opErr(op, "needs a float dtype, got %s", describe([]*Tensor{t, y}, nil)))
 	}
 	x, e := &Tensor{g: g, n: nodes[0]}, &Tensor{g: g, n: nodes[1]}
-	half := dt == dtype.F16 || dt == dtype.BF16
+	half := narrowFloat(dt)
 	if half {
 		x, e = x.Cast(dtype.F32), e.Cast(dtype.F32)
 	}
@@ -125,6 +125,11 @@ func (t *Tensor) Pow(y *Tensor) *Tensor {
 	}
 	return out
 }
+
+// narrowFloat reports whether dt is a float narrower than float32, which
+// the composites compute in float32 and round once (f16, bf16; a new
+// narrow float dtype belongs here and in inFloat32).
+func narrowFloat(dt dtype.DType) bool { return dt == dtype.F16 || dt == dtype.BF16 }
 
 // roundToLimit bounds |decimals| for RoundTo: 10^±decimals must be normal
 // numbers of the compute dtype (float64, or float32 for f32, f16 and bf16,

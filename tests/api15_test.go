@@ -3,7 +3,6 @@ package tests
 import (
 	"testing"
 
-	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/tests/conformance"
 )
@@ -20,7 +19,6 @@ func TestTensorAPICPU(t *testing.T) {
 // unfused; it skips where no GPU executor opens.
 func TestTensorAPIROCm(t *testing.T) {
 	newExec := onGPU(t)
-	var _ func(byte) exec.Executor = newExec
 	t.Run("fused", func(t *testing.T) { conformance.TensorAPI(t, newExec, graph.Options{}) })
 	t.Run("unfused", func(t *testing.T) { conformance.TensorAPI(t, newExec, graph.Options{NoFusion: true}) })
 }
