@@ -60,8 +60,8 @@ func TestCompositeErrorsNameTheComposite(t *testing.T) {
 		{"mv dtype", func(g *graph.Graph) *graph.Tensor { return x(g).Mv(g.Input("v", dtype.F64, 4)) }, []string{"loom: mv: dtype mismatch"}},
 		{"dot shape", func(g *graph.Graph) *graph.Tensor { return graph.Dot(cs(g, "a", 3), cs(g, "b", 4)) }, []string{"loom: dot:", "want two vectors (rank 1) of one length"}},
 		{"dot dtype", func(g *graph.Graph) *graph.Tensor {
-			return graph.Dot(g.Input("a", dtype.U8, 3), g.Input("b", dtype.U8, 3))
-		}, []string{"loom: dot:", "dtype u8 not supported"}},
+			return graph.Dot(g.Input("a", dtype.U8, 3), g.Input("b", dtype.U32, 3))
+		}, []string{"loom: dot: dtype mismatch", "u8[3] and u32[3]"}},
 	}
 	for _, c := range cases {
 		buildErr(t, c.name, c.f, c.frag...)

@@ -11,6 +11,14 @@
 // carries it on, and Compile reports all of them. A graph with an error
 // cannot be compiled, so it cannot be run.
 //
+// Composites: much of the API (the reductions' mean, var, softmax and
+// norms; rope; and Candle's shape ops, creation helpers, math composites
+// and losses in shape_ops.go, math_ops.go and losses.go) is built from
+// other ops rather than IR ops of its own, so every executor runs it and
+// fusion sees its parts. A composite checks its arguments before building
+// anything and reports bad input under its own name, never a part's; its
+// doc comment says which steps it costs where that is more than one pass.
+//
 // Scalars: Scalar(v) is an untyped constant that takes the dtype of the
 // tensor it meets, as in x.Gt(Scalar(0)). Arithmetic with scalars on integer
 // tensors converts the scalar with Rust `as` semantics (truncation toward

@@ -62,19 +62,28 @@ func (t *Tensor) Mv(v *Tensor) *Tensor {
 	return matmul(g, "mv", t, v.Unsqueeze(1)).Squeeze(-1)
 }
 
-// Dot is the inner product of two vectors of one length and float dtype.
-// The result is a 0-d tensor (shape []), as torch.dot returns.
+// Dot is the inner product of two vectors of one length and one dtype.
+// The result is a 0-d tensor (shape []), as torch.dot and Candle's dot
+// return. Floats are one GEMM step (f16/bf16 accumulate in float32);
+// integer dtypes, which Candle's dot also takes (it is mul + sum_all
+// there), are a multiply and a sum that wrap like Mul and Sum.
 func Dot(a, b *Tensor) *Tensor {
 	g, err := sameGraph("dot", a, b)
 	if err != nil {
 		return failOr(g, err)
 	}
 	ts := []*Tensor{a, b}
-	if err := matmulDTypes("dot", ts); err != nil {
-		return g.fail(err)
+	if a.n.DType != b.n.DType {
+		return g.fail(opErr("dot", "dtype mismatch: %s", describe(ts, nil)))
 	}
 	if a.Rank() != 1 || b.Rank() != 1 || a.n.Shape[0] != b.n.Shape[0] {
 		return g.fail(opErr("dot", "%s: want two vectors (rank 1) of one length", describe(ts, nil)))
+	}
+	if !a.n.DType.IsFloat() {
+		return a.Mul(b).Sum(0)
+	}
+	if err := matmulDTypes("dot", ts); err != nil {
+		return g.fail(err)
 	}
 	return matmul(g, "dot", a.Unsqueeze(0), b.Unsqueeze(1)).Reshape()
 }

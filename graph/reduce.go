@@ -196,9 +196,30 @@ func (t *Tensor) Mean(keepdim bool, dims ...int) *Tensor {
 	})
 }
 
-// Var is the population variance over dims, two-pass: mean((x − mean)²).
+// Var is the unbiased (sample) variance over dims, Candle's var and
+// var_keepdim: Σ(x − mean)² · (1/(n − 1)), with n the number of elements
+// reduced, two-pass (the mean first, then the squares of the differences).
+// Candle's var takes one dim; Loom's takes several, n being their product.
+// One element gives NaN (0·∞, as in Candle and PyTorch), and so does an
+// empty reduction (Loom's choice: Candle underflows n − 1). VarPopulation
+// divides by n.
 func (t *Tensor) Var(keepdim bool, dims ...int) *Tensor {
 	if r, ok := t.composite("var", dims, false); !ok {
+		return r
+	}
+	return t.inFloat32(func(x *Tensor) *Tensor {
+		sq := x.Sub(x.Mean(true, dims...)).Sqr()
+		// n ≤ 1 scales by +Inf: 0·∞ = NaN (a constant NaN is not an
+		// affine parameter the builder takes).
+		return sq.reduce(ir.OpSum, dims, keepdim).Affine(1/float64(max(x.count(dims)-1, 0)), 0)
+	})
+}
+
+// VarPopulation is the population variance over dims, mean((x − mean)²),
+// two-pass: the variance LayerNorm computes, and what Var computed before
+// it matched Candle's (n − 1). An empty reduction gives NaN.
+func (t *Tensor) VarPopulation(keepdim bool, dims ...int) *Tensor {
+	if r, ok := t.composite("var_population", dims, false); !ok {
 		return r
 	}
 	return t.inFloat32(func(x *Tensor) *Tensor {

@@ -33,6 +33,16 @@
 // the builder errors) take only the executor factory: each runs every case
 // fused and unfused itself.
 //
+// and, outside All (each runs from its own test in package tests):
+//
+//	Reductions   sum/max/min/arg*, mean, var, softmax, norms, rope …
+//	Indexing     index ops, cat, slice_assign, argsort, fills
+//	TensorAPI    issue 15: flip, pads, roll, repeat, stack, chunk/split,
+//	             broadcast helpers, *_like, const_set, tril/triu/eye,
+//	             log_sum_exp, norms, pow, round_to, topk, var, nll,
+//	             cross_entropy, integer dot; also against the literal
+//	             values of Candle's own tests
+//
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
 // its own generator from the seed and its test name, so `go test -run` with

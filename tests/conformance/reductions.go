@@ -388,8 +388,9 @@ func redMeanRef(x []float64, rnd func(float64) float64) (m, abs float64) {
 	return rnd(rnd(s) * (1 / n)), a / n
 }
 
-// redVarRef is Var's value, the two-pass composite mean((x − mean)²), with
-// the magnitude mean((|x| + |mean|)²) of its terms (x − mean cancels).
+// redVarRef is Var's value, the two-pass unbiased composite
+// Σ(x − mean)² · (1/(n − 1)) (Candle's var; NaN for n ≤ 1: 0·∞), with the
+// magnitude Σ(|x| + |mean|)²/(n − 1) of its terms (x − mean cancels).
 func redVarRef(x []float64, rnd func(float64) float64) (v, mag float64) {
 	m, _ := redMeanRef(x, rnd)
 	sq := make([]float64, len(x))
@@ -398,8 +399,12 @@ func redVarRef(x []float64, rnd func(float64) float64) (v, mag float64) {
 		sq[i] = rnd(c * c)
 		mag += (math.Abs(xv) + math.Abs(m)) * (math.Abs(xv) + math.Abs(m))
 	}
-	v, _ = redMeanRef(sq, rnd)
-	return v, mag / float64(len(x))
+	s, _ := redSum(sq)
+	inv := math.Inf(1)
+	if len(x) > 1 {
+		inv = 1 / float64(len(x)-1)
+	}
+	return rnd(rnd(s) * inv), mag / float64(max(len(x)-1, 1))
 }
 
 // redSoftmaxRow is Softmax's composite exp(x − max)/Σexp(x − max), or with
