@@ -253,14 +253,17 @@ func (g *rowGen) renderPass(b *w, ind int, gl groupLaunch, q int, okc string) {
 	V := g.vec
 	b.line(ind, "// Pass %d.", q)
 	if q == 0 && g.cache {
+		// Empty rows have no chunks, but C++ has no zero-length arrays:
+		// keep at least one element (never read).
+		n := max(gl.iters*V, 1)
 		for i, c := range g.opCache {
 			if c {
-				b.line(ind, "%s cx%d[%d]; // in%d, kept from pass %d", computeType(g.ops[i].dt), i, gl.iters*V, i, g.opFirst[i])
+				b.line(ind, "%s cx%d[%d]; // in%d, kept from pass %d", computeType(g.ops[i].dt), i, n, i, g.opFirst[i])
 			}
 		}
 		for j, c := range g.inCache {
 			if c {
-				b.line(ind, "%s ct%d[%d]; // t%d, kept from pass %d", computeType(g.ins[j].n.DType), j, gl.iters*V, j, g.inFirst[j])
+				b.line(ind, "%s ct%d[%d]; // t%d, kept from pass %d", computeType(g.ins[j].n.DType), j, n, j, g.inFirst[j])
 			}
 		}
 	}

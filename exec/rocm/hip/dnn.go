@@ -342,7 +342,7 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 		}
 		var tried []string
 		for _, r := range perf[:got] {
-			if r.status != 0 {
+			if r.status != 0 || !accurate(cd, r.algo) {
 				continue
 			}
 			var ws uint64
@@ -370,6 +370,23 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 		return nil, fmt.Errorf("hip: cuDNN conv plan (%s, x [%d %d %d %d], out [%d %d %d %d]): %w", cd.Type, cd.N, cd.C, cd.H, cd.W, cd.N, cd.K, cd.OutH, cd.OutW, err)
 	}
 	return p, nil
+}
+
+// accurate reports whether algorithm algo keeps Loom's accuracy promise
+// for cd's type. Half types (f16, bf16) must accumulate every product in
+// f32 and round once: the GEMM-like algorithms (forward: implicit GEMM,
+// precomputed implicit GEMM, GEMM, direct; backward data: algo 0 and 1)
+// do; the FFT and Winograd ones transform in reduced precision and were
+// measured up to 3 bf16 ulps off (a 1-D transposed conv picked FFT).
+// f32 and f64 take any algorithm, as PyTorch does.
+func accurate(cd ConvDesc, algo int32) bool {
+	if cd.Type != GemmF16 && cd.Type != GemmBF16 {
+		return true
+	}
+	if cd.Transposed {
+		return algo <= 1
+	}
+	return algo <= 3
 }
 
 func (p *cudnnPlan) Workspace() uint64 { return p.ws }
