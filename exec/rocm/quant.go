@@ -184,7 +184,7 @@ func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, cou
 	}
 	var a hip.Args
 	a.Ptr(raw).Ptr(out).I64(count)
-	grid, blk := kernels.FlatLaunch(int(count))
+	grid, blk := kernels.FlatLaunch(int(count / 4)) // a thread per 4 outputs
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.dev.Launch(fn, grid, blk, 0, e.stream, &a); err != nil {
