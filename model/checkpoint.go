@@ -25,8 +25,6 @@ import (
 type checkpoint interface {
 	// lookup finds the stored tensor of a GGUF-style name.
 	lookup(name string) (stored, bool)
-	// describe names the checkpoint for errors.
-	describe() string
 	close() error
 }
 
@@ -80,8 +78,7 @@ type stDir struct {
 	dir  *safetensors.Dir
 }
 
-func (d *stDir) describe() string { return d.path }
-func (d *stDir) close() error     { return d.dir.Close() }
+func (d *stDir) close() error { return d.dir.Close() }
 
 func (d *stDir) lookup(name string) (stored, bool) {
 	hf := hfName(name)
@@ -119,8 +116,7 @@ type ggufFile struct {
 	cfg  Config // for the Q/K permutation's head counts
 }
 
-func (g *ggufFile) describe() string { return g.path }
-func (g *ggufFile) close() error     { return g.f.Close() }
+func (g *ggufFile) close() error { return g.f.Close() }
 
 func (g *ggufFile) lookup(name string) (stored, bool) {
 	t, err := g.f.Tensor(name)

@@ -166,6 +166,7 @@ func Load(path string, opts Options) (*Model, error) {
 func checkWeights(ck checkpoint, cfg Config) ([]wspec, map[string]stored, error) {
 	var errs []error
 	var specs []wspec
+	shapes := false
 	found := map[string]stored{}
 	for _, w := range weightSpecs(cfg) {
 		s, ok := ck.lookup(w.name)
@@ -182,8 +183,8 @@ func checkWeights(ck checkpoint, cfg Config) ([]wspec, map[string]stored, error)
 			errs = append(errs, fmt.Errorf("missing tensor %s", name))
 			continue
 		case !slices.Equal(s.shape, w.shape):
-			errs = append(errs, fmt.Errorf("tensor %q has shape %v, the config (hidden %d, heads %d/%d, head dim %d, intermediate %d, vocabulary %d) wants %v",
-				s.name, s.shape, cfg.Hidden, cfg.Heads, cfg.KVHeads, cfg.HeadDim, cfg.Intermediate, cfg.Vocab, w.shape))
+			errs = append(errs, fmt.Errorf("tensor %q has shape %v, the config wants %v", s.name, s.shape, w.shape))
+			shapes = true
 			continue
 		}
 		if err := checkFormat(s, w); err != nil {
@@ -193,8 +194,12 @@ func checkWeights(ck checkpoint, cfg Config) ([]wspec, map[string]stored, error)
 		specs = append(specs, w)
 		found[w.name] = s
 	}
+	if shapes {
+		errs = append(errs, fmt.Errorf("(the config: %d layers, hidden %d, %d heads of %d over %d key/value heads, intermediate %d, vocabulary %d)",
+			cfg.Layers, cfg.Hidden, cfg.Heads, cfg.HeadDim, cfg.KVHeads, cfg.Intermediate, cfg.Vocab))
+	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", ck.describe(), err)
+		return nil, nil, err
 	}
 	return specs, found, nil
 }

@@ -31,6 +31,28 @@ func newRef(cfg Config, weights []NamedTensor) *refModel {
 	for i := range r.inv {
 		r.inv[i] = math.Pow(cfg.RopeTheta, -float64(2*i)/float64(cfg.HeadDim))
 	}
+	switch sc := cfg.RopeScaling; sc.Type {
+	case "linear":
+		for i := range r.inv {
+			r.inv[i] /= sc.Factor
+		}
+	case "llama3":
+		// Llama 3.1's scaling (the reference implementation's
+		// apply_scaling): wavelengths below old/high kept, above old/low
+		// divided by the factor, linear in old/wavelength between.
+		old := float64(sc.OriginalContext)
+		for i, f := range r.inv {
+			wave := 2 * math.Pi / f
+			switch {
+			case wave < old/sc.HighFreqFactor:
+			case wave > old/sc.LowFreqFactor:
+				r.inv[i] = f / sc.Factor
+			default:
+				smooth := (old/wave - sc.LowFreqFactor) / (sc.HighFreqFactor - sc.LowFreqFactor)
+				r.inv[i] = (1-smooth)*f/sc.Factor + smooth*f
+			}
+		}
+	}
 	return r
 }
 
