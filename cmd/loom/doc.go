@@ -6,6 +6,7 @@
 //	loom demo [-n ROWS] [-m COLS] [-device auto|cpu] [-seed N]
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom gguf inspect [-tensor NAME] FILE
+//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids]
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -30,6 +31,18 @@
 // -tensor NAME it prints that tensor's values instead, as f32, row-major,
 // one row of the innermost axis per line: f32, f16 and bf16 are widened
 // exactly; the GGML block formats are dequantized by package quant.
+//
+// generate loads a llama-family model (package model: a GGUF file, or a
+// directory with config.json and *.safetensors; -max-seq and -dtype set
+// the KV cache's length and the compute dtype), encodes -prompt with the
+// model's tokenizer (or takes -ids), and generates up to -n tokens: greedy
+// at -temp 0, else sampled with -top-k, -top-p and -seed. The decoded text
+// streams to stdout as it is generated (stop tokens are not printed),
+// then a line with the prompt and decode tokens/s; with -print-ids stdout
+// gets only the generated ids, space-separated on one line (stop token
+// included), and the rates go to stderr. The executor and a summary of
+// the model (size on the device, quantized weights, load time) go to
+// stderr.
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).
