@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -323,7 +324,7 @@ func NewGGUFWriter(cfg Config, weights []NamedTensor, format quant.Type) (*gguf.
 				t = quant.F32
 			}
 		}
-		data, err := encode(t, vals)
+		data, err := encode(t, vals, shape[len(shape)-1])
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", name, err)
 		}
@@ -333,7 +334,7 @@ func NewGGUFWriter(cfg Config, weights []NamedTensor, format quant.Type) (*gguf.
 	}
 	if cfg.RopeScaling.Type == "llama3" {
 		factors := llama3Factors(cfg)
-		data, _ := encode(quant.F32, factors)
+		data, _ := encode(quant.F32, factors, len(factors))
 		if err := w.AddTensor("rope_freqs.weight", quant.F32, []int{len(factors)}, data); err != nil {
 			return nil, err
 		}
@@ -388,8 +389,8 @@ func llama3Factors(cfg Config) []float32 {
 	return out
 }
 
-// encode stores vals in GGML type t.
-func encode(t quant.Type, vals []float32) ([]byte, error) {
+// encode stores vals, rows of k values, in GGML type t.
+func encode(t quant.Type, vals []float32, k int) ([]byte, error) {
 	switch t {
 	case quant.F32:
 		b := make([]byte, 4*len(vals))
@@ -410,13 +411,26 @@ func encode(t quant.Type, vals []float32) ([]byte, error) {
 		}
 		return b, nil
 	}
-	n, err := t.RowBytes(int64(len(vals)))
+	if k <= 0 || len(vals)%k != 0 {
+		return nil, fmt.Errorf("%d values are not rows of %d", len(vals), k)
+	}
+	rb, err := t.RowBytes(int64(k))
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, n)
-	if err := quant.Quantize(t, vals, b); err != nil {
-		return nil, err
+	// Rows quantize independently: split them over the cores (the k-quant
+	// scale searches make a 1B-parameter model minutes of work on one).
+	rows := len(vals) / k
+	b := make([]byte, rows*int(rb))
+	workers := min(runtime.GOMAXPROCS(0), max(rows/64, 1))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		r0, r1 := rows*w/workers, rows*(w+1)/workers
+		wg.Go(func() {
+			errs[w] = quant.Quantize(t, vals[r0*k:r1*k], b[r0*int(rb):r1*int(rb)])
+		})
 	}
-	return b, nil
+	wg.Wait()
+	return b, errors.Join(errs...)
 }
