@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -158,13 +159,26 @@ type hfConfigOut struct {
 	HeadDim               int            `json:"head_dim"`
 	VocabSize             int            `json:"vocab_size"`
 	MaxPositionEmbeddings int            `json:"max_position_embeddings"`
-	RMSNormEps            float64        `json:"rms_norm_eps"`
-	RopeTheta             float64        `json:"rope_theta"`
+	RMSNormEps            pyFloat        `json:"rms_norm_eps"`
+	RopeTheta             pyFloat        `json:"rope_theta"`
 	RopeScaling           map[string]any `json:"rope_scaling"`
 	TieWordEmbeddings     bool           `json:"tie_word_embeddings"`
 	AttentionBias         bool           `json:"attention_bias"`
 	MLPBias               bool           `json:"mlp_bias"`
 	TorchDType            string         `json:"torch_dtype"`
+}
+
+// pyFloat is a float that JSON-encodes with a decimal point or exponent
+// even when integral (32.0, not 32), as Python writes floats: transformers
+// checks that rope scaling factors are floats.
+type pyFloat float64
+
+func (f pyFloat) MarshalJSON() ([]byte, error) {
+	s := strconv.FormatFloat(float64(f), 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") { // n: NaN, Inf (refused by encoding/json anyway)
+		s += ".0"
+	}
+	return []byte(s), nil
 }
 
 var torchNames = map[dtype.DType]string{dtype.F32: "float32", dtype.F16: "float16", dtype.BF16: "bfloat16"}
@@ -192,14 +206,14 @@ func WriteHF(dir string, cfg Config, weights []NamedTensor) error {
 	out := hfConfigOut{Architectures: []string{"LlamaForCausalLM"}, ModelType: "llama", HiddenAct: "silu",
 		HiddenSize: cfg.Hidden, IntermediateSize: cfg.Intermediate, NumHiddenLayers: cfg.Layers,
 		NumAttentionHeads: cfg.Heads, NumKeyValueHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, VocabSize: cfg.Vocab,
-		MaxPositionEmbeddings: cfg.ContextLength, RMSNormEps: cfg.RMSEps, RopeTheta: cfg.RopeTheta,
+		MaxPositionEmbeddings: cfg.ContextLength, RMSNormEps: pyFloat(cfg.RMSEps), RopeTheta: pyFloat(cfg.RopeTheta),
 		TieWordEmbeddings: cfg.TieEmbeddings, AttentionBias: cfg.AttentionBias, MLPBias: cfg.MLPBias, TorchDType: torchNames[dt]}
 	switch s := cfg.RopeScaling; s.Type {
 	case "linear":
-		out.RopeScaling = map[string]any{"rope_type": "linear", "factor": s.Factor}
+		out.RopeScaling = map[string]any{"rope_type": "linear", "factor": pyFloat(s.Factor)}
 	case "llama3":
-		out.RopeScaling = map[string]any{"rope_type": "llama3", "factor": s.Factor, "low_freq_factor": s.LowFreqFactor,
-			"high_freq_factor": s.HighFreqFactor, "original_max_position_embeddings": s.OriginalContext}
+		out.RopeScaling = map[string]any{"rope_type": "llama3", "factor": pyFloat(s.Factor), "low_freq_factor": pyFloat(s.LowFreqFactor),
+			"high_freq_factor": pyFloat(s.HighFreqFactor), "original_max_position_embeddings": s.OriginalContext}
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
