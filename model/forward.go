@@ -135,8 +135,11 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *g
 	c := f.m.cfg
 	s := h.Shape()
 	b, t := s[0], s[1]
-	q = f.linear(h, p+"attn_q").Reshape(b, t, c.Heads, c.HeadDim).Transpose(1, 2).Rope(cos, sin)
-	k = f.linear(h, p+"attn_k").Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2).Rope(cos, sin)
+	// Rotated in the projections' own (b, t, h, d) layout (RopeThd), then
+	// transposed as views: rotating the transposed views would copy each
+	// to a contiguous layout first.
+	q = f.linear(h, p+"attn_q").Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
+	k = f.linear(h, p+"attn_k").Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
 	v = f.linear(h, p+"attn_v").Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
 	return q, k, v
 }
@@ -150,8 +153,10 @@ func (f *fwd) attend(q, k, v, keep *graph.Tensor) *graph.Tensor {
 	qs, ks := q.Shape(), k.Shape()
 	b, t, s := qs[0], qs[2], ks[2]
 	g := c.group()
-	scores := q.Reshape(b, c.KVHeads, g*t, c.HeadDim).Matmul(k.T()).Affine(1/math.Sqrt(float64(c.HeadDim)), 0)
-	scores = graph.Where(keep, scores.Reshape(b, c.KVHeads, g, t, s), graph.Scalar(math.Inf(-1)))
+	// The scale applies after the reshape, so that it fuses into the
+	// softmax's row kernel.
+	scores := q.Reshape(b, c.KVHeads, g*t, c.HeadDim).Matmul(k.T()).Reshape(b, c.KVHeads, g, t, s).Affine(1/math.Sqrt(float64(c.HeadDim)), 0)
+	scores = graph.Where(keep, scores, graph.Scalar(math.Inf(-1)))
 	probs := scores.Softmax(-1).Reshape(b, c.KVHeads, g*t, s)
 	out := probs.Matmul(v) // [B, KV, G·T, D] = [B, H, T, D]
 	return out.Reshape(b, c.Heads, t, c.HeadDim).Transpose(1, 2).Reshape(b, t, c.qDim())
