@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -348,4 +349,78 @@ func TestBF16(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("bf16 prefill: largest error %.3g", worst)
+}
+
+// TestF16 stores the weights in f16 (safetensors and GGUF): the compute
+// dtype follows the checkpoint, both files give the same logits, and they
+// match the reference over the same f16 weights within f16's rounding of
+// every op (11 significant bits).
+func TestF16(t *testing.T) {
+	cfg := TinyConfig()
+	cfg.Layers = 2
+	w, err := RandomWeights(cfg, 2, dtype.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteHF(dir, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "f16.gguf")
+	if err := WriteGGUF(path, cfg, w, quant.F16); err != nil {
+		t.Fatal(err)
+	}
+	hf, gg := load(t, dir, Options{}), load(t, path, Options{})
+	if hf.DType() != dtype.F16 || gg.DType() != dtype.F16 {
+		t.Fatalf("compute dtypes %v and %v, want f16", hf.DType(), gg.DType())
+	}
+	prompt, more := randomIDs(12, 16, 1024), randomIDs(13, 4, 1024)
+	want := newRef(cfg, w).forward(append(slices.Clone(prompt), more...))
+	a, b := prefillDecode(t, hf, prompt, more), prefillDecode(t, gg, prompt, more)
+	worst := 0.0
+	for p := range a {
+		if !slices.Equal(a[p], b[p]) {
+			t.Errorf("position %d: the f16 GGUF and safetensors logits differ", p)
+		}
+		e := relErr(a[p], want[p])
+		worst = math.Max(worst, e)
+		if e > 1e-2 {
+			t.Errorf("position %d: error %.3g, want ≤ 1e-2", p, e)
+		}
+	}
+	t.Logf("f16: largest error %.3g", worst)
+}
+
+// TestConcurrentSessions: sessions of one model run at once (one compiling
+// the programs while the other waits for them) and give what they give
+// alone.
+func TestConcurrentSessions(t *testing.T) {
+	dir, _, _ := tiny(t)
+	m := load(t, dir, Options{})
+	prompts := [][]int{randomIDs(14, 9, 1024), randomIDs(15, 9, 1024), randomIDs(16, 5, 1024)}
+	got := make([][]int, len(prompts))
+	errs := make([]error, len(prompts))
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Go(func() {
+			var g *Generation
+			g, errs[i] = m.Generate(ctx, p, GenerateOptions{MaxTokens: 8})
+			if g != nil {
+				got[i] = g.Tokens
+			}
+		})
+	}
+	wg.Wait()
+	for i, p := range prompts {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		alone, err := load(t, dir, Options{}).Generate(ctx, p, GenerateOptions{MaxTokens: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got[i], alone.Tokens) {
+			t.Errorf("prompt %d: concurrently %v, alone %v", i, got[i], alone.Tokens)
+		}
+	}
 }
