@@ -29,6 +29,12 @@ type Config struct {
 	RopeScaling RopeScaling
 	RMSEps      float64 // rms_norm_eps; llama.attention.layer_norm_rms_epsilon
 
+	// SlidingWindow, when > 0, limits attention to that many positions
+	// (Mistral's sliding_window). Loom attends over the whole sequence, so
+	// Load accepts it only when MaxSeqLen ≤ SlidingWindow, where the two
+	// agree.
+	SlidingWindow int
+
 	// TieEmbeddings: the LM head is the token embedding (tie_word_embeddings;
 	// in GGUF, no output.weight).
 	TieEmbeddings bool
@@ -72,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeadDim%2 != 0 {
 		bad("head dim %d is odd: rotary embeddings rotate pairs", c.HeadDim)
+	}
+	if c.SlidingWindow < 0 {
+		bad("sliding window %d is negative", c.SlidingWindow)
 	}
 	if c.ContextLength < 0 {
 		bad("context length %d is negative", c.ContextLength)
@@ -237,13 +246,10 @@ func (h *hfConfig) config() (Config, error) {
 	if h.PartialRotaryFactor != nil && *h.PartialRotaryFactor != 1 {
 		return Config{}, fmt.Errorf("partial_rotary_factor %g is not supported (only 1)", *h.PartialRotaryFactor)
 	}
-	// A sliding window is only in use for Mistral when it is shorter than
-	// the context, for Qwen2 when use_sliding_window is set.
-	switch {
-	case h.ModelType == "qwen2" && h.UseSlidingWindow != nil && *h.UseSlidingWindow:
-		return Config{}, fmt.Errorf("use_sliding_window is set: sliding-window attention is not supported")
-	case h.ModelType == "mistral" && h.SlidingWindow != nil && *h.SlidingWindow < c.ContextLength:
-		return Config{}, fmt.Errorf("sliding_window %d is shorter than the context (%d): sliding-window attention is not supported", *h.SlidingWindow, c.ContextLength)
+	// Mistral's sliding_window is in force when set; Qwen2's only with
+	// use_sliding_window.
+	if h.SlidingWindow != nil && (h.ModelType == "mistral" || h.UseSlidingWindow != nil && *h.UseSlidingWindow) {
+		c.SlidingWindow = *h.SlidingWindow
 	}
 	for _, raw := range []json.RawMessage{h.RopeScaling, h.RopeParameters} {
 		if err := c.readRope(raw); err != nil {

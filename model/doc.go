@@ -92,7 +92,9 @@
 //
 // # Not supported
 //
-// Sliding-window attention, partial rotary embeddings, rope scaling other
+// Sliding-window attention (a model with a window loads only with
+// MaxSeqLen ≤ the window, where full attention computes the same), partial
+// rotary embeddings, rope scaling other
 // than linear and llama3 (yarn, dynamic, longrope), other architectures
 // (GGUF "qwen2", Gemma, Phi, MoE), prompts of different lengths in one
 // batch, continuing a sequence with a second prefill (a Session's Prefill

@@ -113,7 +113,12 @@ func TestLoadErrorsSafetensors(t *testing.T) {
 		{"activation", func(m map[string]any) { m["hidden_act"] = "gelu" }, `hidden_act "gelu"`},
 		{"rope type", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 4} }, `rope scaling type "yarn" is not supported`},
 		{"partial rotary", func(m map[string]any) { m["partial_rotary_factor"] = 0.5 }, "partial_rotary_factor 0.5"},
-		{"sliding window", func(m map[string]any) { m["model_type"] = "mistral"; m["sliding_window"] = 512 }, "sliding_window 512 is shorter than the context (2048)"},
+		{"sliding window", func(m map[string]any) { m["model_type"] = "mistral"; m["sliding_window"] = 512 }, "sliding window of 512 positions, which Loom does not implement; it computes the same with Options.MaxSeqLen ≤ 512 (asked for 2048)"},
+		{"qwen2 sliding window", func(m map[string]any) {
+			m["model_type"] = "qwen2"
+			m["sliding_window"] = 256
+			m["use_sliding_window"] = true
+		}, "sliding window of 256 positions"},
 		{"missing key", func(m map[string]any) { delete(m, "hidden_size"); delete(m, "vocab_size") }, "missing keys: hidden_size, vocab_size"},
 		{"heads", func(m map[string]any) { m["num_key_value_heads"] = 3 }, "8 attention heads are not a multiple of 3 key/value heads"},
 		{"llama3 fields", func(m map[string]any) { m["rope_scaling"] = map[string]any{"rope_type": "llama3", "factor": 8} }, "llama3 rope scaling needs"},
@@ -249,4 +254,23 @@ func TestRunErrors(t *testing.T) {
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
+}
+
+// TestSlidingWindow: a Mistral config with a sliding window loads when the
+// cache is no longer than the window (attention over the whole sequence is
+// then the same), as does Qwen2's window when not in use.
+func TestSlidingWindow(t *testing.T) {
+	dir := copyModel(t)
+	editConfig(t, dir, func(m map[string]any) { m["model_type"] = "mistral"; m["sliding_window"] = 4096 })
+	if m := load(t, dir, Options{}); m.Config().SlidingWindow != 4096 {
+		t.Errorf("sliding window %d", m.Config().SlidingWindow)
+	}
+	editConfig(t, dir, func(m map[string]any) { m["sliding_window"] = 100 })
+	if m := load(t, dir, Options{MaxSeqLen: 100}); m.MaxSeqLen() != 100 {
+		t.Errorf("max seq %d", m.MaxSeqLen())
+	}
+	editConfig(t, dir, func(m map[string]any) { m["model_type"] = "qwen2"; m["use_sliding_window"] = false })
+	if m := load(t, dir, Options{}); m.Config().SlidingWindow != 0 {
+		t.Errorf("qwen2 without use_sliding_window: window %d", m.Config().SlidingWindow)
+	}
 }

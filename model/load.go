@@ -141,6 +141,9 @@ func Load(path string, opts Options) (*Model, error) {
 	case maxSeq == 0:
 		maxSeq = DefaultMaxSeqLen
 	}
+	if w := cfg.SlidingWindow; w > 0 && maxSeq > w {
+		return fail(fmt.Errorf("the model attends over a sliding window of %d positions, which Loom does not implement; it computes the same with Options.MaxSeqLen ≤ %d (asked for %d)", w, w, maxSeq))
+	}
 	inv, err := invFreq(cfg, ropeFactors)
 	if err != nil {
 		return fail(err)
