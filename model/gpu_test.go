@@ -3,6 +3,7 @@ package model
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestGPUTiny(t *testing.T) {
 			t.Errorf("f32, position %d: error %.3g", p, err)
 		}
 	}
+	noFallback(t, m)
 	cpu := prefillDecode(t, load(t, dir, Options{}), prompt, more)
 	for p := range got {
 		if err := relErr(got[p], f64s(cpu[p])); err > 1e-5 {
@@ -80,6 +82,20 @@ func TestGPUTiny(t *testing.T) {
 	}
 }
 
+// noFallback reports every step of m's programs that the GPU executor
+// hands to the CPU (exec.Fallbacker): each would cost two transfers per
+// run.
+func noFallback(t *testing.T, m *Model) {
+	t.Helper()
+	for name, p := range m.Programs() {
+		for _, line := range strings.Split(p.Placement(m.Executor()), "\n") {
+			if strings.Contains(line, "(fallback:") {
+				t.Errorf("%s: %s", name, line)
+			}
+		}
+	}
+}
+
 // TestGPUQuantized: a Q4_K file on the GPU against the dequantized
 // reference. Unlike the CPU (GGML's algorithm, activations quantized to
 // Q8_K), the GPU never quantizes activations (exec/rocm/quant.go): prefill
@@ -97,6 +113,7 @@ func TestGPUQuantized(t *testing.T) {
 	prompt, more := randomIDs(52, 16, 1024), randomIDs(53, 8, 1024)
 	want := newRef(TinyConfig(), dequantized(t, w, quant.Q4_K)).forward(append(append([]int(nil), prompt...), more...))
 	got := prefillDecode(t, m, prompt, more)
+	noFallback(t, m)
 	for p := range got {
 		if err := relErr(got[p], want[p]); err > tolF32 {
 			t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tolF32)
