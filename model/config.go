@@ -356,6 +356,9 @@ func ggufConfig(md *gguf.Metadata, vocabRows int) (Config, error) {
 	if rd := num("rope.dimension_count", c.HeadDim, false); rd != c.HeadDim {
 		errs = append(errs, fmt.Errorf("llama.rope.dimension_count %d differs from the head dim %d: partial rotary embeddings are not supported", rd, c.HeadDim))
 	}
+	if n := num("expert_count", 0, false); n > 0 {
+		errs = append(errs, fmt.Errorf("llama.expert_count is %d: mixture-of-experts models (Mixtral) are not supported", n))
+	}
 	c.Vocab = num("vocab_size", vocabRows, false)
 	scaling, err := md.String("llama.rope.scaling.type")
 	switch {

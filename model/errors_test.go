@@ -162,6 +162,18 @@ func TestLoadErrorsGGUF(t *testing.T) {
 		}
 		loadErr(t, p, Options{}, `"llama.block_count"`, `"llama.feed_forward_length"`, `"llama.attention.head_count"`)
 	})
+	t.Run("experts", func(t *testing.T) {
+		g, err := NewGGUFWriter(cfg, w, quant.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Set("llama.expert_count", gguf.Uint32(8))
+		p := filepath.Join(t.TempDir(), "moe.gguf")
+		if err := g.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		loadErr(t, p, Options{}, "llama.expert_count is 8: mixture-of-experts models (Mixtral) are not supported")
+	})
 	t.Run("missing tensor", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "missing.gguf")
 		if err := WriteGGUF(p, cfg, without(w, "model.layers.2.self_attn.v_proj.weight"), quant.F32); err != nil {
