@@ -34,13 +34,15 @@ type stored struct {
 	name   string     // the name in the file
 	shape  []int      // row-major
 	format quant.Type // F32, F16, BF16 or a GGML block format
-	data   []byte
+	// unsupported, when set, says why the tensor cannot be used (a
+	// safetensors dtype other than F32, F16 and BF16); checkWeights
+	// reports it.
+	unsupported string
+	data        []byte
 	// unpermute, when > 0, is the head count of llama.cpp's Q/K row
 	// permutation to undo (see undoPermute).
 	unpermute int
 }
-
-func (s stored) String() string { return fmt.Sprintf("%q (%v %v)", s.name, s.format, s.shape) }
 
 func isFloatFormat(f quant.Type) bool { return f == quant.F32 || f == quant.F16 || f == quant.BF16 }
 
@@ -74,8 +76,7 @@ func hfName(name string) string {
 
 // stDir is a Hugging Face checkpoint: safetensors files in a directory.
 type stDir struct {
-	path string
-	dir  *safetensors.Dir
+	dir *safetensors.Dir
 }
 
 func (d *stDir) close() error { return d.dir.Close() }
@@ -102,18 +103,15 @@ func (d *stDir) lookup(name string) (stored, bool) {
 	case safetensors.BF16:
 		s.format = quant.BF16
 	default:
-		// Marked unusable; checkWeights names the dtype.
-		s.format = quant.Type(math.MaxUint32)
-		s.name = fmt.Sprintf("%s (dtype %v)", hf, info.DType)
+		s.unsupported = fmt.Sprintf("dtype %v", info.DType)
 	}
 	return s, true
 }
 
 // ggufFile is a GGUF checkpoint.
 type ggufFile struct {
-	path string
-	f    *gguf.File
-	cfg  Config // for the Q/K permutation's head counts
+	f   *gguf.File
+	cfg Config // for the Q/K permutation's head counts
 }
 
 func (g *ggufFile) close() error { return g.f.Close() }
@@ -140,13 +138,21 @@ func (g *ggufFile) lookup(name string) (stored, bool) {
 	return s, true
 }
 
+// opened is a checkpoint with what Load reads from it before the weights.
+type opened struct {
+	ck       checkpoint
+	cfg      Config
+	declared dtype.DType // the dtype config.json declares (Invalid: none)
+	// ropeFactors are GGUF's rope_freqs.weight (nil: none).
+	ropeFactors []float32
+}
+
 // openCheckpoint opens path: a GGUF file, or a directory holding
-// config.json and *.safetensors. It returns the config too, and the
-// checkpoint's own float dtype where it declares one.
-func openCheckpoint(path string) (checkpoint, Config, quant.Type, []float32, error) {
+// config.json and *.safetensors.
+func openCheckpoint(path string) (*opened, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, Config{}, 0, nil, fmt.Errorf("model: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	if fi.IsDir() {
 		return openHF(path)
@@ -154,35 +160,31 @@ func openCheckpoint(path string) (checkpoint, Config, quant.Type, []float32, err
 	return openGGUF(path)
 }
 
-func openHF(path string) (checkpoint, Config, quant.Type, []float32, error) {
-	cfgPath := filepath.Join(path, "config.json")
-	cfg, declared, err := readHFConfig(cfgPath)
+func openHF(path string) (*opened, error) {
+	cfg, declared, err := readHFConfig(filepath.Join(path, "config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, Config{}, 0, nil, fmt.Errorf("model: %s has no config.json (want a GGUF file or a directory with config.json and *.safetensors)", path)
+		return nil, fmt.Errorf("model: %s has no config.json (want a GGUF file or a directory with config.json and *.safetensors)", path)
 	}
 	if err != nil {
-		return nil, Config{}, 0, nil, err
+		return nil, err
 	}
 	dir, err := safetensors.OpenDir(path)
 	if err != nil {
-		return nil, Config{}, 0, nil, fmt.Errorf("model: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
 	}
-	var ft quant.Type = math.MaxUint32
-	switch declared {
-	case "float32":
-		ft = quant.F32
-	case "float16":
-		ft = quant.F16
-	case "bfloat16":
-		ft = quant.BF16
-	}
-	return &stDir{path: path, dir: dir}, cfg, ft, nil, nil
+	o := &opened{ck: &stDir{dir: dir}, cfg: cfg}
+	o.declared = map[string]dtype.DType{"float32": dtype.F32, "float16": dtype.F16, "bfloat16": dtype.BF16}[declared]
+	return o, nil
 }
 
-func openGGUF(path string) (checkpoint, Config, quant.Type, []float32, error) {
+func openGGUF(path string) (*opened, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, Config{}, 0, nil, fmt.Errorf("model: %w", err)
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	fail := func(err error) (*opened, error) {
+		f.Close()
+		return nil, fmt.Errorf("model: %s: %w", path, err)
 	}
 	rows := 0
 	if t, err := f.Tensor("token_embd.weight"); err == nil && len(t.Dims) == 2 {
@@ -190,28 +192,26 @@ func openGGUF(path string) (checkpoint, Config, quant.Type, []float32, error) {
 	}
 	cfg, err := ggufConfig(&f.Metadata, rows)
 	if err != nil {
-		f.Close()
-		return nil, Config{}, 0, nil, fmt.Errorf("model: %s: %w", path, err)
+		return fail(err)
 	}
 	if _, err := f.Tensor("output.weight"); err != nil {
 		cfg.TieEmbeddings = true
 	}
-	var factors []float32
+	o := &opened{ck: &ggufFile{f: f, cfg: cfg}, cfg: cfg}
 	if t, err := f.Tensor("rope_freqs.weight"); err == nil {
 		data, err := f.TensorData(t)
 		if err == nil && t.Type != quant.F32 {
 			err = fmt.Errorf("type %v, want f32", t.Type)
 		}
 		if err != nil {
-			f.Close()
-			return nil, Config{}, 0, nil, fmt.Errorf("model: %s: rope_freqs.weight: %w", path, err)
+			return fail(fmt.Errorf("rope_freqs.weight: %w", err))
 		}
-		factors = make([]float32, len(data)/4)
-		for i := range factors {
-			factors[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		o.ropeFactors = make([]float32, len(data)/4)
+		for i := range o.ropeFactors {
+			o.ropeFactors[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 		}
 	}
-	return &ggufFile{path: path, f: f, cfg: cfg}, cfg, math.MaxUint32, factors, nil
+	return o, nil
 }
 
 // floatTensor converts a stored float tensor to a host tensor of dt,

@@ -102,7 +102,7 @@ func TestLoadErrorsSafetensors(t *testing.T) {
 		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 			t.Fatal(err)
 		}
-		loadErr(t, dir, Options{}, "model.norm.weight (dtype F64)", "only F32, F16 and BF16")
+		loadErr(t, dir, Options{}, `tensor "model.norm.weight" has dtype F64: only F32, F16 and BF16 are supported`)
 	})
 	for _, c := range []struct {
 		name string

@@ -54,7 +54,6 @@ type Model struct {
 	dt     dtype.DType
 	e      exec.Executor
 	maxSeq int
-	path   string
 
 	weights []wspec               // the weights present, in load order
 	quant   map[string]quant.Type // block format of each quantized matrix
@@ -115,11 +114,12 @@ func weightSpecs(c Config) []wspec {
 // from the GGUF metadata or from tokenizer.json beside the safetensors
 // (Tokenizer reports why there is none).
 func Load(path string, opts Options) (*Model, error) {
-	ck, cfg, declared, ropeFactors, err := openCheckpoint(path)
+	o, err := openCheckpoint(path)
 	if err != nil {
 		return nil, err
 	}
-	defer ck.close()
+	defer o.ck.close()
+	ck, cfg := o.ck, o.cfg
 	fail := func(err error) (*Model, error) { return nil, fmt.Errorf("model: load %s: %w", path, err) }
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
@@ -128,7 +128,7 @@ func Load(path string, opts Options) (*Model, error) {
 	if err != nil {
 		return fail(err)
 	}
-	dt, err := computeDType(opts.DType, declared, specs, found)
+	dt, err := computeDType(opts.DType, o.declared, specs, found)
 	if err != nil {
 		return fail(err)
 	}
@@ -144,7 +144,7 @@ func Load(path string, opts Options) (*Model, error) {
 	if w := cfg.SlidingWindow; w > 0 && maxSeq > w {
 		return fail(fmt.Errorf("the model attends over a sliding window of %d positions, which Loom does not implement; it computes the same with Options.MaxSeqLen ≤ %d (asked for %d)", w, w, maxSeq))
 	}
-	inv, err := invFreq(cfg, ropeFactors)
+	inv, err := invFreq(cfg, o.ropeFactors)
 	if err != nil {
 		return fail(err)
 	}
@@ -152,7 +152,7 @@ func Load(path string, opts Options) (*Model, error) {
 	if e == nil {
 		e = cpu.New()
 	}
-	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, path: path, weights: specs,
+	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
 		quant: map[string]quant.Type{}, values: map[string]exec.Value{},
 		prefills: map[prefillKey]*graph.Program{}, decodes: map[int]*graph.Program{}}
 	if err := m.place(found, inv); err != nil {
@@ -210,13 +210,14 @@ func checkWeights(ck checkpoint, cfg Config) ([]wspec, map[string]stored, error)
 // checkFormat accepts f32/f16/bf16 for every weight and the GGML block
 // formats Loom computes with for matrices.
 func checkFormat(s stored, w wspec) error {
+	if s.unsupported != "" {
+		return fmt.Errorf("tensor %q has %s: only F32, F16 and BF16 are supported", s.name, s.unsupported)
+	}
 	if isFloatFormat(s.format) {
 		return nil
 	}
 	tr, known := s.format.Traits()
 	switch {
-	case !known && s.format == quant.Type(1<<32-1):
-		return fmt.Errorf("tensor %s: only F32, F16 and BF16 are supported", s.name)
 	case !w.matrix:
 		return fmt.Errorf("tensor %q is stored as %v; a %d-D weight must be f32, f16 or bf16", s.name, s.format, len(w.shape))
 	case !known || !tr.Supported:
@@ -230,7 +231,7 @@ func checkFormat(s stored, w wspec) error {
 
 // computeDType picks the compute dtype: the caller's, the checkpoint's
 // declared one, or the float format most matrices are stored in.
-func computeDType(want dtype.DType, declared quant.Type, specs []wspec, found map[string]stored) (dtype.DType, error) {
+func computeDType(want, declared dtype.DType, specs []wspec, found map[string]stored) (dtype.DType, error) {
 	switch want {
 	case dtype.F32, dtype.F16, dtype.BF16:
 		return want, nil
@@ -238,10 +239,10 @@ func computeDType(want dtype.DType, declared quant.Type, specs []wspec, found ma
 	default:
 		return 0, fmt.Errorf("Options.DType %v: want f32, f16 or bf16", want)
 	}
-	of := map[quant.Type]dtype.DType{quant.F32: dtype.F32, quant.F16: dtype.F16, quant.BF16: dtype.BF16}
-	if d, ok := of[declared]; ok {
-		return d, nil
+	if declared != dtype.Invalid {
+		return declared, nil
 	}
+	of := map[quant.Type]dtype.DType{quant.F32: dtype.F32, quant.F16: dtype.F16, quant.BF16: dtype.BF16}
 	count := map[dtype.DType]int{}
 	for _, w := range specs {
 		if d, ok := of[found[w.name].format]; ok && w.matrix {
