@@ -116,14 +116,18 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if !*f.printIDs && tok == nil {
 		fmt.Fprintf(stderr, "no tokenizer (%v): printing token ids\n", tokErr)
 	}
-	var out strings.Builder // the text's tail, to end the stream with a newline
 	if text {
 		sd := tok.Stream()
+		ends := true // the text so far is empty or ends a line
+		write := func(s string) {
+			if s != "" {
+				io.WriteString(stdout, s)
+				ends = strings.HasSuffix(s, "\n")
+			}
+		}
 		opts.OnToken = func(id int) bool {
 			if !tok.IsStop(id) {
-				s := sd.Add(id)
-				io.WriteString(stdout, s)
-				out.WriteString(s)
+				write(sd.Add(id))
 			}
 			return true
 		}
@@ -131,10 +135,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		rest := sd.Flush()
-		io.WriteString(stdout, rest)
-		out.WriteString(rest)
-		if s := out.String(); s != "" && !strings.HasSuffix(s, "\n") {
+		write(sd.Flush())
+		if !ends {
 			fmt.Fprintln(stdout)
 		}
 		fmt.Fprintln(stdout, stats(g))
