@@ -261,7 +261,8 @@ func TestRefHarness(t *testing.T) {
 		PromptLogits: []refRow{{Pos: 0, IDs: subset, Values: pick(full[0], subset)}, {Pos: 7, Values: full[7]}},
 		// Step s: after feeding greedy[s] at position 8+s.
 		StepLogits: []refRow{{Pos: 0, Values: full[8]}, {Pos: 4, IDs: subset, Values: pick(full[12], subset)}}}
-	r := &refFile{Name: "tiny", SHA256: sha256File(t, filepath.Join(dir, "model.safetensors")), Prompt: prompt, Runs: []refRun{run}}
+	r := &refFile{Name: "tiny", SHA256: sha256File(t, filepath.Join(dir, "model.safetensors")), Prompt: prompt, Runs: []refRun{run},
+		Transformers: "none: the float64 reference", Device: "cpu"}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
