@@ -7,6 +7,7 @@
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom gguf inspect [-tensor NAME] FILE
 //	loom gguf quantize -type TYPE IN OUT
+//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids]
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -68,6 +69,17 @@
 // GGUF has no type holding them. No general.architecture is invented for a
 // safetensors input: the names are Hugging Face's, not llama.cpp's, so the
 // output is for Loom, not for llama.cpp's loader.
+// generate loads a llama-family model (package model: a GGUF file, or a
+// directory with config.json and *.safetensors; -max-seq and -dtype set
+// the KV cache's length and the compute dtype), encodes -prompt with the
+// model's tokenizer (or takes -ids), and generates up to -n tokens: greedy
+// at -temp 0, else sampled with -top-k, -top-p and -seed. The decoded text
+// streams to stdout as it is generated (stop tokens are not printed),
+// then a line with the prompt and decode tokens/s; with -print-ids stdout
+// gets only the generated ids, space-separated on one line (stop token
+// included), and the rates go to stderr. The executor and a summary of
+// the model (size on the device, quantized weights, load time) go to
+// stderr.
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).

@@ -37,6 +37,7 @@ func init() {
 		{name: "bench", summary: "run the benchmark workloads fused and unfused; print a table (and JSON)", args: "[-device auto|cpu|rocm] [-workloads W1,W2,...] [-elems N] [-rows R -cols C] [-conv-n N -conv-c C -conv-hw HW] [-reps N] [-json FILE] [-reruns N]", flags: func(w io.Writer) *flag.FlagSet { return newBenchFlags(w).fs }, run: runBench},
 		{name: "kernels", summary: "compile every kernel Loom can produce for GPU targets; print a table and N compiled, M failed", args: "[-arch gfx90a,gfx1030,sm_90] [-v] [-only TEXT]", flags: func(w io.Writer) *flag.FlagSet { return newKernelsFlags(w).fs }, run: runKernels},
 		{name: "gguf", summary: "inspect a GGUF file (every metadata key and tensor, or one tensor's values); quantize a GGUF or safetensors model", args: "inspect [-tensor NAME] FILE | quantize -type TYPE IN OUT", flags: func(w io.Writer) *flag.FlagSet { return newGGUFFlags(w).fs }, run: runGGUF},
+		{name: "generate", summary: "run a llama-family model (GGUF, or safetensors + config.json): generate from a prompt, print the text or ids and the tokens/s", args: "-model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids] [-max-seq N] [-dtype f32|f16|bf16]", flags: func(w io.Writer) *flag.FlagSet { return newGenerateFlags(w).fs }, run: runGenerate},
 		{name: "help", summary: "list the subcommands, or show one subcommand's flags", args: "[SUBCOMMAND]", run: runHelp},
 	}
 }
@@ -86,7 +87,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Subcommands:")
 	fmt.Fprintln(w)
 	for _, c := range commands {
-		fmt.Fprintf(w, "\t%-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "\t%-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "loom help <subcommand>" for its flags.`)

@@ -1,0 +1,227 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
+)
+
+// The two programs. Both declare every weight and the rope tables as
+// inputs, which the Model keeps on the executor and passes to every run.
+//
+// Prefill (B sequences of T tokens, positions 0..T−1) takes ids and
+// returns the logits (of the last position, or of every position) and the
+// KV cache: per layer k and v of shape [B, KVHeads, MaxSeqLen, HeadDim],
+// the prompt's keys and values written at positions 0..T−1 (SliceAssign
+// onto zeros). Its attention is causal within the prompt and reads the new
+// keys and values directly, not the cache.
+//
+// Decode (B sequences of one token each) takes ids, each sequence's
+// position and the caches, and returns the logits and the updated caches.
+// The position is a run-time input, so one program serves every position:
+// the new key and value are written with Scatter along the time axis (the
+// ids are the position broadcast to the value's shape), the rope rows are
+// picked from the tables with IndexSelect, and the attention runs over the
+// whole cache with the mask t ≤ pos computed from the position input.
+//
+// Grouped-query attention without copies: the G = Heads/KVHeads query
+// heads that share a key/value head are rows of one product. Queries
+// [B, Heads, T, D] are viewed as [B, KVHeads, G·T, D] (a reshape of a
+// contiguous tensor, free) and multiplied by the keys [B, KVHeads, D, T]
+// (a transposed view, read in place by the GEMM), so no key or value is
+// ever repeated.
+//
+// Numerics follow Hugging Face's LlamaForCausalLM in eager mode, op for op
+// in the compute dtype: RMSNorm in float32, rounded to the compute dtype
+// before the weight multiplies it; scores = (q·kᵀ)·D^−½ rounded to the
+// compute dtype; softmax in float32 (then rounded); SwiGLU as
+// down(silu(gate(x))·up(x)); logits from the LM head in the compute dtype,
+// widened to float32.
+
+// Graph input and output names.
+const (
+	inIDs     = "ids"      // u32 [B·T], the tokens of each sequence in turn
+	inPos     = "pos"      // u32 [B], decode: each sequence's position
+	inRopeCos = "rope.cos" // [MaxSeqLen, HeadDim/2]
+	inRopeSin = "rope.sin"
+	outLogits = "logits" // f32 [B, V] (last position) or [B, T, V]
+)
+
+func inCache(kv string, layer int) string  { return fmt.Sprintf("cache.%s.%d", kv, layer) }
+func outCache(kv string, layer int) string { return fmt.Sprintf("next.%s.%d", kv, layer) }
+
+// prefillKey identifies a compiled prefill program.
+type prefillKey struct {
+	batch, tokens int
+	all           bool // logits of every position, not only the last
+}
+
+// fwd builds one program's graph.
+type fwd struct {
+	m    *Model
+	g    *graph.Graph
+	w    map[string]*graph.Tensor
+	q    map[string]*graph.QTensor
+	cos  *graph.Tensor
+	sin  *graph.Tensor
+	head string // the LM head's weight name
+}
+
+func (m *Model) newFwd() (*fwd, error) {
+	f := &fwd{m: m, g: graph.New(), w: map[string]*graph.Tensor{}, q: map[string]*graph.QTensor{}, head: "output"}
+	if m.cfg.TieEmbeddings {
+		f.head = "token_embd"
+	}
+	for _, w := range m.weights {
+		if format, ok := m.quant[w.name]; ok {
+			qt, err := f.g.QInput(w.name, format, w.shape...)
+			if err != nil {
+				return nil, err
+			}
+			f.q[w.name] = qt
+			continue
+		}
+		f.w[w.name] = f.g.Input(w.name, m.dt, w.shape...)
+	}
+	f.cos = f.g.Input(inRopeCos, m.dt, m.maxSeq, m.cfg.HeadDim/2)
+	f.sin = f.g.Input(inRopeSin, m.dt, m.maxSeq, m.cfg.HeadDim/2)
+	return f, nil
+}
+
+// linear is x·Wᵀ (+ bias) for the weight called name+".weight": a GEMM for
+// a float weight, a quantized matmul for a block-format one.
+func (f *fwd) linear(x *graph.Tensor, name string) *graph.Tensor {
+	var y *graph.Tensor
+	if q, ok := f.q[name+".weight"]; ok {
+		y = x.QMatmul(q)
+	} else {
+		y = graph.Linear(x, f.w[name+".weight"], nil)
+	}
+	if b, ok := f.w[name+".bias"]; ok {
+		y = y.Add(b)
+	}
+	return y
+}
+
+// embed picks the embedding rows of ids (1-D): [len(ids), Hidden].
+func (f *fwd) embed(ids *graph.Tensor) *graph.Tensor {
+	if q, ok := f.q["token_embd.weight"]; ok {
+		return q.Embedding(ids, f.m.dt)
+	}
+	return f.w["token_embd.weight"].IndexSelect(ids, 0)
+}
+
+// rmsNorm is Hugging Face's LlamaRMSNorm: x in float32 times
+// 1/√(mean(x²) + eps), rounded to the compute dtype, times the weight. (It
+// rounds before the weight multiplies; graph's RmsNorm rounds once after,
+// which differs in the last bit for f16/bf16.) One fused row kernel.
+func (f *fwd) rmsNorm(x *graph.Tensor, name string) *graph.Tensor {
+	x32 := x.Cast(dtype.F32)
+	inv := x32.Sqr().Mean(true, -1).Add(graph.Scalar(f.m.cfg.RMSEps)).Sqrt().Recip()
+	return x32.Mul(inv).Cast(f.m.dt).Mul(f.w[name+".weight"])
+}
+
+// mlp is SwiGLU: down(silu(gate(h))·up(h)).
+func (f *fwd) mlp(h *graph.Tensor, p string) *graph.Tensor {
+	return f.linear(f.linear(h, p+"ffn_gate").Silu().Mul(f.linear(h, p+"ffn_up")), p+"ffn_down")
+}
+
+// qkv projects h [B, T, C] to rotated queries [B, H, T, D], rotated keys
+// [B, KV, T, D] and values [B, KV, T, D] (a view). cos and sin are the
+// rope tables Rope takes: [≥ T, D/2], or [B, T, D/2] per sequence.
+func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *graph.Tensor) {
+	c := f.m.cfg
+	s := h.Shape()
+	b, t := s[0], s[1]
+	// Rotated in the projections' own (b, t, h, d) layout (RopeThd), then
+	// transposed as views: rotating the transposed views would copy each
+	// to a contiguous layout first.
+	q = f.linear(h, p+"attn_q").Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
+	k = f.linear(h, p+"attn_k").Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
+	v = f.linear(h, p+"attn_v").Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
+	return q, k, v
+}
+
+// attend is softmax(mask(q·kᵀ·D^−½))·v for queries q [B, H, T, D] against
+// keys k and values v [B, KV, S, D]; keep (u8, broadcasting to
+// [B, KV, G, T, S]) marks the pairs that may attend. It returns
+// [B, T, H·D].
+func (f *fwd) attend(q, k, v, keep *graph.Tensor) *graph.Tensor {
+	c := f.m.cfg
+	qs, ks := q.Shape(), k.Shape()
+	b, t, s := qs[0], qs[2], ks[2]
+	g := c.group()
+	// The scale applies after the reshape, so that it fuses into the
+	// softmax's row kernel.
+	scores := q.Reshape(b, c.KVHeads, g*t, c.HeadDim).Matmul(k.T()).Reshape(b, c.KVHeads, g, t, s).Affine(1/math.Sqrt(float64(c.HeadDim)), 0)
+	scores = graph.Where(keep, scores, graph.Scalar(math.Inf(-1)))
+	probs := scores.Softmax(-1).Reshape(b, c.KVHeads, g*t, s)
+	out := probs.Matmul(v) // [B, KV, G·T, D] = [B, H, T, D]
+	return out.Reshape(b, c.Heads, t, c.HeadDim).Transpose(1, 2).Reshape(b, t, c.qDim())
+}
+
+// logits applies the final norm and the LM head to x [..., C]: f32 [..., V].
+func (f *fwd) logits(x *graph.Tensor) *graph.Tensor {
+	return f.linear(f.rmsNorm(x, "output_norm"), f.head).Cast(dtype.F32)
+}
+
+// buildPrefill records the prefill program for B sequences of T tokens.
+func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
+	f, err := m.newFwd()
+	if err != nil {
+		return nil, err
+	}
+	c, g := m.cfg, f.g
+	b, t := k.batch, k.tokens
+	ids := g.Input(inIDs, dtype.U32, b*t)
+	x := f.embed(ids).Reshape(b, t, c.Hidden)
+	// keep[i, j] = j ≤ i: causal within the prompt.
+	ar := g.Arange(dtype.U32, 0, float64(t), 1)
+	keep := ar.Reshape(1, t).Le(ar.Reshape(t, 1))
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, f.cos, f.sin)
+		g.Output(outCache("k", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(kk, 2, 0))
+		g.Output(outCache("v", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(v, 2, 0))
+		x = x.Add(f.linear(f.attend(q, kk, v, keep), p+"attn_output"))
+		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
+	}
+	if !k.all {
+		x = x.Narrow(1, t-1, 1).Reshape(b, c.Hidden)
+	}
+	g.Output(outLogits, f.logits(x))
+	return g.Compile(graph.Options{})
+}
+
+// buildDecode records the decode program for B sequences of one token.
+func (m *Model) buildDecode(b int) (*graph.Program, error) {
+	f, err := m.newFwd()
+	if err != nil {
+		return nil, err
+	}
+	c, g := m.cfg, f.g
+	ids := g.Input(inIDs, dtype.U32, b)
+	pos := g.Input(inPos, dtype.U32, b)
+	x := f.embed(ids).Reshape(b, 1, c.Hidden)
+	// Each sequence's rope row, as the per-batch table form Rope takes.
+	cos := f.cos.IndexSelect(pos, 0).Reshape(b, 1, c.HeadDim/2)
+	sin := f.sin.IndexSelect(pos, 0).Reshape(b, 1, c.HeadDim/2)
+	// Where the new key and value go: the position along the time axis.
+	at := pos.Reshape(b, 1, 1, 1).BroadcastTo(b, c.KVHeads, 1, c.HeadDim)
+	// keep[b, t] = t ≤ pos[b], viewed as [B, 1, 1, 1, MaxSeqLen].
+	keep := g.Arange(dtype.U32, 0, float64(m.maxSeq), 1).Reshape(1, m.maxSeq).Le(pos.Reshape(b, 1)).Reshape(b, 1, 1, 1, m.maxSeq)
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
+		kc := g.Input(inCache("k", l), m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, kk, 2)
+		vc := g.Input(inCache("v", l), m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, v, 2)
+		g.Output(outCache("k", l), kc)
+		g.Output(outCache("v", l), vc)
+		x = x.Add(f.linear(f.attend(q, kc, vc, keep), p+"attn_output"))
+		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
+	}
+	g.Output(outLogits, f.logits(x.Reshape(b, c.Hidden)))
+	return g.Compile(graph.Options{})
+}

@@ -1,0 +1,166 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/loomgraph/loom/tensor"
+)
+
+// GenerateOptions control Generate.
+type GenerateOptions struct {
+	// MaxTokens is how many tokens to generate at most (≥ 0).
+	MaxTokens int
+	// Temperature 0 is greedy decoding; above 0 the next token is drawn
+	// from softmax(logits/Temperature), limited by TopK and TopP.
+	Temperature float64
+	// TopK keeps the K most likely tokens (0: all).
+	TopK int
+	// TopP keeps the most likely tokens whose probabilities sum to at
+	// least P (0 or 1: all).
+	TopP float64
+	// Seed seeds the sampler's PCG generator: one seed, one sequence.
+	Seed uint64
+	// StopTokens end generation when generated (the stop token is the last
+	// of Generation.Tokens). nil means the tokenizer's stop tokens (EOS and
+	// the like) when the model has a tokenizer; an empty non-nil slice
+	// means none.
+	StopTokens []int
+	// OnToken, when set, is called with each token as it is generated
+	// (stop tokens included); returning false ends generation after it.
+	OnToken func(id int) bool
+}
+
+// Stop reasons.
+const (
+	StopMaxTokens   = "max tokens"
+	StopToken       = "stop token"
+	StopCallback    = "callback"
+	StopContextFull = "context full"
+)
+
+// Generation is what Generate produced and how long it took.
+type Generation struct {
+	Tokens     []int  // the generated tokens, after the prompt
+	StopReason string // one of the Stop* constants
+
+	PromptTokens int
+	// Compile is the time spent compiling and preparing the programs
+	// (nothing once a model has run this prompt length before).
+	Compile time.Duration
+	// Prefill is the time of the prompt's run, which also gives the first
+	// token; Decode the time of the DecodeSteps runs after it, each giving
+	// one more token (sampling included in both).
+	Prefill     time.Duration
+	Decode      time.Duration
+	DecodeSteps int
+}
+
+// PromptTokensPerSecond is the prefill rate.
+func (g *Generation) PromptTokensPerSecond() float64 {
+	return rate(g.PromptTokens, g.Prefill)
+}
+
+// DecodeTokensPerSecond is the rate of the decode steps.
+func (g *Generation) DecodeTokensPerSecond() float64 {
+	return rate(g.DecodeSteps, g.Decode)
+}
+
+func rate(n int, d time.Duration) float64 {
+	if n == 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Generate continues prompt (token ids, at least one) by up to
+// opts.MaxTokens tokens: one prefill of the prompt, then one decode step
+// per further token, stopping early at a stop token, when OnToken returns
+// false, or when the sequence fills MaxSeqLen positions. A prompt that
+// does not fit MaxSeqLen is an error.
+func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions) (*Generation, error) {
+	if opts.MaxTokens < 0 {
+		return nil, fmt.Errorf("model: generate: MaxTokens %d, want ≥ 0", opts.MaxTokens)
+	}
+	sampler, err := NewSampler(opts)
+	if err != nil {
+		return nil, err
+	}
+	stops := opts.StopTokens
+	if stops == nil && m.tok != nil {
+		stops = m.tok.StopTokens()
+	}
+	isStop := map[int]bool{}
+	for _, id := range stops {
+		isStop[id] = true
+	}
+	gen := &Generation{PromptTokens: len(prompt), StopReason: StopMaxTokens}
+	if opts.MaxTokens == 0 {
+		return gen, nil
+	}
+	s, err := m.NewSession(1)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	// Compile both programs before the clock starts.
+	if len(prompt) > 0 && len(prompt) <= m.maxSeq {
+		if _, took, err := m.prefillProgram(ctx, prefillKey{batch: 1, tokens: len(prompt)}); err != nil {
+			return nil, err
+		} else {
+			gen.Compile += took
+		}
+		if opts.MaxTokens > 1 {
+			_, took, err := m.decodeProgram(ctx, 1)
+			if err != nil {
+				return nil, err
+			}
+			gen.Compile += took
+		}
+	}
+	start := time.Now()
+	logits, err := s.Prefill(ctx, [][]int{prompt})
+	if err != nil {
+		return nil, err
+	}
+	id, err := sample(sampler, logits)
+	gen.Prefill = time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	defer func() { gen.Decode = time.Since(start) }()
+	for {
+		gen.Tokens = append(gen.Tokens, id)
+		switch {
+		case opts.OnToken != nil && !opts.OnToken(id):
+			gen.StopReason = StopCallback
+			return gen, nil
+		case isStop[id]:
+			gen.StopReason = StopToken
+			return gen, nil
+		case len(gen.Tokens) == opts.MaxTokens:
+			return gen, nil
+		case s.Pos() == m.maxSeq:
+			gen.StopReason = StopContextFull
+			return gen, nil
+		}
+		if logits, err = s.Decode(ctx, []int{id}); err != nil {
+			return nil, err
+		}
+		gen.DecodeSteps++
+		if id, err = sample(sampler, logits); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sample picks from the first row of logits [1, V].
+func sample(s *Sampler, logits *tensor.Tensor) (int, error) {
+	v, err := tensor.Values[float32](logits)
+	if err != nil {
+		return 0, err
+	}
+	return s.Sample(v)
+}

@@ -1,0 +1,241 @@
+package model
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec/rocm"
+	"github.com/loomgraph/loom/quant"
+)
+
+// GPU tests: the same checks on the GPU executor (weights uploaded once,
+// the cache resident between runs), the 1B-shaped reference, memory that
+// stays flat over 1,000 decode steps, and (on request) speed. Each skips
+// with a message where no GPU opens.
+
+var gpu struct {
+	once sync.Once
+	e    *rocm.Executor
+	err  error
+}
+
+func openGPU(t testing.TB) *rocm.Executor {
+	t.Helper()
+	gpu.once.Do(func() { gpu.e, gpu.err = rocm.Open() })
+	if gpu.err != nil {
+		t.Skipf("no GPU device; this test needs one and is skipped: %v", gpu.err)
+	}
+	return gpu.e
+}
+
+// TestGPUTiny: on the GPU the tiny model matches the float64 reference as
+// on the CPU (prefill of every position, then decode steps), in f32 and
+// bf16, and the weights live on the device.
+func TestGPUTiny(t *testing.T) {
+	e := openGPU(t)
+	dir, w, ref := tiny(t)
+	prompt, more := randomIDs(50, 24, 1024), randomIDs(51, 16, 1024)
+	want := ref.forward(append(append([]int(nil), prompt...), more...))
+	m := load(t, dir, Options{Executor: e})
+	for name, v := range m.values {
+		if _, ok := v.(*rocm.Tensor); !ok {
+			t.Fatalf("input %q is a %T, not resident on the GPU", name, v)
+		}
+	}
+	got := prefillDecode(t, m, prompt, more)
+	for p := range got {
+		if err := relErr(got[p], want[p]); err > tolF32 {
+			t.Errorf("f32, position %d: error %.3g", p, err)
+		}
+	}
+	noFallback(t, m)
+	cpu := prefillDecode(t, load(t, dir, Options{}), prompt, more)
+	for p := range got {
+		if err := relErr(got[p], f64s(cpu[p])); err > 1e-5 {
+			t.Errorf("position %d: GPU and CPU differ by %.3g", p, err)
+		}
+	}
+	// bf16 against the reference with bf16-rounded weights (as TestBF16).
+	var rounded []NamedTensor
+	for _, nt := range w {
+		vals := make([]float32, nt.T.Numel())
+		for i := range vals {
+			vals[i] = dtype.ToBF16(float32(nt.T.Float64(i))).Float32()
+		}
+		r := nt.T.Clone()
+		for i, v := range vals {
+			r.SetFloat64(i, float64(v))
+		}
+		rounded = append(rounded, NamedTensor{nt.Name, r})
+	}
+	bwant := newRef(TinyConfig(), rounded).forward(prompt)
+	bgot := prefillDecode(t, load(t, dir, Options{Executor: e, DType: dtype.BF16}), prompt, nil)
+	for p := range bgot {
+		if err := relErr(bgot[p], bwant[p]); err > 5e-2 {
+			t.Errorf("bf16, position %d: error %.3g", p, err)
+		}
+	}
+}
+
+// noFallback reports every step of m's programs that the GPU executor
+// hands to the CPU (exec.Fallbacker): each would cost two transfers per
+// run.
+func noFallback(t *testing.T, m *Model) {
+	t.Helper()
+	for name, p := range m.Programs() {
+		for _, line := range strings.Split(p.Placement(m.Executor()), "\n") {
+			if strings.Contains(line, "(fallback:") {
+				t.Errorf("%s: %s", name, line)
+			}
+		}
+	}
+}
+
+// TestGPUQuantized: a Q4_K file on the GPU against the dequantized
+// reference. Unlike the CPU (GGML's algorithm, activations quantized to
+// Q8_K), the GPU never quantizes activations (exec/rocm/quant.go): prefill
+// dequantizes weight chunks and multiplies in f32, decode's mat-vec
+// multiplies dequantized weights with f32 activations. So the error is
+// float32 rounding only, and the f32 tolerance applies.
+func TestGPUQuantized(t *testing.T) {
+	e := openGPU(t)
+	_, w, _ := tiny(t)
+	path := filepath.Join(t.TempDir(), "tiny-q4k.gguf")
+	if err := WriteGGUF(path, TinyConfig(), w, quant.Q4_K); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, path, Options{Executor: e})
+	prompt, more := randomIDs(52, 16, 1024), randomIDs(53, 8, 1024)
+	want := newRef(TinyConfig(), dequantized(t, w, quant.Q4_K)).forward(append(append([]int(nil), prompt...), more...))
+	got := prefillDecode(t, m, prompt, more)
+	noFallback(t, m)
+	for p := range got {
+		if err := relErr(got[p], want[p]); err > tolF32 {
+			t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tolF32)
+		}
+	}
+}
+
+// TestGPUMemoryFlat: 1,000 decode steps allocate nothing new from the
+// driver and end with the bytes in use they started with (weights, rope
+// tables and one KV cache: each step's new cache replaces the old one).
+func TestGPUMemoryFlat(t *testing.T) {
+	e := openGPU(t)
+	dir, _, _ := tiny(t)
+	m := load(t, dir, Options{Executor: e})
+	s, _ := m.NewSession(1)
+	defer s.Close()
+	logits, err := s.Prefill(ctx, [][]int{randomIDs(54, 16, 1024)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler, _ := NewSampler(GenerateOptions{})
+	step := func() {
+		id, err := sample(sampler, logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if logits, err = s.Decode(ctx, []int{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		step()
+	}
+	before := e.Stats().Memory
+	start := time.Now()
+	for range 1000 {
+		step()
+	}
+	took := time.Since(start)
+	after := e.Stats().Memory
+	t.Logf("weights %d bytes, KV cache %d bytes; in use %d before and %d after 1000 steps (%.0f tokens/s); driver allocations %d → %d",
+		m.WeightBytes(), s.CacheBytes(), before.InUse, after.InUse, 1000/took.Seconds(), before.Mallocs, after.Mallocs)
+	// No block from the driver, and the same bytes in use (up to which
+	// cached block of a size class served a request: 1/64 of slack).
+	if after.Mallocs != before.Mallocs || math.Abs(float64(after.InUse-before.InUse)) > float64(before.InUse)/64 {
+		t.Errorf("memory grew over 1000 decode steps:\nbefore %v\nafter  %v", before, after)
+	}
+	if least := m.WeightBytes() + s.CacheBytes(); before.InUse < least {
+		t.Errorf("%d bytes in use, less than the weights and cache (%d)", before.InUse, least)
+	}
+}
+
+// TestHFReferenceGPU compares both reference models on the GPU: the tiny
+// one and the Llama-3.2-1B-shaped one (bf16 as stored, and in f32 for the
+// greedy tokens).
+func TestHFReferenceGPU(t *testing.T) {
+	e := openGPU(t)
+	for _, c := range refCases {
+		t.Run(c.name, func(t *testing.T) {
+			r := readRef(t, c.name)
+			dir, _, _ := tiny(t)
+			if c.name != "tiny" {
+				dir = filepath.Join(t.TempDir(), c.name)
+				start := time.Now()
+				if err := WriteTestModel(dir, c.cfg, c.seed, c.dt); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("wrote the %s weights in %s", c.name, time.Since(start).Round(time.Millisecond))
+			}
+			checkAgainstRef(t, c, r, dir, e)
+		})
+	}
+}
+
+// TestGPUSpeed1B measures the 1B-shaped model: prefill of 512 tokens and
+// 128 decode steps, in bf16 and with Q4_K weights, against the bound that
+// reading every weight once per token at the measured copy bandwidth sets.
+// It takes minutes (random weights, the Q4_K quantization, two loads), so
+// it runs only with LOOM_LLAMA_SPEED=1.
+func TestGPUSpeed1B(t *testing.T) {
+	e := openGPU(t)
+	if os.Getenv("LOOM_LLAMA_SPEED") != "1" {
+		t.Skip("set LOOM_LLAMA_SPEED=1 to measure the 1B-shaped model's speed")
+	}
+	cfg := Llama1BConfig()
+	w, err := RandomWeights(cfg, 1, dtype.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "llama1b")
+	if err := WriteHF(dir, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	q4 := filepath.Join(t.TempDir(), "llama1b-q4k.gguf")
+	if err := WriteGGUF(q4, cfg, w, quant.Q4_K); err != nil {
+		t.Fatal(err)
+	}
+	w = nil
+	gbps, err := e.CopyGBps(1<<30, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := randomIDs(60, 512, cfg.Vocab)
+	for _, c := range []struct {
+		name, path string
+		dt         dtype.DType
+	}{{"bf16", dir, dtype.BF16}, {"q4_k", q4, dtype.BF16}} {
+		m := load(t, c.path, Options{Executor: e, DType: c.dt})
+		// A first run compiles and warms up; the second is measured.
+		for i := range 2 {
+			g, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 129, StopTokens: []int{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 1 {
+				bound := gbps * 1e9 / float64(m.WeightBytes())
+				t.Logf("%s: weights %.2f GB; prefill of 512 tokens %s (%.0f tokens/s); decode %.1f tokens/s, %.0f%% of the copy bound %.1f tokens/s (%.0f GB/s); memory %v",
+					c.name, float64(m.WeightBytes())/1e9, g.Prefill.Round(time.Microsecond), g.PromptTokensPerSecond(),
+					g.DecodeTokensPerSecond(), 100*g.DecodeTokensPerSecond()/bound, bound, gbps, e.Stats().Memory)
+			}
+		}
+		m.Close()
+	}
+}

@@ -1,0 +1,501 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/gguf"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
+	"github.com/loomgraph/loom/tokenizer"
+)
+
+// DefaultMaxSeqLen caps the KV cache length when Options.MaxSeqLen is 0:
+// the cache is allocated whole (per layer 2·KVHeads·MaxSeqLen·HeadDim
+// elements) and decode attends over all of it, so a 128k context would cost
+// memory and time that short generations never use.
+const DefaultMaxSeqLen = 2048
+
+// Options control Load.
+type Options struct {
+	// Executor runs the model; nil means a CPU executor (cpu.New()). On an
+	// executor that keeps tensors (exec.Resident, the GPU) the weights are
+	// uploaded once and stay there; the KV cache stays there between runs.
+	Executor exec.Executor
+	// MaxSeqLen is the KV cache's length, the most positions a sequence
+	// can have (prompt and generated tokens). 0: the model's context length,
+	// at most DefaultMaxSeqLen.
+	MaxSeqLen int
+	// DType is the compute dtype: f32, f16 or bf16. Invalid (the zero
+	// value): the checkpoint's float dtype (config.json's torch_dtype, or
+	// the dtype most of its float matrices are stored in); f32 when every
+	// matrix is quantized. Float weights are converted to it when loaded;
+	// quantized weights stay quantized.
+	DType dtype.DType
+}
+
+// Model is a loaded llama-architecture decoder: its weights resident on an
+// executor, and the programs that run it, compiled on first use. It is safe
+// for concurrent use; each Session (a sequence and its KV cache) is not.
+type Model struct {
+	cfg    Config
+	dt     dtype.DType
+	e      exec.Executor
+	maxSeq int
+
+	weights []wspec               // the weights present, in load order
+	quant   map[string]quant.Type // block format of each quantized matrix
+	values  map[string]exec.Value // graph input name → value: weights, rope tables
+	wbytes  int64                 // bytes of the weights as placed
+
+	tok    *tokenizer.Tokenizer
+	tokErr error
+
+	mu       sync.Mutex
+	prefills map[prefillKey]*graph.Program
+	decodes  map[int]*graph.Program
+	closed   bool
+}
+
+// wspec is one weight of the model: its GGUF-style name (the graph input's
+// name) and logical row-major shape.
+type wspec struct {
+	name     string
+	shape    []int
+	matrix   bool // a 2-D weight: may be stored in a GGML block format
+	optional bool // a bias: used when the checkpoint holds it
+}
+
+// weightSpecs lists every weight the config implies.
+func weightSpecs(c Config) []wspec {
+	C, V, I := c.Hidden, c.Vocab, c.Intermediate
+	specs := []wspec{{name: "token_embd.weight", shape: []int{V, C}, matrix: true}}
+	for l := range c.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		add := func(name string, out, in int) {
+			specs = append(specs, wspec{name: p + name + ".weight", shape: []int{out, in}, matrix: true},
+				wspec{name: p + name + ".bias", shape: []int{out}, optional: true})
+		}
+		specs = append(specs, wspec{name: p + "attn_norm.weight", shape: []int{C}})
+		add("attn_q", c.qDim(), C)
+		add("attn_k", c.kvDim(), C)
+		add("attn_v", c.kvDim(), C)
+		add("attn_output", C, c.qDim())
+		specs = append(specs, wspec{name: p + "ffn_norm.weight", shape: []int{C}})
+		add("ffn_gate", I, C)
+		add("ffn_up", I, C)
+		add("ffn_down", C, I)
+	}
+	specs = append(specs, wspec{name: "output_norm.weight", shape: []int{C}})
+	if !c.TieEmbeddings {
+		specs = append(specs, wspec{name: "output.weight", shape: []int{V, C}, matrix: true})
+	}
+	return specs
+}
+
+// Load reads a model: a GGUF file (general.architecture "llama"; float or
+// GGML block-format weights) or a directory with config.json and
+// *.safetensors (model_type llama, mistral or qwen2; f32, f16 or bf16). It
+// checks every tensor against the config before converting or uploading
+// anything, so a bad checkpoint is refused whole, naming the tensors at
+// fault; the weights then go to opts.Executor once. The tokenizer comes
+// from the GGUF metadata or from tokenizer.json beside the safetensors
+// (Tokenizer reports why there is none).
+func Load(path string, opts Options) (*Model, error) {
+	o, err := openCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	defer o.ck.close()
+	ck, cfg := o.ck, o.cfg
+	fail := func(err error) (*Model, error) { return nil, fmt.Errorf("model: load %s: %w", path, err) }
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
+	}
+	specs, found, err := checkWeights(ck, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	dt, err := computeDType(opts.DType, o.declared, specs, found)
+	if err != nil {
+		return fail(err)
+	}
+	maxSeq := opts.MaxSeqLen
+	switch {
+	case maxSeq < 0:
+		return fail(fmt.Errorf("Options.MaxSeqLen is %d, want ≥ 0", maxSeq))
+	case maxSeq == 0 && cfg.ContextLength > 0:
+		maxSeq = min(cfg.ContextLength, DefaultMaxSeqLen)
+	case maxSeq == 0:
+		maxSeq = DefaultMaxSeqLen
+	}
+	if w := cfg.SlidingWindow; w > 0 && maxSeq > w {
+		return fail(fmt.Errorf("the model attends over a sliding window of %d positions, which Loom does not implement; it computes the same with Options.MaxSeqLen ≤ %d (asked for %d)", w, w, maxSeq))
+	}
+	inv, err := invFreq(cfg, o.ropeFactors)
+	if err != nil {
+		return fail(err)
+	}
+	e := opts.Executor
+	if e == nil {
+		e = cpu.New()
+	}
+	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
+		quant: map[string]quant.Type{}, values: map[string]exec.Value{},
+		prefills: map[prefillKey]*graph.Program{}, decodes: map[int]*graph.Program{}}
+	if err := m.place(found, inv); err != nil {
+		m.free()
+		return fail(err)
+	}
+	m.tok, m.tokErr = loadTokenizer(path, ck)
+	return m, nil
+}
+
+// checkWeights finds every weight of the config in the checkpoint and
+// checks its shape and format, reporting every problem at once. It returns
+// the weights present (biases only where stored) and their stored form.
+func checkWeights(ck checkpoint, cfg Config) ([]wspec, map[string]stored, error) {
+	var errs []error
+	var specs []wspec
+	shapes := false
+	found := map[string]stored{}
+	for _, w := range weightSpecs(cfg) {
+		s, ok := ck.lookup(w.name)
+		switch {
+		case !ok && w.optional:
+			continue
+		case !ok:
+			name := w.name
+			if _, isHF := ck.(*stDir); isHF {
+				name = fmt.Sprintf("%q (%s)", hfName(w.name), w.name)
+			} else {
+				name = fmt.Sprintf("%q", name)
+			}
+			errs = append(errs, fmt.Errorf("missing tensor %s", name))
+			continue
+		case !slices.Equal(s.shape, w.shape):
+			errs = append(errs, fmt.Errorf("tensor %q has shape %v, the config wants %v", s.name, s.shape, w.shape))
+			shapes = true
+			continue
+		}
+		if err := checkFormat(s, w); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		specs = append(specs, w)
+		found[w.name] = s
+	}
+	if shapes {
+		errs = append(errs, fmt.Errorf("(the config: %d layers, hidden %d, %d heads of %d over %d key/value heads, intermediate %d, vocabulary %d)",
+			cfg.Layers, cfg.Hidden, cfg.Heads, cfg.HeadDim, cfg.KVHeads, cfg.Intermediate, cfg.Vocab))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return specs, found, nil
+}
+
+// checkFormat accepts f32/f16/bf16 for every weight and the GGML block
+// formats Loom computes with for matrices.
+func checkFormat(s stored, w wspec) error {
+	if s.unsupported != "" {
+		return fmt.Errorf("tensor %q has %s: only F32, F16 and BF16 are supported", s.name, s.unsupported)
+	}
+	if isFloatFormat(s.format) {
+		return nil
+	}
+	tr, known := s.format.Traits()
+	switch {
+	case !w.matrix:
+		return fmt.Errorf("tensor %q is stored as %v; a %d-D weight must be f32, f16 or bf16", s.name, s.format, len(w.shape))
+	case !known || !tr.Supported:
+		return fmt.Errorf("tensor %q is stored as %v, a format Loom does not compute with", s.name, s.format)
+	}
+	if _, err := ir.QuantRowBytes(s.format, w.shape[1]); err != nil {
+		return fmt.Errorf("tensor %q: %v", s.name, err)
+	}
+	return nil
+}
+
+// computeDType picks the compute dtype: the caller's, the checkpoint's
+// declared one, or the float format most matrices are stored in.
+func computeDType(want, declared dtype.DType, specs []wspec, found map[string]stored) (dtype.DType, error) {
+	switch want {
+	case dtype.F32, dtype.F16, dtype.BF16:
+		return want, nil
+	case dtype.Invalid:
+	default:
+		return 0, fmt.Errorf("Options.DType %v: want f32, f16 or bf16", want)
+	}
+	if declared != dtype.Invalid {
+		return declared, nil
+	}
+	of := map[quant.Type]dtype.DType{quant.F32: dtype.F32, quant.F16: dtype.F16, quant.BF16: dtype.BF16}
+	count := map[dtype.DType]int{}
+	for _, w := range specs {
+		if d, ok := of[found[w.name].format]; ok && w.matrix {
+			count[d]++
+		}
+	}
+	best := dtype.F32
+	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		if count[d] > count[best] {
+			best = d
+		}
+	}
+	return best, nil
+}
+
+// place converts every weight and puts it on the executor; the rope tables
+// too. On error the caller frees what was placed.
+func (m *Model) place(found map[string]stored, inv []float32) error {
+	for _, w := range m.weights {
+		s := found[w.name]
+		var t *tensor.Tensor
+		var err error
+		if isFloatFormat(s.format) {
+			t, err = s.floatTensor(m.dt)
+		} else {
+			t, err = s.rawTensor()
+			m.quant[w.name] = s.format
+		}
+		if err != nil {
+			return fmt.Errorf("tensor %q: %w", s.name, err)
+		}
+		v, err := placeTensor(m.e, t)
+		if err != nil {
+			return fmt.Errorf("tensor %q: upload to %s: %w", s.name, exec.DescribeExecutor(m.e), err)
+		}
+		m.values[w.name] = v
+		m.wbytes += int64(len(t.Bytes()))
+	}
+	cos, sin, err := ropeTables(inv, m.maxSeq, m.dt)
+	if err != nil {
+		return err
+	}
+	for name, t := range map[string]*tensor.Tensor{inRopeCos: cos, inRopeSin: sin} {
+		v, err := placeTensor(m.e, t)
+		if err != nil {
+			return fmt.Errorf("rope table: upload to %s: %w", exec.DescribeExecutor(m.e), err)
+		}
+		m.values[name] = v
+	}
+	return nil
+}
+
+// placeTensor makes t an input value that stays on e: on an executor that
+// keeps tensors (exec.Resident) it is uploaded once and wrapped as a
+// resident tensor, which runs then read without a copy; elsewhere (the
+// CPU, whose uploads alias host memory) the host tensor is the value.
+func placeTensor(e exec.Executor, t *tensor.Tensor) (exec.Value, error) {
+	r, ok := e.(exec.Resident)
+	if !ok {
+		return t, nil
+	}
+	mem, err := e.Upload(t)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.Wrap(mem, &plan.Buffer{DType: t.DType(), Shape: t.Shape(), Kind: plan.BufInput, Slot: -1})
+	if err != nil {
+		e.Release(mem)
+		return nil, err
+	}
+	return v, nil
+}
+
+// freeValue releases a resident value (a no-op for host tensors).
+func freeValue(v exec.Value) {
+	if f, ok := v.(interface{ Free() }); ok {
+		f.Free()
+	}
+}
+
+// hostValue returns v as a host tensor: itself, or a copy of a resident
+// tensor.
+func hostValue(v exec.Value) (*tensor.Tensor, error) {
+	switch t := v.(type) {
+	case *tensor.Tensor:
+		return t, nil
+	case interface {
+		ToHost() (*tensor.Tensor, error)
+	}:
+		return t.ToHost()
+	}
+	return nil, fmt.Errorf("model: cannot copy %T to the host", v)
+}
+
+func (m *Model) free() {
+	for _, v := range m.values {
+		freeValue(v)
+	}
+	m.values = nil
+}
+
+// Close frees the weights on the executor. Sessions of the model must not
+// be used afterwards. Closing twice is not an error.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		m.free()
+	}
+	return nil
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// DType is the compute dtype.
+func (m *Model) DType() dtype.DType { return m.dt }
+
+// MaxSeqLen is the KV cache's length: the most positions a sequence can
+// hold.
+func (m *Model) MaxSeqLen() int { return m.maxSeq }
+
+// Executor is the executor the model runs on.
+func (m *Model) Executor() exec.Executor { return m.e }
+
+// WeightBytes is the size of the weights as placed on the executor (float
+// weights in the compute dtype, quantized ones as stored), plus the rope
+// tables.
+func (m *Model) WeightBytes() int64 {
+	return m.wbytes + 2*int64(m.maxSeq*m.cfg.HeadDim/2*m.dt.Size())
+}
+
+// Quantized reports the block format of each weight stored quantized.
+func (m *Model) Quantized() map[string]quant.Type {
+	out := make(map[string]quant.Type, len(m.quant))
+	for k, v := range m.quant {
+		out[k] = v
+	}
+	return out
+}
+
+// Tokenizer returns the model's tokenizer, or an error saying why there is
+// none (no tokenizer metadata or tokenizer.json, or one Loom cannot read).
+func (m *Model) Tokenizer() (*tokenizer.Tokenizer, error) {
+	if m.tok == nil {
+		return nil, m.tokErr
+	}
+	return m.tok, nil
+}
+
+// loadTokenizer builds the tokenizer of a checkpoint: from the GGUF
+// tokenizer.ggml.* metadata, or from tokenizer.json (with
+// tokenizer_config.json, and generation_config.json's eos_token_id as the
+// stop tokens) in a safetensors directory.
+func loadTokenizer(path string, ck checkpoint) (*tokenizer.Tokenizer, error) {
+	if g, ok := ck.(*ggufFile); ok {
+		md := ggufMetadata{&g.f.Metadata}
+		if !md.Has(tokenizer.KeyModel) {
+			return nil, fmt.Errorf("model: %s has no tokenizer metadata (%s)", path, tokenizer.KeyModel)
+		}
+		return tokenizer.NewFromGGUF(md)
+	}
+	tj := filepath.Join(path, "tokenizer.json")
+	if _, err := os.Stat(tj); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("model: %s has no tokenizer.json", path)
+	}
+	tok, err := tokenizer.LoadJSON(tj)
+	if err != nil {
+		return nil, err
+	}
+	if stop, err := generationStops(filepath.Join(path, "generation_config.json")); err != nil {
+		return nil, err
+	} else if len(stop) > 0 {
+		if err := tok.SetStopTokens(stop...); err != nil {
+			return nil, err
+		}
+	}
+	return tok, nil
+}
+
+// generationStops reads eos_token_id (one id or a list) from a
+// generation_config.json; none when the file is absent.
+func generationStops(path string) ([]int, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	var g struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, fmt.Errorf("model: %s: %w", path, err)
+	}
+	if len(g.EOS) == 0 || string(g.EOS) == "null" {
+		return nil, nil
+	}
+	var one int
+	if json.Unmarshal(g.EOS, &one) == nil {
+		return []int{one}, nil
+	}
+	var many []int
+	if err := json.Unmarshal(g.EOS, &many); err != nil {
+		return nil, fmt.Errorf("model: %s: eos_token_id: %w", path, err)
+	}
+	return many, nil
+}
+
+// ggufMetadata adapts gguf.Metadata to tokenizer.Metadata.
+type ggufMetadata struct{ md *gguf.Metadata }
+
+func (g ggufMetadata) Has(key string) bool                  { _, ok := g.md.Get(key); return ok }
+func (g ggufMetadata) String(key string) (string, error)    { return g.md.String(key) }
+func (g ggufMetadata) Strings(key string) ([]string, error) { return g.md.Strings(key) }
+func (g ggufMetadata) Bool(key string) (bool, error)        { return g.md.Bool(key) }
+
+func (g ggufMetadata) Float32s(key string) ([]float32, error) {
+	a, err := g.md.Array(key)
+	if err != nil {
+		return nil, err
+	}
+	return gguf.Elems[float32](a)
+}
+
+func (g ggufMetadata) Int32s(key string) ([]int32, error) {
+	a, err := g.md.Array(key)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := a.Ints()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(xs))
+	for i, x := range xs {
+		if int64(int32(x)) != x {
+			return nil, fmt.Errorf("gguf: metadata key %q: element %d (%d) does not fit in int32", key, i, x)
+		}
+		out[i] = int32(x)
+	}
+	return out, nil
+}
+
+func (g ggufMetadata) Uint32(key string) (uint32, error) {
+	v, err := g.md.Uint(key)
+	if err != nil {
+		return 0, err
+	}
+	if v > 1<<32-1 {
+		return 0, fmt.Errorf("gguf: metadata key %q: %d does not fit in uint32", key, v)
+	}
+	return uint32(v), nil
+}

@@ -1,0 +1,259 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// Session is a batch of sequences being generated and their KV cache,
+// which lives on the model's executor between runs: each run takes the
+// cache as input and returns the updated cache, which the session keeps
+// and frees the old one. Every sequence of a session has the same length
+// (prompts of one length; one token each per Decode). A Session is not
+// safe for concurrent use; sessions of one model may run concurrently.
+type Session struct {
+	m     *Model
+	batch int
+	pos   int                   // positions filled in every sequence
+	cache map[string]exec.Value // inCache names → values; empty before Prefill
+	// Compile is the time spent compiling and preparing programs for this
+	// session's runs (first use of a prompt length or batch size).
+	Compile time.Duration
+}
+
+// NewSession starts a session of batch sequences.
+func (m *Model) NewSession(batch int) (*Session, error) {
+	if batch < 1 {
+		return nil, fmt.Errorf("model: session of %d sequences, want ≥ 1", batch)
+	}
+	return &Session{m: m, batch: batch, cache: map[string]exec.Value{}}, nil
+}
+
+// Pos is the number of positions each sequence holds: the prompt's tokens
+// and every token decoded since.
+func (s *Session) Pos() int { return s.pos }
+
+// CacheBytes is the size of the KV cache on the executor (0 before
+// Prefill).
+func (s *Session) CacheBytes() int64 {
+	if len(s.cache) == 0 {
+		return 0
+	}
+	c := s.m.cfg
+	return int64(2*c.Layers*s.batch*c.KVHeads*s.m.maxSeq*c.HeadDim) * int64(s.m.dt.Size())
+}
+
+// Close frees the KV cache. The session can start again with Prefill.
+func (s *Session) Close() {
+	for k, v := range s.cache {
+		freeValue(v)
+		delete(s.cache, k)
+	}
+	s.pos = 0
+}
+
+// Prefill runs the prompts (one per sequence, all of one length T ≥ 1,
+// T ≤ MaxSeqLen) from position 0, replacing whatever the session held,
+// and returns the logits of each prompt's last position: f32 [B, Vocab].
+func (s *Session) Prefill(ctx context.Context, prompts [][]int) (*tensor.Tensor, error) {
+	return s.prefill(ctx, prompts, false)
+}
+
+// PrefillAll is Prefill returning the logits of every position:
+// f32 [B, T, Vocab].
+func (s *Session) PrefillAll(ctx context.Context, prompts [][]int) (*tensor.Tensor, error) {
+	return s.prefill(ctx, prompts, true)
+}
+
+func (s *Session) prefill(ctx context.Context, prompts [][]int, all bool) (*tensor.Tensor, error) {
+	op := "prefill"
+	if len(prompts) != s.batch {
+		return nil, fmt.Errorf("model: %s: %d prompts for a session of %d sequences", op, len(prompts), s.batch)
+	}
+	t := len(prompts[0])
+	flat := make([]uint32, 0, s.batch*t)
+	for i, p := range prompts {
+		if len(p) != t {
+			return nil, fmt.Errorf("model: %s: prompt %d has %d tokens, prompt 0 has %d: the prompts of a batch must have one length", op, i, len(p), t)
+		}
+		for j, id := range p {
+			if err := s.m.checkID(op, id); err != nil {
+				return nil, fmt.Errorf("%w (prompt %d, position %d)", err, i, j)
+			}
+			flat = append(flat, uint32(id))
+		}
+	}
+	switch {
+	case t == 0:
+		return nil, fmt.Errorf("model: %s: empty prompt", op)
+	case t > s.m.maxSeq:
+		return nil, fmt.Errorf("model: %s: a prompt of %d tokens does not fit the context of %d positions (Options.MaxSeqLen)", op, t, s.m.maxSeq)
+	}
+	prog, took, err := s.m.prefillProgram(ctx, prefillKey{batch: s.batch, tokens: t, all: all})
+	s.Compile += took
+	if err != nil {
+		return nil, err
+	}
+	ids, _ := tensor.New(flat, s.batch*t)
+	out, err := s.run(ctx, prog, map[string]exec.Value{inIDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	s.pos = t
+	return out, nil
+}
+
+// Decode appends one token to each sequence (ids[b] to sequence b) and
+// returns the logits of the new position: f32 [B, Vocab]. The session must
+// have been prefilled and hold fewer than MaxSeqLen positions. On error the
+// session is unchanged.
+func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error) {
+	const op = "decode"
+	switch {
+	case len(s.cache) == 0:
+		return nil, fmt.Errorf("model: %s: the session has no prompt yet (call Prefill first)", op)
+	case len(ids) != s.batch:
+		return nil, fmt.Errorf("model: %s: %d tokens for a session of %d sequences", op, len(ids), s.batch)
+	case s.pos >= s.m.maxSeq:
+		return nil, fmt.Errorf("model: %s: the context is full: every sequence holds %d positions (Options.MaxSeqLen)", op, s.pos)
+	}
+	idv := make([]uint32, s.batch)
+	posv := make([]uint32, s.batch)
+	for i, id := range ids {
+		if err := s.m.checkID(op, id); err != nil {
+			return nil, fmt.Errorf("%w (sequence %d)", err, i)
+		}
+		idv[i], posv[i] = uint32(id), uint32(s.pos)
+	}
+	prog, took, err := s.m.decodeProgram(ctx, s.batch)
+	s.Compile += took
+	if err != nil {
+		return nil, err
+	}
+	idt, _ := tensor.New(idv, s.batch)
+	post, _ := tensor.New(posv, s.batch)
+	out, err := s.run(ctx, prog, map[string]exec.Value{inIDs: idt, inPos: post})
+	if err != nil {
+		return nil, err
+	}
+	s.pos++
+	return out, nil
+}
+
+// run executes prog with the model's resident inputs, the session's cache
+// and extra, then swaps in the new cache and returns the logits on the
+// host.
+func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string]exec.Value) (*tensor.Tensor, error) {
+	m := s.m
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, errors.New("model: the model is closed")
+	}
+	in := map[string]exec.Value{}
+	for _, b := range prog.Plan().Inputs {
+		v, ok := extra[b.Name]
+		if !ok {
+			v, ok = m.values[b.Name]
+		}
+		if !ok {
+			v, ok = s.cache[b.Name]
+		}
+		if !ok {
+			return nil, fmt.Errorf("model: internal error: no value for program input %q", b.Name)
+		}
+		in[b.Name] = v
+	}
+	out, err := prog.RunValues(ctx, m.e, in, true)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	logits, err := hostValue(out[outLogits])
+	freeValue(out[outLogits])
+	if err != nil {
+		for _, v := range out {
+			freeValue(v)
+		}
+		return nil, err
+	}
+	for l := range m.cfg.Layers {
+		for _, kv := range []string{"k", "v"} {
+			if old, ok := s.cache[inCache(kv, l)]; ok {
+				freeValue(old)
+			}
+			s.cache[inCache(kv, l)] = out[outCache(kv, l)]
+		}
+	}
+	return logits, nil
+}
+
+func (m *Model) checkID(op string, id int) error {
+	if id < 0 || id >= m.cfg.Vocab {
+		return fmt.Errorf("model: %s: token id %d is outside the vocabulary [0, %d)", op, id, m.cfg.Vocab)
+	}
+	return nil
+}
+
+// prefillProgram returns the compiled prefill program for k, compiling and
+// preparing it on first use; took is the time that took (0 when cached).
+func (m *Model) prefillProgram(ctx context.Context, k prefillKey) (*graph.Program, time.Duration, error) {
+	return m.program(ctx, func() (*graph.Program, bool) { p, ok := m.prefills[k]; return p, ok },
+		func() (*graph.Program, error) { return m.buildPrefill(k) },
+		func(p *graph.Program) { m.prefills[k] = p })
+}
+
+// decodeProgram is prefillProgram for the decode program of batch b.
+func (m *Model) decodeProgram(ctx context.Context, b int) (*graph.Program, time.Duration, error) {
+	return m.program(ctx, func() (*graph.Program, bool) { p, ok := m.decodes[b]; return p, ok },
+		func() (*graph.Program, error) { return m.buildDecode(b) },
+		func(p *graph.Program) { m.decodes[b] = p })
+}
+
+// program compiles under the model's lock, so that two sessions needing
+// one program compile it once.
+func (m *Model) program(ctx context.Context, get func() (*graph.Program, bool), build func() (*graph.Program, error), put func(*graph.Program)) (*graph.Program, time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, 0, errors.New("model: the model is closed")
+	}
+	if p, ok := get(); ok {
+		return p, 0, nil
+	}
+	start := time.Now()
+	p, err := build()
+	if err != nil {
+		return nil, 0, fmt.Errorf("model: compile: %w", err)
+	}
+	if err := p.Prepare(ctx, m.e); err != nil {
+		return nil, 0, fmt.Errorf("model: prepare: %w", err)
+	}
+	put(p)
+	return p, time.Since(start), nil
+}
+
+// Programs returns the compiled programs the model holds, for dumps:
+// "prefill BxT" (with "/all" for all-position logits) and "decode B".
+func (m *Model) Programs() map[string]*graph.Program {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]*graph.Program{}
+	for k, p := range m.prefills {
+		name := fmt.Sprintf("prefill %dx%d", k.batch, k.tokens)
+		if k.all {
+			name += "/all"
+		}
+		out[name] = p
+	}
+	for b, p := range m.decodes {
+		out[fmt.Sprintf("decode %d", b)] = p
+	}
+	return out
+}
