@@ -1,7 +1,9 @@
 package hip
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -84,6 +86,9 @@ const (
 	cudnnFMAMath            = 3
 	cudnnStatusNotSupported = 3000
 )
+
+// findRounds is how many times Plan measures the algorithms.
+const findRounds = 3
 
 // cudnnPerf is cudnnConvolutionFwdAlgoPerf_t (and the identical
 // BwdDataAlgoPerf_t): 48 bytes.
@@ -314,21 +319,46 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 				return err
 			}
 		}
-		// Measure every algorithm once (cudnnFind*: the library times them
-		// on scratch buffers of its own) and take the fastest that fits the
+		// Measure every algorithm (cudnnFind*: the library times them on
+		// scratch buffers of its own) findRounds times and order them by
+		// their summed times — one round's order flipped between
+		// algorithms 1.4× apart — then take the fastest that fits the
 		// workspace bound; where measuring fails (e.g. no memory for its
 		// buffers), the heuristics' order.
 		var perf [16]cudnnPerf
 		var got int32
 		var rc int32
 		name := a.fwdFind.name
+		find := func() int32 {
+			if cd.Transposed {
+				return a.bwdFind.fn(c.h, p.w, p.x, p.v, p.y, int32(len(perf)), &got, &perf[0])
+			}
+			return a.fwdFind.fn(c.h, p.x, p.w, p.v, p.y, int32(len(perf)), &got, &perf[0])
+		}
 		if cd.Transposed {
 			name = a.bwdFind.name
-			rc = a.bwdFind.fn(c.h, p.w, p.x, p.v, p.y, int32(len(perf)), &got, &perf[0])
-		} else {
-			rc = a.fwdFind.fn(c.h, p.x, p.w, p.v, p.y, int32(len(perf)), &got, &perf[0])
 		}
-		if rc != 0 || got == 0 {
+		total := map[int32]float32{}
+		ok := map[int32]cudnnPerf{}
+		for round := 0; round < findRounds; round++ {
+			if rc = find(); rc != 0 || got == 0 {
+				break
+			}
+			for _, r := range perf[:got] {
+				if r.status == 0 {
+					total[r.algo] += r.time
+					ok[r.algo] = r
+				}
+			}
+		}
+		if rc == 0 && len(ok) > 0 {
+			got = 0
+			for _, r := range ok {
+				perf[got] = r
+				got++
+			}
+			slices.SortFunc(perf[:got], func(x, y cudnnPerf) int { return cmp.Compare(total[x.algo], total[y.algo]) })
+		} else {
 			name = a.fwdAlgos.name
 			if cd.Transposed {
 				name = a.bwdAlgos.name
