@@ -52,6 +52,7 @@ func allKernels(t *testing.T) []testCase {
 			seed += 2
 		}
 	}
+	cases = append(cases, cumsumCases(t, false)...) // scan_test.go
 	return append(cases, wideCases(t)...)
 }
 

@@ -124,6 +124,8 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 		p, err = planSliceAssign(n, ops)
 	case ir.OpArgsort:
 		p, err = planArgsort(n, ops)
+	case ir.OpCumsum:
+		p, err = planCumsum(n, ops) // scan.go
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}
