@@ -23,6 +23,9 @@
 //	Large        300k-element cases: many tiles, all workers
 //	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
 //	             operand views (in place and copied), empty dims, K = 16384
+//	Scan         cumsum × every dtype × lengths around its chunks, groups and
+//	             tiles × dims and layouts, bit for bit against ir/scan.go's
+//	             order (run by tests/scan_test.go, not by All)
 //
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
