@@ -42,8 +42,8 @@ import "slices"
 // # Why this order
 //
 // Every quantity is a running sum, so one pass with four accumulators
-// computes it (the GPU's one-thread-per-sequence kernel and the CPU for a
-// non-last dim stream this way); a tile's outputs depend on the tiles
+// computes it (the GPU's one-thread-per-sequence kernel streams this way);
+// a tile's outputs depend on the tiles
 // before it only through O_k, a sequential sum of tile totals, so a long
 // sequence can be scanned as independent tiles plus one carry (the CPU's
 // two-pass scan, the GPU's decoupled look-back, which folds the totals it

@@ -311,12 +311,12 @@ extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_rows(const 
   }
 }
 #elif CS_MODE == CS_M_LOOKBACK
-extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_init(unsigned int* __restrict__ scratch) {
+extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_init(unsigned int* scratch) {
   for (loom_idx i = (loom_idx)blockIdx.x * CS_BS + threadIdx.x; i <= CS_NT; i += (loom_idx)gridDim.x * CS_BS) scratch[i] = 0u;
 }
 __shared__ loom_idx cs_next;
 extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_lookback(const CS_T* __restrict__ x, CS_T* __restrict__ out,
-                                                                             unsigned int* __restrict__ scratch) {
+                                                                             unsigned int* scratch) {
   CS_C carry = (CS_C)0;
   for (;;) {
     if (threadIdx.x == 0) cs_next = (loom_idx)atomicAdd(cs_flags(scratch) + CS_NT, 1u);

@@ -297,8 +297,8 @@ func intsOf(t *tensor.Tensor) []int64 {
 
 // TestCumsumTwin: the kernel's structure in Go (CumsumTwin) gives the CPU
 // executor's bits for every dtype and the lengths around chunk, group and
-// tile boundaries, whatever tile the look-back finds; and for floats it is
-// within the order's error bound of the float64 sum.
+// tile boundaries, whatever tile the look-back finds; and for floats both
+// are within the order's error bound of the float64 prefix sums.
 func TestCumsumTwin(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, dt := range valueDTypes {
@@ -343,16 +343,18 @@ func TestCumsumTwin(t *testing.T) {
 				}
 			}
 			if dt.IsFloat() && n != 4097 {
-				checkBound(t, dt, x, cpuOut)
+				checkBound(t, dt, x, "CPU", cpuOut.Float64)
+				twin, _ := twinOut(dt, x, patterns["random"])
+				checkBound(t, dt, x, "twin", func(i int) float64 { return twin[i] })
 			}
 		}
 	}
 }
 
-// checkBound checks a float cumsum against the float64 prefix sums within
-// ir/scan.go's bound, γ(48 + k)·Σ|x| in the compute type, plus half an ulp
-// of the output dtype for f16/bf16.
-func checkBound(t *testing.T, dt dtype.DType, x, got *tensor.Tensor) {
+// checkBound checks a float cumsum (got(i), from who) against the float64
+// prefix sums within ir/scan.go's bound, γ(48 + k)·Σ|x| in the compute
+// type, plus half an ulp of the output dtype for f16/bf16.
+func checkBound(t *testing.T, dt dtype.DType, x *tensor.Tensor, who string, got func(int) float64) {
 	t.Helper()
 	u := math.Ldexp(1, -24)
 	if dt == dtype.F64 {
@@ -370,8 +372,8 @@ func checkBound(t *testing.T, dt dtype.DType, x, got *tensor.Tensor) {
 		case dtype.BF16:
 			tol += math.Abs(s)*math.Ldexp(1, -8) + math.Ldexp(1, -134)
 		}
-		if d := math.Abs(got.Float64(i) - s); !(d <= tol) {
-			t.Fatalf("%v n=%d: out[%d] = %v, float64 sum %v (|diff| %g > bound %g)", dt, x.Numel(), i, got.Float64(i), s, d, tol)
+		if d := math.Abs(got(i) - s); !(d <= tol) {
+			t.Fatalf("%s %v n=%d: out[%d] = %v, float64 sum %v (|diff| %g > bound %g)", who, dt, x.Numel(), i, got(i), s, d, tol)
 		}
 	}
 }
