@@ -38,7 +38,9 @@
 //   CS_M_ROWS    longer sequences, many of them: a block scans a whole
 //                sequence tile after tile, the carry in a register.
 //   CS_M_LOOKBACK longer sequences, few of them: one tile per block, in the
-//                order of a global counter; a tile publishes its total,
+//                order of a global counter (tile-major: the same tile of
+//                neighbouring sequences, which may share cache lines, at
+//                once); a tile publishes its total,
 //                looks back for the nearest tile before it (same sequence)
 //                that has published its inclusive prefix, and folds the
 //                totals in between forward from it: O_k = P_j + A_{j+1} +
@@ -181,10 +183,12 @@ LOOM_DEV void cs_publish(void* s, loom_idx tau, CS_C v, unsigned int flag) {
   *(volatile unsigned int*)(cs_flags(s) + tau) = flag;
 }
 
-// cs_lookback returns O_k for tile tau (k > 0 its index in its sequence).
+// cs_lookback returns O_k for tile tau (k > 0 its index in its sequence;
+// tiles are numbered tile-major, tau = k·CS_NSEQ + rho, so the tile before
+// it in its sequence is tau − CS_NSEQ).
 LOOM_DEV CS_C cs_lookback(void* s, loom_idx tau) {
   volatile unsigned int* flags = cs_flags(s);
-  loom_idx j = tau - 1;
+  loom_idx j = tau - CS_NSEQ;
   CS_C p;
   for (;;) {
     unsigned int f;
@@ -196,9 +200,9 @@ LOOM_DEV CS_C cs_lookback(void* s, loom_idx tau) {
       p = ((volatile CS_C*)cs_incls(s))[j];
       break;
     }
-    --j; // a total only: look further back (tile 0 of a sequence publishes its prefix at once)
+    j -= CS_NSEQ; // a total only: look further back (tile 0 of a sequence publishes its prefix at once)
   }
-  for (loom_idx i = j + 1; i < tau; ++i) p = p + ((volatile CS_C*)cs_aggs(s))[i];
+  for (loom_idx i = j + CS_NSEQ; i < tau; i += CS_NSEQ) p = p + ((volatile CS_C*)cs_aggs(s))[i];
   return p;
 }
 #endif
@@ -323,8 +327,8 @@ extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_lookback(co
     __syncthreads();
     const loom_idx tau = cs_next;
     if (tau >= CS_NT) break;
-    const loom_idx rho = tau / CS_TILES;
-    const unsigned int k = (unsigned int)(tau % CS_TILES);
+    const loom_idx rho = tau % CS_NSEQ;
+    const unsigned int k = (unsigned int)(tau / CS_NSEQ);
     const loom_idx i0 = (loom_idx)k * 4096;
     cs_tile(x, out, scratch, rho, i0, (unsigned int)min((loom_idx)4096, (loom_idx)CS_N - i0), 1, k, tau, carry);
     __syncthreads(); // every thread has read cs_next, and the stage is free again
