@@ -22,8 +22,9 @@ import (
 //   - right == 1 (the last dim, or trailing dims of size 1): each sequence
 //     is a row of n elements, scanned a tile (4096) at a time in a scratch
 //     copy in the compute kind, loaded through the operand's layout and
-//     narrowed into the output. Rows are spread over the workers (short
-//     rows several to a unit of work).
+//     narrowed into the output — or, for a contiguous f32, f64 or i64
+//     operand, copied into the output and scanned there. Rows are spread
+//     over the workers (short rows several to a unit of work).
 //   - right > 1: the sequences are strided columns. A unit of work is a
 //     block of up to cumsumLanes adjacent columns of one left index: a tile
 //     of it is loaded as [positions × lanes] (each position's lanes are
