@@ -210,7 +210,8 @@ func binary(a, b *graph.Tensor, op ir.Op) *graph.Tensor {
 }
 
 // indexEntries adds one kernel per indexing op × value dtype × ids dtype,
-// cat, slice_assign and argsort per dtype (both argsort paths).
+// cat, slice_assign and argsort per dtype (both argsort paths), and cumsum
+// per dtype (each of its kernels).
 func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) error) error {
 	for _, dt := range dtype.All {
 		for _, idt := range ir.IDDTypes.List() {
@@ -253,6 +254,11 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 			}},
 			{"argsort short", ir.OpArgsort, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 9, 1000).Argsort(false) }},
 			{"argsort long desc", ir.OpArgsort, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 2, 100000).Argsort(true) }},
+			// cumsum: each of scan.hip's kernels (kernels.CumsumKernel).
+			{"cumsum seq", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 37, 5).Cumsum(1) }},
+			{"cumsum tile", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 9, 1000).Cumsum(1) }},
+			{"cumsum rows", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 1024, 8192).Cumsum(1) }},
+			{"cumsum lookback strided", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 100000, 3).Cumsum(0) }},
 		}
 		for _, m := range more {
 			if err := add(fmt.Sprintf("%s %v", m.label, dt), m.build, m.op); err != nil {

@@ -82,6 +82,7 @@ const (
 	OpCat         // (a, b, …) Params: dim
 	OpSliceAssign // (dst, src) Params: dim, start; out = dst with src written at [start, start+len)
 	OpArgsort     // (x) Params: descending (0|1); u32 indices along the last dim, stable
+	OpCumsum      // (x) Params: dim; inclusive prefix sums along dim, in scan.go's order
 
 	// Matrix product: its own step (a GEMM).
 	OpMatmul // (a, b): a [..., M, K] · b [..., K, N] → [..., M, N]
@@ -270,6 +271,12 @@ var opTable = [NumOps]OpInfo{
 	// ascending and first descending (descending is the reverse order of
 	// ascending keys, with ties still in index order).
 	OpArgsort: indexOp("argsort", 1, OutU32, "descending"),
+	// cumsum is a scan, not an indexing op, but it is classed with them: it
+	// runs as its own step (a barrier to fusion), reads its operand through
+	// its layout, and its GPU kernel is planned by package kernels like the
+	// others. Every dtype: floats add in the order scan.go defines (f16 and
+	// bf16 in float32, each output rounded once), integers wrap.
+	OpCumsum: indexOp("cumsum", 1, OutSame, "dim"),
 
 	// matmul follows Candle's matmul/broadcast_matmul: the last two dims
 	// are contracted (a [..., M, K] · b [..., K, N] → [..., M, N]); the

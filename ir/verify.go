@@ -265,6 +265,9 @@ func verifyIndex(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 	if n.Op != OpArgsort && (dim < 0 || dim >= len(n.Shape)) {
 		bad(n, "dim %v out of range for rank %d", n.Params[0], len(n.Shape))
 	}
+	if n.Op == OpCumsum {
+		verifyCumsum(n, bad)
+	}
 }
 
 // verifyMatmul checks a matmul: two float args of the output's dtype, rank

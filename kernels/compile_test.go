@@ -55,6 +55,7 @@ func allKernels(t *testing.T) []testCase {
 	}
 	cases = append(cases, windowCases(t, false)...)
 	cases = append(cases, wideWindowCases(t)...)
+	cases = append(cases, cumsumCases(t, false)...) // scan_test.go
 	return append(cases, wideCases(t)...)
 }
 

@@ -2,17 +2,18 @@
 // sorting and data-movement ops (index_select, gather, scatter, scatter_add,
 // index_add, cat, slice_assign, argsort) and for the pools and upsampling
 // (max_pool, avg_pool, upsample_nearest, upsample_bilinear: window.hip,
-// window.go), and plans their launches.
+// window.go) and the scan (cumsum), and plans their launches.
 //
-// The kernels are HIP C++ (index.hip, argsort.hip, embedded with go:embed);
+// The kernels are HIP C++ (index.hip, argsort.hip, scan.hip, embedded with go:embed);
 // the same text compiles with hiprtc (AMD) and NVRTC (NVIDIA) after
 // codegen.PreludeFor(target, text), which supplies the platform macros
 // (LOOM_AMD or LOOM_NVIDIA, LOOM_WAVE) and, of the f16/bf16 ↔ float
 // conversions and arithmetic helpers (loom_add, …) shared with the
 // elementwise kernels, those the text uses.
 // Their Go twins, the executable spec, are in exec/cpu/index.go and
-// exec/cpu/pool.go; the GPU results equal the CPU's bit for bit (float adds
-// aside, where NaN payloads follow the hardware).
+// exec/cpu/pool.go and exec/cpu/scan.go (and CumsumTwin here models
+// scan.hip's block structure); the GPU results equal the CPU's bit for bit
+// (float adds aside, where NaN payloads follow the hardware).
 //
 // # Contract
 //
@@ -94,8 +95,29 @@
 //     avg pools sum the window in row-major order in float (f16/bf16/f32), double
 //     or exact 64-bit integers and divide once; bilinear upsampling computes
 //     coordinates and the interpolation in double, every operation rounded
-//     (no contraction), and rounds once to the dtype. A convolution has no
-//     kernel here (HasWindowKernel), so the GPU executor runs it on the CPU.
+//     (no contraction), and rounds once to the dtype. Convolutions have
+//     their own kernels (conv.hip) and run through exec/rocm/conv.go.
+//   - cumsum adds in the order ir/scan.go defines (chunks of 16, groups of
+//     16 chunks, tiles of 4096, a sequential carry of tile totals), so the
+//     bits match the CPU's whatever kernel runs. Plan picks one of four
+//     (cumsumConfig): a thread per sequence, streaming with four running
+//     sums (sequences of at most 16, or strided columns when there are at
+//     least 8192 of them, 16 or more adjacent); a block per tile of up to 16
+//     short rows (16 … 256 threads per row, 16 elements per thread: the
+//     three levels are registers, 16 raking threads and one thread in
+//     shared memory); a block per long row, tile after tile with the carry
+//     in a register (at least 1024 rows: 8192 × 8192 runs here); or, for
+//     few long rows, a decoupled look-back: one tile per block in the order
+//     of a global counter, each publishing its total, then its inclusive
+//     prefix, after folding forward from the nearest published prefix the
+//     totals in between — the sequential carry's bits whatever the race (an
+//     init launch clears the flags: scratch starts with garbage). Each
+//     element is read once and written once; rows that are contiguous,
+//     aligned and a multiple of 16 bytes move as 16-byte vectors, coalesced,
+//     through a padded shared-memory stage (conflict-free chunk reads).
+//     Strided (non-last-dim) sequences are read in place through the
+//     layout, neighbouring sequences by neighbouring threads; no transposed
+//     copy is made.
 //   - Kernels are written for any wave size: nothing assumes 32 lanes.
 //
 // # Missing from codegen's prelude

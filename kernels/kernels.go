@@ -127,6 +127,8 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 		p, err = planArgsort(n, ops)
 	case ir.OpMaxPool, ir.OpAvgPool, ir.OpUpsampleNearest, ir.OpUpsampleBilinear:
 		p, err = planWindow(n, ops)
+	case ir.OpCumsum:
+		p, err = planCumsum(n, ops) // scan.go
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}

@@ -40,7 +40,7 @@ type Workload struct {
 	Flops func(sz Size) float64
 }
 
-// All lists W1–W8 in order.
+// All lists W1–W8 in order, then W-cumsum.
 var All = []Workload{
 	{ID: "W1", Desc: "x:f16 → cast f32 → silu → affine(×2, +1) → where(y > 0, v, −v)", Build: w1},
 	{ID: "W2", Desc: "a = cast(x:f16)·0.5 + 0.25; g = gelu(a); s = sigmoid(y); where(z > 0, g·s + z, exp(−|g|))", Build: w2},
@@ -50,6 +50,7 @@ var All = []Workload{
 	{ID: "W6", Desc: "gelu(x + bias[C]), bias broadcast over rows", Build: w6},
 	{ID: "W7", Desc: "sum over the last dim", Build: w7},
 	{ID: "W8", Desc: "argsort ascending over the last dim, 8192 × 1024 (a fixed shape: -rows/-cols do not apply)", Build: w8},
+	{ID: "W-cumsum", Desc: "cumsum (inclusive scan) of f32 over the last dim, Rows × Cols (8192 × 8192 on a GPU)", Build: wCumsum},
 }
 
 // ByID finds a workload.
@@ -132,6 +133,14 @@ func w8(Size) (*graph.Graph, error) {
 	g := graph.New()
 	x := g.Input("x", dtype.F32, w8Rows, w8Cols)
 	g.Output("out", x.Argsort(false))
+	return g, g.Err()
+}
+
+// wCumsum is a scan along the last dim: one read and one write per
+// element, so its figure of merit is the copy bandwidth it reaches.
+func wCumsum(sz Size) (*graph.Graph, error) {
+	g := graph.New()
+	g.Output("out", g.Input("x", dtype.F32, sz.Rows, sz.Cols).Cumsum(-1))
 	return g, g.Err()
 }
 

@@ -29,6 +29,9 @@ func isIndexKernel(k *plan.Kernel) bool {
 // the id, its position and the valid range.
 func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	n := k.Instrs[0].Node
+	if n.Op == ir.OpCumsum {
+		return e.runCumsum(ctx, k, mem) // scan.go
+	}
 	if n.Op == ir.OpArgsort {
 		if done, err := argsortDirect(ctx, k, mem, e.workers); done {
 			return err

@@ -42,6 +42,9 @@
 //	             log_sum_exp, norms, pow, round_to, topk, var, nll,
 //	             cross_entropy, integer dot; also against the literal
 //	             values of Candle's own tests
+//	Scan         cumsum × every dtype × lengths around its chunks, groups and
+//	             tiles × dims and layouts, bit for bit against ir/scan.go's
+//	             order (run by tests/scan_test.go, not by All)
 //
 // Tolerances are in tolerance.go. Random inputs are drawn from a seed taken
 // from the clock (or LOOM_SEED), logged when a group fails; each case derives
