@@ -43,7 +43,9 @@ func TestProgramDoesNotKeepExecutorsAlive(t *testing.T) {
 	}
 	heap1, mapped1 := settle()
 	t.Logf("heap %d -> %d bytes, mapped arenas %d -> %d bytes", heap0, heap1, mapped0, mapped1)
-	if heap1 > heap0+4<<20 {
+	// 8 MiB: runtime and test-harness noise under load reached 4.4 MiB;
+	// a leak of one arena per executor would be 200 × several MiB.
+	if heap1 > heap0+8<<20 {
 		t.Errorf("heap grew from %d to %d bytes over 200 runs on fresh executors", heap0, heap1)
 	}
 	if mapped1 > mapped0 {
