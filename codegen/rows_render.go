@@ -456,12 +456,15 @@ func (g *rowGen) rowRef(r plan.Ref) string {
 }
 
 // rowExpr is an instruction's C expression (before rounding), with flat the
-// C expression of the element's flat index (arange).
+// C expression of the element's flat index (arange, rand, randn).
 func (g *rowGen) rowExpr(in rowInstr, args []string, flat string) string {
 	n := in.n
 	if n.Op == ir.OpArange {
 		v := fmt.Sprintf("loom_add(%s, loom_mul((double)(%s), %s))", doubleLit(n.Params[0]), flat, doubleLit(n.Params[1]))
 		return castExpr(dtype.F64, n.DType, v)
+	}
+	if n.Op.IsRandom() {
+		return randExpr(n, randAt(n, flat)) // each element its own block
 	}
 	if in.degen { // a reduction of one element
 		switch n.Op {
