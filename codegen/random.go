@@ -91,8 +91,8 @@ func randBlocks(b *w, ind int, n *ir.Node, rv, i string, v int) {
 
 // randExpr is a random instruction's value (before its rounding to the
 // dtype) from its standard variate v, as the CPU twin computes it:
-// uniform lo + d·u, rounded to the dtype, a result ≥ hi replaced by lo;
-// normal z·std + mean.
+// uniform lo + d·u, rounded to the dtype, a result ≥ hi replaced by the
+// largest dtype value below hi; normal z·std + mean.
 func randExpr(n *ir.Node, v string) string {
 	p, dt := n.Rand(), n.DType
 	if n.Op == ir.OpRandNormal {
@@ -102,10 +102,10 @@ func randExpr(n *ir.Node, v string) string {
 		return fmt.Sprintf("loom_add(loom_mul(%s, %s), %s)", v, floatLit(float32(p.B)), floatLit(float32(p.A)))
 	}
 	if dt.Kind() == dtype.KF64 {
-		return fmt.Sprintf("loom_rand_fix(loom_add(%s, loom_mul(%s, %s)), %s, %s)", doubleLit(p.A), doubleLit(p.B-p.A), v, doubleLit(p.B), doubleLit(p.A))
+		return fmt.Sprintf("loom_rand_fix(loom_add(%s, loom_mul(%s, %s)), %s, %s)", doubleLit(p.A), doubleLit(p.B-p.A), v, doubleLit(p.B), doubleLit(p.Top(dt)))
 	}
 	r := rounder(dt, fmt.Sprintf("loom_add(%s, loom_mul(%s, %s))", floatLit(float32(p.A)), floatLit(float32(p.B-p.A)), v))
-	return fmt.Sprintf("loom_rand_fix(%s, %s, %s)", r, floatLit(ceil32(p.B)), scalarLit(p.A, dt))
+	return fmt.Sprintf("loom_rand_fix(%s, %s, %s)", r, floatLit(ceil32(p.B)), floatLit(float32(p.Top(dt))))
 }
 
 // ceil32 is the smallest float32 ≥ v (the twin's): a float32 r is ≥ v
@@ -321,7 +321,8 @@ LOOM_DEV double loom_rand_normal_f64(unsigned long long p, unsigned int k0, unsi
   return (p & 1ull) != 0ull ? z1 : z0;
 }
 
-// rand's rounding rule: a value rounded up to hi or beyond becomes lo.
-LOOM_DEV float loom_rand_fix(float r, float hi, float lo) { return r >= hi ? lo : r; }
-LOOM_DEV double loom_rand_fix(double r, double hi, double lo) { return r >= hi ? lo : r; }
+// rand's rounding rule: a value rounded up to hi or beyond becomes top, the
+// largest value of the dtype below hi.
+LOOM_DEV float loom_rand_fix(float r, float hi, float top) { return r >= hi ? top : r; }
+LOOM_DEV double loom_rand_fix(double r, double hi, double top) { return r >= hi ? top : r; }
 `

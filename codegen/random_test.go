@@ -152,3 +152,33 @@ func TestRandomKernels(t *testing.T) {
 		})
 	}
 }
+
+// TestRandomRowPlans checks that every random row case is one row kernel
+// computing its random values inside, and renders.
+func TestRandomRowPlans(t *testing.T) {
+	for _, c := range randomRowCases() {
+		p := c.plan(t, true)
+		if len(p.Steps) != 1 || p.Steps[0].Kernel.RowAxes == 0 {
+			var b strings.Builder
+			p.WriteText(&b)
+			t.Errorf("%s: want one row kernel:\n%s", c.name, b.String())
+			continue
+		}
+		k := p.Steps[0].Kernel
+		random := false
+		for _, in := range k.Instrs {
+			random = random || in.Node.Op.IsRandom()
+		}
+		if !random {
+			t.Errorf("%s: the row kernel %s computes no random values", c.name, k.Name)
+		}
+		src, err := Rows(k, amd90a)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if !strings.Contains(src.Body, "loom_rand_") {
+			t.Errorf("%s: body does not draw random values:\n%s", c.name, src.Body)
+		}
+	}
+}

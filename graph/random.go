@@ -30,7 +30,9 @@ import (
 // Rand returns a tensor of float dtype dt and the given shape whose
 // elements are uniform in [lo, hi), drawn from seed's stream from position
 // 0. lo < hi, both finite in dt. Results are lo + (hi − lo)·u rounded to
-// dt; one that rounds to hi or above becomes lo (see ir/random.go).
+// dt; one that rounds to hi or above becomes the largest dt value below hi
+// (see ir/random.go), so every result is below hi (and at least lo when lo
+// is a value of dt).
 func (g *Graph) Rand(dt dtype.DType, seed uint64, lo, hi float64, shape ...int) *Tensor {
 	return g.random("rand", ir.OpRandUniform, dt, ir.RandParams{Seed: seed, A: lo, B: hi}, shape)
 }

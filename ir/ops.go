@@ -293,8 +293,8 @@ var opTable = [NumOps]OpInfo{
 	OpQMatmul:    {Name: "qmatmul", Arity: 2, Class: ClassQuant, In: QuantActDTypes, Params: []string{"format", "k"}},
 
 	// Random sources (random.go): floats only.
-	OpRandUniform: {Name: "rand", Class: ClassSource, In: FloatDTypes, Out: OutDeclared, Params: randParamNames("lo", "hi")},
-	OpRandNormal:  {Name: "randn", Class: ClassSource, In: FloatDTypes, Out: OutDeclared, Params: randParamNames("mean", "std")},
+	OpRandUniform: {Name: "rand", Class: ClassSource, In: RandDTypes, Out: OutDeclared, Params: randParamNames("lo", "hi")},
+	OpRandNormal:  {Name: "randn", Class: ClassSource, In: RandDTypes, Out: OutDeclared, Params: randParamNames("mean", "std")},
 }
 
 // IDArg returns the index of an indexing op's ids argument, or -1.

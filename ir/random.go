@@ -16,9 +16,14 @@ import (
 //	rand:  v = lo + d·u with lo and d = hi − lo as constants of the compute
 //	       type (float32(lo), float32(hi − lo) for the float32 path), two
 //	       roundings; v is rounded to the dtype, and a result ≥ hi (which
-//	       rounding can give, as in every float uniform) becomes lo rounded
-//	       to the dtype, as PyTorch's CUDA uniform does, so results lie in
-//	       [lo, hi);
+//	       rounding can give: u close to 1, or v within half a dtype
+//	       spacing of hi) becomes the largest dtype value below hi (Top), so
+//	       every result is below hi. (PyTorch's CUDA uniform turns such a
+//	       result into lo instead; that moves mass across the whole range
+//	       and shifts the mean by half a spacing, where the top value moves
+//	       it by one spacing: bf16 in [−2, 5) has a mean off by 0.0156 with
+//	       PyTorch's rule, 0.0001 with this one.) A lo that is not a dtype
+//	       value may round below lo;
 //	randn: v = z·std + mean with float32(std), float32(mean) for the
 //	       float32 path (affine's arithmetic), rounded to the dtype.
 //
@@ -26,6 +31,11 @@ import (
 // the GPU through the same operations rendered in C), so the bits agree.
 // Since an element depends only on its position, a kernel computes it
 // where it is used: rand and randn fuse into their consumers like fills.
+
+// RandDTypes are the dtypes rand and randn make: the floats whose compute
+// type and rounding the random sources know (a new float dtype joins here
+// with its case in Top and roundTo).
+var RandDTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16)
 
 // RandParams are a random source's parameters.
 type RandParams struct {
@@ -63,8 +73,8 @@ func (p RandParams) Check(op Op, dt dtype.DType) error {
 	if !op.IsRandom() {
 		return fmt.Errorf("%s is not a random source", op)
 	}
-	if !FloatDTypes.Has(dt) {
-		return fmt.Errorf("dtype %v: random values are floats (%v)", dt, FloatDTypes)
+	if !RandDTypes.Has(dt) {
+		return fmt.Errorf("dtype %v: random values are floats (%v)", dt, RandDTypes)
 	}
 	names := op.Info().Params[4:]
 	for i, v := range []float64{p.A, p.B} {
@@ -93,6 +103,47 @@ func (p RandParams) Check(op Op, dt dtype.DType) error {
 		return fmt.Errorf("lo=%g, hi=%g: the width hi − lo overflows %v", p.A, p.B, dt)
 	}
 	return nil
+}
+
+// Top returns the largest value of dt below hi (p.B): what rand gives
+// where lo + d·u rounds to hi or above.
+func (p RandParams) Top(dt dtype.DType) float64 {
+	hi := p.B
+	switch dt {
+	case dtype.F64:
+		return math.Nextafter(hi, math.Inf(-1))
+	case dtype.F32:
+		f := float32(hi)
+		if float64(f) >= hi {
+			f = math.Nextafter32(f, float32(math.Inf(-1)))
+		}
+		return float64(f)
+	case dtype.F16:
+		h := dtype.ToF16From64(hi)
+		if h.Float64() >= hi {
+			h = dtype.Float16(halfBelow(uint16(h)))
+		}
+		return h.Float64()
+	case dtype.BF16:
+		h := dtype.ToBF16From64(hi)
+		if h.Float64() >= hi {
+			h = dtype.BFloat16(halfBelow(uint16(h)))
+		}
+		return h.Float64()
+	}
+	return math.NaN() // not a dtype of RandDTypes
+}
+
+// halfBelow is the next 16-bit float (f16 or bf16: sign-magnitude) below
+// the finite value of bits b.
+func halfBelow(b uint16) uint16 {
+	switch {
+	case b == 0 || b == 0x8000: // ±0: the smallest negative subnormal
+		return 0x8001
+	case b&0x8000 != 0: // negative: larger magnitude
+		return b + 1
+	}
+	return b - 1
 }
 
 // roundTo rounds v to float dtype dt (as a cast from f64), for range

@@ -20,7 +20,7 @@ func randOp(n *ir.Node) opFunc {
 	at := func(start int) uint64 { return p.Offset + uint64(start) } // wraps mod 2⁶⁴
 	switch {
 	case n.Op == ir.OpRandUniform && dt.Kind() == dtype.KF64:
-		lo, d, hi := p.A, p.B-p.A, p.B
+		lo, d, hi, top := p.A, p.B-p.A, p.B, p.Top(dt)
 		return func(dst tile, _ []tile, s int) {
 			v := dst.f64
 			philox.Uniform64s(v, seed, at(s))
@@ -28,14 +28,14 @@ func randOp(n *ir.Node) opFunc {
 				if r := lo + float64(d*u); r < hi {
 					v[i] = r
 				} else {
-					v[i] = lo
+					v[i] = top
 				}
 			}
 		}
 	case n.Op == ir.OpRandUniform:
 		lo, d := float32(p.A), float32(p.B-p.A)
 		hi := ceil32(p.B)
-		loDT := convScalar(p.A, dt).f32
+		top := float32(p.Top(dt)) // a value of dt: exact in float32
 		round := rounder(dt)
 		return func(dst tile, _ []tile, s int) {
 			v := dst.f32
@@ -48,7 +48,7 @@ func randOp(n *ir.Node) opFunc {
 			}
 			for i, r := range v {
 				if r >= hi {
-					v[i] = loDT
+					v[i] = top
 				}
 			}
 		}
