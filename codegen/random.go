@@ -28,8 +28,9 @@ import (
 // offset are multiples of the positions per block (4 on the float32
 // path, 2 on the float64 path), and the thread then computes each block
 // once (one Philox call per 4 uniforms, one per 4 float32 normals);
-// otherwise, and in the tail and in row kernels, each element computes its
-// own block and takes its lane.
+// otherwise, and in the tail, each element computes its own block and
+// takes its lane. Row kernels do the same per chunk of a row (the row
+// length is a multiple of the chunk), and per element for row values.
 
 // randPer is the number of stream positions one Philox block serves on
 // dt's path.
@@ -68,12 +69,19 @@ func randAt(n *ir.Node, flat string) string {
 	return fmt.Sprintf("loom_rand_%s_%s((unsigned long long)(%s) + %dull, %s)", randKind(n), randSuffix(n.DType), flat, n.Rand().Offset, randKey(n))
 }
 
+// randAligned reports whether runs of v positions starting at multiples of
+// v cover whole Philox blocks of n's stream.
+func randAligned(n *ir.Node, v int) bool {
+	per := randPer(n.DType)
+	return v%per == 0 && n.Rand().Offset%uint64(per) == 0
+}
+
 // randBlocks writes, into the array rv (of Elems = v values), n's variates
 // at flat indices i … i+v−1 (i a C expression, a multiple of v): whole
 // blocks when they line up, one position at a time otherwise.
 func randBlocks(b *w, ind int, n *ir.Node, rv, i string, v int) {
 	per, off := randPer(n.DType), n.Rand().Offset
-	if v%per == 0 && off%uint64(per) == 0 {
+	if randAligned(n, v) {
 		shift := 2
 		if per == 2 {
 			shift = 1

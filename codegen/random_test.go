@@ -84,6 +84,10 @@ func randomRowCases() []rowCase {
 		{name: "random/mask-count/f32/23x1000", tol: rowExact, build: func(g *graph.Graph) {
 			g.Output("out", g.Rand(f32, 31, 0, 1, 23, 1000).Lt(graph.Scalar(0.3)).Cast(dtype.I64).Sum(-1))
 		}},
+		{name: "random/max-dropout/f32/23x1000", tol: rowExact, build: func(g *graph.Graph) {
+			x := g.Input("x", f32, 23, 1000)
+			g.Output("out", x.Mul(g.RandAt(f32, 36, 8, 0, 1, 23, 1000).Ge(graph.Scalar(0.5)).Cast(f32)).Max(false, -1))
+		}},
 		{name: "random/max-randn/f64/9x4096", tol: rowExact, build: func(g *graph.Graph) {
 			g.Output("out", g.RandnAt(f64, 32, 7, 0, 1, 9, 4096).Max(false, -1))
 		}},
@@ -177,8 +181,17 @@ func TestRandomRowPlans(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if !strings.Contains(src.Body, "loom_rand_") {
-			t.Errorf("%s: body does not draw random values:\n%s", c.name, src.Body)
+		want := "loom_rand_"
+		switch {
+		case strings.Contains(c.name, "softmax-dropout"), strings.Contains(c.name, "max-dropout"):
+			want = "loom_rand_uniform4_f32(rb" // chunks of 4 or 8: whole blocks
+		case strings.Contains(c.name, "mask-count"):
+			want = "loom_rand_uniform_f32((unsigned long long)(row" // i64 out: chunks of 2
+		case strings.Contains(c.name, "max-randn"):
+			want = "loom_rand_normal_f64((unsigned long long)(row" // offset 7: per element
+		}
+		if !strings.Contains(src.Body, want) {
+			t.Errorf("%s: body lacks %q:\n%s", c.name, want, src.Body)
 		}
 	}
 }
