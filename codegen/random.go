@@ -86,11 +86,11 @@ func randBlocks(b *w, ind int, n *ir.Node, rv, i string, v int) {
 		if per == 2 {
 			shift = 1
 		}
-		b.line(ind, "{")
-		b.line(ind+1, "const unsigned long long rb = ((unsigned long long)(%s) + %dull) >> %d; // first block", i, off, shift)
-		b.line(ind+1, "#pragma unroll")
-		b.line(ind+1, "for (int q = 0; q < %d; ++q) loom_rand_%s%d_%s(rb + (unsigned long long)q, %s, %s + %d * q);", v/per, randKind(n), per, randSuffix(n.DType), randKey(n), rv, per)
-		b.line(ind, "}")
+		// Block q's first position, shifted: positions wrap at 2⁶⁴, so the
+		// block after the last one is block 0, not the next number.
+		b.line(ind, "#pragma unroll")
+		b.line(ind, "for (int q = 0; q < %d; ++q) loom_rand_%s%d_%s(((unsigned long long)(%s) + %dull + (unsigned long long)(%d * q)) >> %d, %s, %s + %d * q);",
+			v/per, randKind(n), per, randSuffix(n.DType), i, off, per, shift, randKey(n), rv, per)
 		return
 	}
 	b.line(ind, "#pragma unroll")

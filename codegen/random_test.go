@@ -50,6 +50,14 @@ func randomCases() []graphCase {
 	add("offset-wraps/f64", false, func(g *graph.Graph) {
 		g.Output("out", g.RandAt(f64, 14, math.MaxUint64-100, 0, 1, 300))
 	})
+	// Offsets that line up with blocks, wrapping inside a thread's run of
+	// blocks: the block after 2⁶⁴ − 1's is block 0.
+	for _, dt := range []dtype.DType{f32, f16, f64} {
+		add("offset-wraps-aligned/"+dt.String(), true, func(g *graph.Graph) {
+			x := g.Input("x", dt, 64)
+			g.Output("out", x.Add(g.RandnAt(dt, 14, math.MaxUint64-3, 0, 1, 64)).Mul(g.RandAt(dt, 15, math.MaxUint64-7, 0, 1, 64)))
+		})
+	}
 	add("mask-u8", true, func(g *graph.Graph) {
 		g.Output("out", g.Rand(f32, 15, 0, 1, 33, 64).Lt(graph.Scalar(0.5)))
 	})
@@ -117,10 +125,10 @@ func TestRandomKernels(t *testing.T) {
 		dt        dtype.DType
 		want, not string
 	}{
-		{"aligned-f32", 8, dtype.F32, "loom_rand_uniform4_f32(rb", ""},
-		{"unaligned-f32", 6, dtype.F32, "loom_rand_uniform_f32(", "loom_rand_uniform4_f32(rb"},
-		{"aligned-f64", 2, dtype.F64, "loom_rand_uniform2_f64(rb", ""},
-		{"unaligned-f64", 1, dtype.F64, "loom_rand_uniform_f64(", "loom_rand_uniform2_f64(rb"},
+		{"aligned-f32", 8, dtype.F32, "loom_rand_uniform4_f32(((unsigned long long)", ""},
+		{"unaligned-f32", 6, dtype.F32, "loom_rand_uniform_f32(", "loom_rand_uniform4_f32(((unsigned long long)"},
+		{"aligned-f64", 2, dtype.F64, "loom_rand_uniform2_f64(((unsigned long long)", ""},
+		{"unaligned-f64", 1, dtype.F64, "loom_rand_uniform_f64(", "loom_rand_uniform2_f64(((unsigned long long)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := graph.New()
@@ -184,7 +192,7 @@ func TestRandomRowPlans(t *testing.T) {
 		want := "loom_rand_"
 		switch {
 		case strings.Contains(c.name, "softmax-dropout"), strings.Contains(c.name, "max-dropout"):
-			want = "loom_rand_uniform4_f32(rb" // chunks of 4 or 8: whole blocks
+			want = "loom_rand_uniform4_f32(((unsigned long long)" // chunks of 4 or 8: whole blocks
 		case strings.Contains(c.name, "mask-count"):
 			want = "loom_rand_uniform_f32((unsigned long long)(row" // i64 out: chunks of 2
 		case strings.Contains(c.name, "max-randn"):

@@ -32,6 +32,26 @@ func Block(seed, b uint64) [4]uint32 {
 	return Philox4x32([4]uint32{uint32(b), uint32(b >> 32), 0, 0}, [2]uint32{uint32(seed), uint32(seed >> 32)})
 }
 
+// block2 returns blocks b and b1 of seed's stream: Block twice, with the
+// two rounds' multiplies interleaved so that the CPU overlaps them (a block
+// alone is one long dependency chain).
+func block2(seed, b, b1 uint64) (x, y [4]uint32) {
+	a0, a1, a2, a3 := uint32(b), uint32(b>>32), uint32(0), uint32(0)
+	c0, c1, c2, c3 := uint32(b1), uint32(b1>>32), uint32(0), uint32(0)
+	k0, k1 := uint32(seed), uint32(seed>>32)
+	for r := range Rounds {
+		if r > 0 {
+			k0 += W0
+			k1 += W1
+		}
+		p0, p1 := uint64(M0)*uint64(a0), uint64(M1)*uint64(a2)
+		q0, q1 := uint64(M0)*uint64(c0), uint64(M1)*uint64(c2)
+		a0, a1, a2, a3 = uint32(p1>>32)^a1^k0, uint32(p1), uint32(p0>>32)^a3^k1, uint32(p0)
+		c0, c1, c2, c3 = uint32(q1>>32)^c1^k0, uint32(q1), uint32(q0>>32)^c3^k1, uint32(q0)
+	}
+	return [4]uint32{a0, a1, a2, a3}, [4]uint32{c0, c1, c2, c3}
+}
+
 // Uniform32 maps a word to [0, 1): (w >> 8)·2⁻²⁴, exact in float32.
 func Uniform32(w uint32) float32 { return float32(w>>8) * 0x1p-24 }
 
@@ -69,6 +89,15 @@ func BoxMuller64(w [4]uint32) (z0, z1 float64) {
 // Uniform32s fills dst with float32 uniforms in [0, 1).
 func Uniform32s(dst []float32, seed, pos uint64) {
 	for i := 0; i < len(dst); {
+		if pos&3 == 0 && len(dst)-i >= 8 { // two whole blocks
+			x, y := block2(seed, pos>>2, (pos+4)>>2) // the positions wrap at 2⁶⁴
+			d := dst[i : i+8 : i+8]
+			d[0], d[1], d[2], d[3] = Uniform32(x[0]), Uniform32(x[1]), Uniform32(x[2]), Uniform32(x[3])
+			d[4], d[5], d[6], d[7] = Uniform32(y[0]), Uniform32(y[1]), Uniform32(y[2]), Uniform32(y[3])
+			i += 8
+			pos += 8
+			continue
+		}
 		w := Block(seed, pos>>2)
 		for l := int(pos & 3); l < 4 && i < len(dst); l++ {
 			dst[i] = Uniform32(w[l])
@@ -102,6 +131,14 @@ func Normal32s(dst []float32, seed, pos uint64) {
 // Uniform64s fills dst with float64 uniforms in [0, 1).
 func Uniform64s(dst []float64, seed, pos uint64) {
 	for i := 0; i < len(dst); {
+		if pos&1 == 0 && len(dst)-i >= 4 { // two whole blocks
+			x, y := block2(seed, pos>>1, (pos+2)>>1)
+			d := dst[i : i+4 : i+4]
+			d[0], d[1], d[2], d[3] = Uniform64(x[0], x[1]), Uniform64(x[2], x[3]), Uniform64(y[0], y[1]), Uniform64(y[2], y[3])
+			i += 4
+			pos += 4
+			continue
+		}
 		w := Block(seed, pos>>1)
 		for h := int(pos & 1); h < 2 && i < len(dst); h++ {
 			dst[i] = Uniform64(w[2*h], w[2*h+1])

@@ -65,7 +65,7 @@ func TestStreams(t *testing.T) {
 		return z1
 	}
 	for _, start := range []uint64{0, 1, 2, 3, 5, 1 << 40, math.MaxUint64 - 4} {
-		for n := range 10 {
+		for n := range 20 {
 			d32, d64 := make([]float32, n), make([]float64, n)
 			check32 := func(name string, fill func([]float32, uint64, uint64), at func(uint64) float32) {
 				fill(d32, seed, start)

@@ -83,6 +83,7 @@ func (s *suite) random(t *testing.T) {
 				{"randn", ir.OpRandNormal, ir.RandParams{Seed: 1, A: 0.5, B: 3}, stdShape},
 				{"randn_offset_unaligned", ir.OpRandNormal, ir.RandParams{Seed: 4, Offset: 7, A: 0, B: 1}, []int{3, 333}},
 				{"randn_wraps", ir.OpRandNormal, ir.RandParams{Seed: 5, Offset: math.MaxUint64 - 6, A: -2, B: 0.25}, []int{64}},
+				{"rand_wraps_aligned", ir.OpRandUniform, ir.RandParams{Seed: 5, Offset: math.MaxUint64 - 7, A: -2, B: 0.25}, []int{64}},
 				{"randn_std0", ir.OpRandNormal, ir.RandParams{Seed: 6, A: 1.25, B: 0}, []int{9}},
 				{"rand_rank0", ir.OpRandUniform, ir.RandParams{Seed: 7, A: 0, B: 1}, nil},
 				{"randn_empty", ir.OpRandNormal, ir.RandParams{Seed: 8, A: 0, B: 1}, []int{3, 0, 5}},
