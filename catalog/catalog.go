@@ -89,6 +89,10 @@ func Kernels() ([]Entry, error) {
 				}, ir.OpAdd)
 			case op == ir.OpArange:
 				err = add("arange "+dt.String(), func(g *graph.Graph) *graph.Tensor { return g.Arange(dt, 0, unfusedSize, 1) }, op)
+			case op == ir.OpRandUniform:
+				err = add("rand "+dt.String(), func(g *graph.Graph) *graph.Tensor { return g.Rand(dt, 1, 0, 1, unfusedSize) }, op)
+			case op == ir.OpRandNormal:
+				err = add("randn "+dt.String(), func(g *graph.Graph) *graph.Tensor { return g.Randn(dt, 1, 0, 1, unfusedSize) }, op)
 			case op == ir.OpCopy:
 				err = add("copy "+dt.String(), func(g *graph.Graph) *graph.Tensor {
 					return g.Input("x", dt, 17, 59).T().Contiguous()
@@ -138,6 +142,20 @@ func Kernels() ([]Entry, error) {
 				return nil, err
 			}
 		}
+	}
+	// Dropout: the random mask computed inside the kernel that applies it
+	// (whole Philox blocks per thread), and in a softmax's epilogue.
+	if err := addFused("dropout f32", func(g *graph.Graph) *graph.Tensor {
+		x := g.Input("x", dtype.F32, 1<<20)
+		return x.Mul(g.Rand(dtype.F32, 1, 0, 1, 1<<20).Ge(graph.Scalar(0.1)).Cast(dtype.F32)).Affine(1/0.9, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if err := addFused("softmax+dropout f16", func(g *graph.Graph) *graph.Tensor {
+		s := g.Input("x", dtype.F16, 7, 37).Softmax(-1)
+		return s.Mul(g.Rand(dtype.F16, 1, 0, 1, 7, 37).Ge(graph.Scalar(0.1)).Cast(dtype.F16))
+	}); err != nil {
+		return nil, err
 	}
 	for _, id := range []string{"W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"} {
 		w, err := workloads.ByID(id)

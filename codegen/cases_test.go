@@ -142,6 +142,14 @@ func opCases() []graphCase {
 				add(graphCase{name: name, op: op, in: dt, build: func(g *graph.Graph) {
 					g.Output("out", g.Arange(dt, -3, 200, 0.75))
 				}})
+			case op == ir.OpRandUniform:
+				add(graphCase{name: name, op: op, in: dt, build: func(g *graph.Graph) {
+					g.Output("out", g.Rand(dt, 5, -1, 3, opShape...))
+				}})
+			case op == ir.OpRandNormal:
+				add(graphCase{name: name, op: op, in: dt, build: func(g *graph.Graph) {
+					g.Output("out", g.Randn(dt, 5, 0.5, 2, opShape...))
+				}})
 			case op == ir.OpCast:
 				for _, to := range dtype.All {
 					if to == dt {
@@ -349,7 +357,7 @@ func renderAll(t testing.TB, cases []graphCase, tg Target, opts ...options) []*S
 }
 
 func allCases(big bool) []graphCase {
-	cs := slices.Concat(opCases(), variantCases(), workloadCases(1000, 37, false), workloadCases(64, 96, false))
+	cs := slices.Concat(opCases(), variantCases(), workloadCases(1000, 37, false), workloadCases(64, 96, false), randomCases())
 	if big {
 		cs = append(cs, workloadCases(1<<14, 1<<14, true)...) // 2^28 elements, W6 8192² ≈ 2^26 below
 		cs = append(cs, workloadCases(8192, 8192, true)[2])

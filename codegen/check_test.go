@@ -317,7 +317,7 @@ var altOptions = []options{
 // optionCases are run with every alternative option set.
 func optionCases() []graphCase {
 	var cs []graphCase
-	for _, c := range slices.Concat(variantCases(), workloadCases(1000, 37, false), workloadCases(64, 96, false), fusionCases()) {
+	for _, c := range slices.Concat(variantCases(), workloadCases(1000, 37, false), workloadCases(64, 96, false), fusionCases(), randomCases()) {
 		if !c.big {
 			cs = append(cs, c)
 		}

@@ -86,7 +86,9 @@
 // Exact (bit for bit, NaN payloads aside where the hardware makes its own):
 // integers, comparisons, where, casts, copies, full, arange, affine,
 // add/sub/mul/div, maximum/minimum, neg/abs/sqr/sign/relu, ceil/floor/round,
-// recip and sqrt. The host emulation test (emulate_test.go) runs every
+// recip and sqrt, and rand and randn (random.go: Philox4x32-10 in integers,
+// and package philox's ln, sin and cos as fixed sequences of correctly
+// rounded operations, not the vendor libm). The host emulation test (emulate_test.go) runs every
 // rendered kernel on the CPU through a small shim and checks exactly that
 // against the twin, and the rest against its tolerances.
 //

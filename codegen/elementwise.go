@@ -473,6 +473,9 @@ func (g *gen) render(t Target) string {
 	if g.arange {
 		params = append(params, I+" i")
 	}
+	for _, j := range g.randoms() {
+		params = append(params, fmt.Sprintf("%s rv%d", computeType(k.Instrs[j].Node.DType), j))
+	}
 	b.line(0, "LOOM_DEV %s body(%s) {", outC, strings.Join(params, ", "))
 	last := len(k.Instrs) - 1
 	for j, in := range k.Instrs {
@@ -480,6 +483,9 @@ func (g *gen) render(t Target) string {
 		args := make([]string, len(in.Args))
 		for a, r := range in.Args {
 			args[a] = r.String()
+		}
+		if n.Op.IsRandom() {
+			args = []string{fmt.Sprintf("rv%d", j)} // its standard variate, computed by the caller
 		}
 		e, _ := instrExpr(n, args, g.argDT[j]) // checked by newGen
 		// Round every intermediate to its dtype (comparisons give 0 or 1:
@@ -546,6 +552,18 @@ func (g *gen) render(t Target) string {
 	return b.String()
 }
 
+// randoms returns the indices of the random instructions, whose standard
+// variates the body takes as parameters (random.go).
+func (g *gen) randoms() []int {
+	var js []int
+	for j, in := range g.k.Instrs {
+		if in.Node.Op.IsRandom() {
+			js = append(js, j)
+		}
+	}
+	return js
+}
+
 // linear formats off + x·stride as a C index expression.
 func linear(off int, x string, stride int, u string) string {
 	var term string
@@ -607,6 +625,13 @@ func (g *gen) renderVector(b *w, ind int) {
 	if g.arange {
 		args = append(args, "i + j")
 	}
+	for _, j := range g.randoms() {
+		n := g.k.Instrs[j].Node
+		rv := fmt.Sprintf("rv%d", j)
+		b.line(ind, "%s %s[%d]; // %%%d %s variates", computeType(n.DType), rv, V, n.ID, n.Op)
+		randBlocks(b, ind, n, rv, "i", V)
+		args = append(args, rv+"[j]")
+	}
 	od := g.k.Out.DType
 	b.line(ind, "%s y[%d];", computeType(od), V)
 	b.line(ind, "#pragma unroll")
@@ -632,6 +657,9 @@ func (g *gen) renderTail(b *w, ind int) {
 	}
 	if g.arange {
 		args = append(args, "i")
+	}
+	for _, j := range g.randoms() {
+		args = append(args, randAt(g.k.Instrs[j].Node, "i"))
 	}
 	b.line(ind, "for (%s i = %d%s; i < %d%s; ++i) out[i] = %s;", I, g.nvec*g.vec, u, g.numel, u,
 		narrow(g.k.Out.DType, "body("+strings.Join(args, ", ")+")"))

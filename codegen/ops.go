@@ -54,7 +54,7 @@ func checkInstr(n *ir.Node, argDT []dtype.DType) error {
 // instrExpr is the C expression of one instruction, in the compute type of
 // the node's dtype, before rounding to the dtype. args are the arguments'
 // C expressions (in their compute types); i names the element index, for
-// arange.
+// arange. A random source's one arg is its standard variate (random.go).
 func instrExpr(n *ir.Node, args []string, argDT []dtype.DType) (string, error) {
 	dt := n.DType
 	switch n.Op {
@@ -64,6 +64,11 @@ func instrExpr(n *ir.Node, args []string, argDT []dtype.DType) (string, error) {
 		// start + i·step in f64 (no fma), then converted like a cast.
 		v := fmt.Sprintf("loom_add(%s, loom_mul((double)i, %s))", doubleLit(n.Params[0]), doubleLit(n.Params[1]))
 		return castExpr(dtype.F64, dt, v), nil
+	case ir.OpRandUniform, ir.OpRandNormal:
+		if len(args) != 1 {
+			return "", fmt.Errorf("op %s (node %%%d) needs its standard variate", n.Op, n.ID)
+		}
+		return randExpr(n, args[0]), nil
 	case ir.OpCopy:
 		return args[0], nil
 	case ir.OpCast:

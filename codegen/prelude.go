@@ -34,6 +34,7 @@ func Prelude(t Target) string {
 		b.WriteString(preludeNVIDIA)
 	}
 	b.WriteString(preludeMath)
+	b.WriteString(preludeRandom)
 	b.WriteString(preludeVector)
 	b.WriteString(preludeRows)
 	b.WriteString("// End of prelude.\n")

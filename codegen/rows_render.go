@@ -341,6 +341,18 @@ func (g *rowGen) renderPass(b *w, ind int, gl groupLaunch, q int, okc string) {
 	if storeOut {
 		b.line(in2, "%s y[%d];", computeType(od), V)
 	}
+	// Random values of the chunk: whole Philox blocks when they line up
+	// (random.go), else each element draws its own in rowExpr.
+	blocks := map[int]bool{}
+	for j, in := range g.ins {
+		if !in.n.Op.IsRandom() || in.row || in.red || !g.inDem[j][q] || (g.inCache[j] && g.inFirst[j] < q) || !randAligned(in.n, V) {
+			continue
+		}
+		rv := fmt.Sprintf("rv%d", j)
+		b.line(in2, "%s %s[%d]; // %s variates", computeType(in.n.DType), rv, V, g.comment(j))
+		randBlocks(b, in2, in.n, rv, fmt.Sprintf("row * %d%s + p0", g.L, u), V)
+		blocks[j] = true
+	}
 	b.line(in2, "#pragma unroll")
 	b.line(in2, "for (int e = 0; e < %d; ++e) {", V)
 	in3 := in2 + 1
@@ -360,6 +372,9 @@ func (g *rowGen) renderPass(b *w, ind int, gl groupLaunch, q int, okc string) {
 			args[a] = g.elemRef(r, q)
 		}
 		e := g.rounded(j, g.rowExpr(in, args, flat))
+		if blocks[j] {
+			e = g.rounded(j, randExpr(in.n, fmt.Sprintf("rv%d[e]", j)))
+		}
 		b.line(in3, "const %s v%d = %s; // %s", computeType(in.n.DType), j, e, g.comment(j))
 		if g.inCache[j] && g.inFirst[j] == q {
 			b.line(in3, "ct%d[it * %du + e] = v%d;", j, V, j)
@@ -459,12 +474,15 @@ func (g *rowGen) rowRef(r plan.Ref) string {
 }
 
 // rowExpr is an instruction's C expression (before rounding), with flat the
-// C expression of the element's flat index (arange).
+// C expression of the element's flat index (arange, rand, randn).
 func (g *rowGen) rowExpr(in rowInstr, args []string, flat string) string {
 	n := in.n
 	if n.Op == ir.OpArange {
 		v := fmt.Sprintf("loom_add(%s, loom_mul((double)(%s), %s))", doubleLit(n.Params[0]), flat, doubleLit(n.Params[1]))
 		return castExpr(dtype.F64, n.DType, v)
+	}
+	if n.Op.IsRandom() {
+		return randExpr(n, randAt(n, flat)) // each element its own block
 	}
 	if in.degen { // a reduction of one element
 		switch n.Op {

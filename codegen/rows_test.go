@@ -134,6 +134,9 @@ func rowCases() []rowCase {
 			})
 		}
 	}
+	for _, c := range randomRowCases() {
+		add(c.name, c.tol, c.build)
+	}
 	// The workloads, small.
 	for _, sz := range [][2]int{{37, 1000}, {64, 96}} {
 		R, C := sz[0], sz[1]

@@ -44,7 +44,7 @@ var breakRules = []breakRule{
 		}
 		return "", false
 	}},
-	{"shared", "read by %s kernels and not cheap to recompute (cheap: fills and arange, and casts, copies, negations, abs, sqr and affine of values loaded from memory)", func(f *fuser, n *ir.Node) (string, bool) {
+	{"shared", "read by %s kernels and not cheap to recompute (cheap: fills, arange and rand, and casts, copies, negations, abs, sqr and affine of values loaded from memory)", func(f *fuser, n *ir.Node) (string, bool) {
 		gs := f.consumerGroups(n)
 		return fmt.Sprint(len(gs)), len(gs) > 1 && !f.cheap(n)
 	}},
@@ -61,7 +61,7 @@ var breakRules = []breakRule{
 // fusable reports whether a node can be computed inside a fused kernel.
 func fusable(n *ir.Node) bool {
 	c := n.Info().Class
-	return c == ir.ClassElementwise || c == ir.ClassReduce || n.Op == ir.OpFull || n.Op == ir.OpArange
+	return c == ir.ClassElementwise || c == ir.ClassReduce || n.Op == ir.OpFull || n.Op == ir.OpArange || n.Op.IsRandom()
 }
 
 // rowShape is shape with its trailing k dims set to 1.
@@ -180,11 +180,15 @@ func (f *fuser) consumerGroups(n *ir.Node) []*Group {
 }
 
 // cheap reports whether recomputing n in several kernels beats storing it
-// once and loading it in each: fills and arange cost no memory traffic, and a
-// single cheap op of a value loaded from memory costs one load either way.
+// once and loading it in each: fills, arange and uniform random values cost
+// no memory traffic (a Philox block is some twenty integer multiplies per
+// four values, which a memory-bound GPU kernel hides), and a single cheap
+// op of a value loaded from memory costs one load either way. Normal random
+// values are not cheap: a logarithm, a square root and a sine and cosine
+// per pair.
 func (f *fuser) cheap(n *ir.Node) bool {
 	switch n.Op {
-	case ir.OpFull, ir.OpArange:
+	case ir.OpFull, ir.OpArange, ir.OpRandUniform:
 		return true
 	case ir.OpCast, ir.OpCopy, ir.OpNeg, ir.OpAbs, ir.OpSqr, ir.OpAffine:
 		base, _ := n.Args[0].Base()

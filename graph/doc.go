@@ -1,8 +1,8 @@
 // Package graph is Loom's build-and-run API.
 //
-// A Graph is built lazily: Input, Full, Arange and the Tensor methods record
-// nodes (shape and dtype inference, numpy broadcasting, zero-cost views) and
-// compute nothing. Compile turns the graph into a Program (verified,
+// A Graph is built lazily: Input, Full, Arange, Rand, Randn and the Tensor
+// methods record nodes (shape and dtype inference, numpy broadcasting,
+// zero-cost views) and compute nothing. Compile turns the graph into a Program (verified,
 // optimised, planned) once; Program.Run executes it any number of times on
 // an executor with a context.
 //

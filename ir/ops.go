@@ -18,6 +18,10 @@ const (
 	OpInput  // a named graph input
 	OpFull   // every element = Params[0]
 	OpArange // element i = Params[0] + i*Params[1], computed in f64
+	// Random sources (random.go): element i is a pure function of the seed
+	// and the stream position offset + i (Philox4x32-10, package philox).
+	OpRandUniform // Params: RandParams.Encode (lo, hi)
+	OpRandNormal  // Params: RandParams.Encode (mean, std)
 
 	// Movement.
 	OpView // a strided view of Args[0]
@@ -108,7 +112,7 @@ type Class uint8
 
 // Op classes.
 const (
-	ClassSource      Class = iota // no arguments: Input, Full, Arange
+	ClassSource      Class = iota // no arguments: Input, Full, Arange, RandUniform, RandNormal
 	ClassView                     // zero-cost view of its argument
 	ClassElementwise              // out[i] depends only on args at i (incl. cast, compare, where, copy)
 	ClassReduce                   // out[r] reduces row r: the arg's trailing Params[0] axes
@@ -294,6 +298,10 @@ var opTable = [NumOps]OpInfo{
 
 	OpDequantize: {Name: "dequantize", Arity: 1, Class: ClassQuant, In: SetOf(dtype.U8), Out: OutDeclared, Params: []string{"format", "k"}},
 	OpQMatmul:    {Name: "qmatmul", Arity: 2, Class: ClassQuant, In: QuantActDTypes, Params: []string{"format", "k"}},
+
+	// Random sources (random.go): floats only.
+	OpRandUniform: {Name: "rand", Class: ClassSource, In: RandDTypes, Out: OutDeclared, Params: randParamNames("lo", "hi")},
+	OpRandNormal:  {Name: "randn", Class: ClassSource, In: RandDTypes, Out: OutDeclared, Params: randParamNames("mean", "std")},
 }
 
 // IDArg returns the index of an indexing op's ids argument, or -1.

@@ -77,6 +77,9 @@ func Verify(g *Graph) error {
 			if n.Op == OpArange && len(n.Shape) != 1 {
 				bad(n, "arange must be 1-D, has shape %v", n.Shape)
 			}
+			if n.Op.IsRandom() {
+				verifyRand(n, bad)
+			}
 		case ClassView:
 			verifyView(n, bad)
 		case ClassElementwise:

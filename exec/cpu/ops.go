@@ -32,6 +32,8 @@ func opFor(n *ir.Node, args []plan.Ref, k *plan.Kernel, ops []operand, rowLen in
 				setScalar(dst, i, convScalar(start+float64(s+i)*step, dt))
 			}
 		}, nil
+	case ir.OpRandUniform, ir.OpRandNormal:
+		return randOp(n), nil
 	case ir.OpCopy:
 		return func(dst tile, a []tile, _ int) { copyTile(dst, a[0]) }, nil
 	case ir.OpCast:

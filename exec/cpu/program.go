@@ -86,7 +86,7 @@ type instr struct {
 }
 
 // opFunc computes dst[i] = op(args[k][i]) for one tile; start is the flat
-// index of the tile's first element (Arange needs it).
+// index of the tile's first element (Arange, Rand and Randn need it).
 type opFunc func(dst tile, args []tile, start int)
 
 // program is a kernel compiled for the CPU. It runs in tiles of whole rows:

@@ -26,6 +26,7 @@ func Elementwise(t *testing.T, newExec func(poison byte) exec.Executor, opts gra
 	t.Run("cast", s.cast)
 	t.Run("full", s.full)
 	t.Run("arange", s.arange)
+	t.Run("random", s.random)
 	t.Run("copy", s.copy)
 	t.Run("coverage", s.coverage)
 }
