@@ -145,7 +145,12 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 	g := cs.g
 	empty := n.Numel() == 0 || g.C == 0
 	var refused string
-	if s := e.dnn(); s.lib != nil && !empty {
+	// Transposed convs in f16/bf16 stay on Loom's direct kernel: cuDNN's
+	// backward-data algorithms for halves were up to 3 ulps off the f32
+	// accumulation Loom promises (stride 1, on cuDNN 9.14), even the
+	// GEMM-like ones.
+	halfT := cs.transposed && (cs.d == dtype.F16 || cs.d == dtype.BF16)
+	if s := e.dnn(); s.lib != nil && !empty && !halfT {
 		p, err := s.lib.Plan(hip.ConvDesc{Type: gt, Transposed: cs.transposed,
 			N: g.N, C: g.C, H: g.H, W: g.W, K: g.CO, R: g.KH, S: g.KW, OutH: g.OH, OutW: g.OW,
 			PadH: g.PH, PadW: g.PW, StrideH: g.SH, StrideW: g.SW, DilH: g.DH, DilW: g.DW,
@@ -172,6 +177,8 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 		}
 		if refused != "" {
 			cs.how += "; the library refused: " + refused
+		} else if halfT && e.dnn().lib != nil {
+			cs.how += " (not the library: its f16/bf16 transposed convs are not accumulated in f32)"
 		}
 		if st := e.gemm(); st.vendor == nil {
 			// The portable GEMM compiles once for every call.

@@ -407,8 +407,10 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 // f32 and round once: the GEMM-like algorithms (forward: implicit GEMM,
 // precomputed implicit GEMM, GEMM, direct; backward data: algo 0 and 1)
 // do; the FFT and Winograd ones transform in reduced precision and were
-// measured up to 3 bf16 ulps off (a 1-D transposed conv picked FFT).
-// f32 and f64 take any algorithm, as PyTorch does.
+// measured up to 3 bf16 ulps off (a 1-D transposed conv picked FFT; the
+// executor keeps half transposed convs off cuDNN altogether, since its
+// backward-data algorithms 0 and 1 were off too). f32 and f64 take any
+// algorithm, as PyTorch does.
 func accurate(cd ConvDesc, algo int32) bool {
 	if cd.Type != GemmF16 && cd.Type != GemmBF16 {
 		return true
