@@ -560,7 +560,7 @@ func (j *convJob[T]) transposed(ctx context.Context, pl convPlan, sc *carver) er
 						b = xs[:g.cig*t]
 						c.LDB = t
 						j.parallel(g.cig, t, func(ci int) {
-							fill(tileOf(b[ci*t:(ci+1)*t]), j.x, j.xOff+(n0*g.cin+gi*g.cig+ci)*Pin+p0, 1, 0, t)
+							j.read(b[ci*t:(ci+1)*t], j.xOff+(n0*g.cin+gi*g.cig+ci)*Pin+p0, 1)
 						})
 					}
 					cols := col[:nb*m*t]
@@ -690,7 +690,7 @@ func (j *convJob[T]) depthwise(ctx context.Context) error {
 						xr = j.xT()[plane+iy*g.iw:][:g.iw]
 					} else {
 						xr = xrows[wk]
-						fill(tileOf(xr), j.x, plane+iy*g.iw, 1, 0, g.iw)
+						j.read(xr, plane+iy*g.iw, 1)
 					}
 					for kx := range g.kw {
 						a, b := tapRange(g.ow, g.sw, g.pw, kx*g.dw, g.iw)
