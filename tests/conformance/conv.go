@@ -445,8 +445,8 @@ func (s *suite) convViews(t *testing.T) {
 	}
 }
 
-// convEdges: empty batches and channels, one element, a kernel as large
-// as the padded input, 1×1 kernels (the GEMM-only path and its strided
+// convEdges: empty batches, channels and input rows (all padding), one
+// element, a kernel as large as the padded input, 1×1 kernels (the GEMM-only path and its strided
 // variant), depthwise with a channel multiplier, strides larger than the
 // kernel (inputs skipped; transposed outputs with gaps).
 func (s *suite) convEdges(t *testing.T) {
@@ -470,6 +470,7 @@ func (s *suite) convEdges(t *testing.T) {
 		{x: []int{2, 0, 5, 5}, w: []int{3, 0, 3, 3}},
 		{transposed: true, x: []int{2, 0, 4}, w: []int{0, 3, 2}},
 		{x: []int{2, 3, 5, 5}, w: []int{0, 3, 3, 3}},
+		{x: []int{1, 2, 0, 5}, w: []int{3, 2, 1, 2}, pad: []int{1, 1}},
 	}
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16} {
 		for _, c := range cases {
