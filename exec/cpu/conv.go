@@ -63,9 +63,9 @@ import (
 const convScratchMax = 32 << 20
 
 // convTileTarget is the tile the GEMMs are fed when the scratch allows:
-// 8 MiB, a few images of a ResNet stage (W12 on 2 cores: 4, 8 and 16 MiB
-// within 1%, 32 MiB 10% slower), which stays in a large L3 cache between
-// the copy writing it and the GEMM reading it.
+// 8 MiB, a few images of a ResNet stage, which stays in a large L3 cache
+// between the copy writing it and the GEMM reading it (W12 on 2 cores, best
+// of 40 runs: 4, 8 and 16 MiB within 4%, 32 MiB 10% slower).
 var convTileTarget = 8 << 20
 
 // convSlack is what the alignment of the scratch's parts (at most four,
