@@ -15,8 +15,10 @@ import (
 	"github.com/loomgraph/loom/plan"
 )
 
-// Convolution steps (ir.OpConv, ir.OpConvTranspose) run on the executor's
-// host BLAS (matmul.go), 1-D convolutions as 2-D ones of height 1.
+// Convolution steps (ir.OpConv, ir.OpConvTranspose) are GEMMs around
+// copies, 1-D convolutions as 2-D ones of height 1. The float32 GEMMs run
+// on the executor's AVX-512 kernel where the CPU has it (sgemm.go), the
+// others on the host BLAS of matmul steps (matmul.go).
 //
 //   - conv with vertical stride 1 (forwardRows): the input is copied once
 //     per kernel column kx into padded rows of OW pixels (the taps' column
@@ -45,8 +47,9 @@ import (
 // (the weights once per step), products accumulate in float32 and each
 // output element is rounded once on store.
 //
-// Scratch memory (column tiles or row copies, repacked weights, and for
-// f16/bf16 the widened weights and float32 staging) is bounded by
+// Scratch memory (column tiles or row copies, repacked weights, the own
+// GEMM's packed weights, and for f16/bf16 the widened weights and float32
+// staging) is bounded by
 // convScratchMax per step and by what the executor's memory limit leaves
 // (scratchRoom): the tiles shrink to fit, down to one output row or one
 // pixel; a step whose smallest tiling does not fit returns an error. (An
@@ -68,9 +71,14 @@ const convScratchMax = 32 << 20
 // of 40 runs: 4, 8 and 16 MiB within 4%, 32 MiB 10% slower).
 var convTileTarget = 8 << 20
 
-// convSlack is what the alignment of the scratch's parts (at most four,
+// convSlack is what the alignment of the scratch's parts (at most five,
 // each cache-line aligned) may add to their sizes.
-const convSlack = 4 * slotAlign
+const convSlack = 5 * slotAlign
+
+// convOwnGemm lets float32 conv steps run their GEMMs on the executor's
+// AVX-512 kernel (sgemm.go) where the CPU has it (tests turn it off to run
+// the host BLAS path too).
+var convOwnGemm = true
 
 // convRows enables forwardRows (tests turn it off to run every conv
 // through im2col tiles too).
@@ -206,6 +214,9 @@ type convJob[T float32 | float64] struct {
 	w     []T
 	wHalf buf
 	wOff  int
+	// g512 runs the float32 GEMMs that fit it (sgemm.go); nil for the
+	// host BLAS.
+	g512 *gemm512
 }
 
 // convPlan is a step's tiling: nb images of tile source pixels at a time
@@ -215,6 +226,7 @@ type convPlan struct {
 	nb, tile, cc int
 	bytes        int  // scratch bytes
 	rows         bool // forwardRows, in bands of tile output rows
+	gm, gk       int  // the largest GEMM M and K for the own kernel; 0 for the host BLAS
 }
 
 // native reports whether results are stored as T (no float32 staging).
@@ -242,6 +254,10 @@ func (j *convJob[T]) run(ctx context.Context) error {
 	if j.w == nil {
 		j.w = carve[T](&sc, ir.Numel(j.k.Instrs[0].Node.Args[1].Shape))
 		fill(tileOf(j.w), j.wHalf, j.wOff, 1, 0, len(j.w))
+	}
+	if pl.gm > 0 {
+		n := gemm512Floats(pl.gm, pl.gk, j.e.workers)
+		j.g512 = newGemm512(carve[float32](&sc, n), pl.gm, pl.gk, j.e.workers)
 	}
 	switch {
 	case g.transposed:
@@ -288,6 +304,23 @@ func (j *convJob[T]) plan() (convPlan, error) {
 		}
 	}
 	room := min(int64(convScratchMax), j.e.scratchRoom(j.k))
+	// own returns the scratch of the own GEMM kernel for calls up to m × k
+	// (and records them in pl), or 0 where the host BLAS runs them.
+	own := func(m, k int) int {
+		if _, f32 := any(z).(float32); !f32 || !hasGemm512 || !convOwnGemm {
+			return 0
+		}
+		pl.gm, pl.gk = m, k
+		return align(gemm512Floats(m, k, j.e.workers) * 4)
+	}
+	switch {
+	case g.transposed:
+		fixed += own(pl.cc*g.taps(), g.cig)
+	case g.rowShift() && convRows:
+		fixed += own(g.cog, g.cig*g.kw)
+	default:
+		fixed += own(g.cog, g.cig*g.taps())
+	}
 	if g.rowShift() && convRows {
 		// Bands of output rows: whole images when one fits (several per
 		// GEMM call when they fit), else the most rows that fit; else
@@ -311,6 +344,8 @@ func (j *convJob[T]) plan() (convPlan, error) {
 			pl.bytes = rowsFixed + pl.nb*(pl.tile*perRow+halo)
 			return pl, nil
 		}
+		fixed -= own(g.cog, g.cig*g.kw) // im2col's GEMMs are larger
+		fixed += own(g.cog, g.cig*g.taps())
 	}
 	if perPixel == 0 {
 		pl.nb, pl.tile = g.n, P
@@ -356,7 +391,6 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 	if !j.native() {
 		cs = carve[T](sc, pl.nb*g.cog*pl.tile)
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for gi := range g.gr {
@@ -383,8 +417,8 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 					cc = cs[:nb*g.cog*t]
 					c.LDC, c.StrideC = t, g.cog*t
 				}
-				if err := gemmT(h, c, j.w[gi*g.cog*K:], b, cc); err != nil {
-					return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+				if err := j.gemm(c, j.w[gi*g.cog*K:], b, cc); err != nil {
+					return err
 				}
 				if !j.native() {
 					j.parallel(nb*g.cog, t, func(r int) {
@@ -432,7 +466,6 @@ func (j *convJob[T]) forwardRows(ctx context.Context, pl convPlan, sc *carver) e
 	for kx := range g.kw {
 		lo[kx], hi[kx] = tapRange(g.ow, g.sw, g.pw, kx*g.dw, g.iw)
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for oy0 := 0; oy0 < g.oh; oy0 += pl.tile {
@@ -474,8 +507,8 @@ func (j *convJob[T]) forwardRows(ctx context.Context, pl convPlan, sc *carver) e
 						c.LDC, c.StrideC = band*g.ow, g.cout*band*g.ow
 					}
 					b := xr[gi*KW*plane+ky*g.dh*g.ow:]
-					if err := gemmT(h, c, wt[(ky*g.cout+gi*g.cog)*KW:], b, cc); err != nil {
-						return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+					if err := j.gemm(c, wt[(ky*g.cout+gi*g.cog)*KW:], b, cc); err != nil {
+						return err
 					}
 				}
 			}
@@ -536,7 +569,6 @@ func (j *convJob[T]) transposed(ctx context.Context, pl convPlan, sc *carver) er
 	} else {
 		j.parallel(g.n*g.cout, Pout, func(r int) { clear(j.outT[r*Pout : (r+1)*Pout]) })
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for gi := range g.gr {
@@ -564,8 +596,8 @@ func (j *convJob[T]) transposed(ctx context.Context, pl convPlan, sc *carver) er
 						})
 					}
 					cols := col[:nb*m*t]
-					if err := gemmT(h, c, j.w[gi*g.cig*mAll+c0*g.taps():], b, cols); err != nil {
-						return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+					if err := j.gemm(c, j.w[gi*g.cig*mAll+c0*g.taps():], b, cols); err != nil {
+						return err
 					}
 					j.parallel(nb*cc, m*t/cc, func(r int) {
 						bi, co := r/cc, r%cc
@@ -805,15 +837,27 @@ func (j *convJob[T]) parallelW(n, work int, body func(w, r int)) {
 	wg.Wait()
 }
 
-// gemmT runs c on the host BLAS in T's precision.
-func gemmT[T float32 | float64](h blas.Host, c blas.Call, a, b, cc []T) error {
+// gemm runs c: on the own AVX-512 kernel when it fits, else on the host
+// BLAS in T's precision.
+func (j *convJob[T]) gemm(c blas.Call, a, b, cc []T) error {
+	var err error
+	name := "own avx-512 gemm"
 	switch a := any(a).(type) {
 	case []float32:
-		return h.Sgemm(c, a, any(b).([]float32), any(cc).([]float32))
+		if j.g512.fits(c) {
+			err = j.g512.run(c, a, any(b).([]float32), any(cc).([]float32), j.e.workers)
+			break
+		}
+		h, _ := j.e.gemmHost()
+		name, err = h.Name(), h.Sgemm(c, a, any(b).([]float32), any(cc).([]float32))
 	case []float64:
-		return h.Dgemm(c, a, any(b).([]float64), any(cc).([]float64))
+		h, _ := j.e.gemmHost()
+		name, err = h.Name(), h.Dgemm(c, a, any(b).([]float64), any(cc).([]float64))
 	}
-	return fmt.Errorf("gemm of %T", a)
+	if err != nil {
+		return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, name, err)
+	}
+	return nil
 }
 
 // tileOf wraps a float32 or float64 slice as a tile.
