@@ -304,28 +304,37 @@ func (j *convJob[T]) plan() (convPlan, error) {
 		}
 	}
 	room := min(int64(convScratchMax), j.e.scratchRoom(j.k))
-	// own returns the scratch of the own GEMM kernel for calls up to m × k
-	// (and records them in pl), or 0 where the host BLAS runs them.
-	own := func(m, k int) int {
+	// ownBytes is the scratch of the own GEMM kernel for calls up to m × k,
+	// or 0 where the host BLAS runs them: for f64, without AVX-512, and
+	// when its packed weights would take more than a quarter of the room.
+	ownBytes := func(m, k int) int {
 		if _, f32 := any(z).(float32); !f32 || !hasGemm512 || !convOwnGemm {
 			return 0
 		}
-		pl.gm, pl.gk = m, k
-		return align(gemm512Floats(m, k, j.e.workers) * 4)
+		if b := align(gemm512Floats(m, k, j.e.workers) * 4); int64(b) <= room/4 {
+			return b
+		}
+		return 0
+	}
+	// own adds the kernel's scratch for m × k to fixed and records it.
+	own := func(m, k int) {
+		if b := ownBytes(m, k); b > 0 {
+			fixed += b
+			pl.gm, pl.gk = m, k
+		}
 	}
 	switch {
 	case g.transposed:
-		fixed += own(pl.cc*g.taps(), g.cig)
-	case g.rowShift() && convRows:
-		fixed += own(g.cog, g.cig*g.kw)
-	default:
-		fixed += own(g.cog, g.cig*g.taps())
+		own(pl.cc*g.taps(), g.cig)
+	case !(g.rowShift() && convRows):
+		own(g.cog, g.cig*g.taps())
 	}
 	if g.rowShift() && convRows {
 		// Bands of output rows: whole images when one fits (several per
 		// GEMM call when they fit), else the most rows that fit; else
 		// im2col tiles, which can be as small as a pixel.
-		rowsFixed := fixed + align(g.cout*g.cig*g.taps()*esz) + convSlack
+		rowsOwn := ownBytes(g.cog, g.cig*g.kw)
+		rowsFixed := fixed + rowsOwn + align(g.cout*g.cig*g.taps()*esz) + convSlack
 		perRow := g.cin * g.kw * g.ow * esz // one padded row of every copy
 		if !j.native() {
 			perRow += g.cout * g.ow * 4 // the float32 output rows
@@ -341,11 +350,13 @@ func (j *convJob[T]) plan() (convPlan, error) {
 			pl.rows, pl.tile, pl.nb = true, (budget-halo)/perRow, 1
 		}
 		if pl.rows {
+			if rowsOwn > 0 {
+				pl.gm, pl.gk = g.cog, g.cig*g.kw
+			}
 			pl.bytes = rowsFixed + pl.nb*(pl.tile*perRow+halo)
 			return pl, nil
 		}
-		fixed -= own(g.cog, g.cig*g.kw) // im2col's GEMMs are larger
-		fixed += own(g.cog, g.cig*g.taps())
+		own(g.cog, g.cig*g.taps()) // im2col tiles after all
 	}
 	if perPixel == 0 {
 		pl.nb, pl.tile = g.n, P

@@ -10,10 +10,10 @@ import (
 // AVX-512: C (+)= op(A)·B with A packed into panels of 8 rows and an 8×32
 // micro-kernel (sgemm_amd64.s) that keeps the 8×32 block of C in 16
 // registers while it streams a row of B and broadcasts 8 values of A per
-// step. The convolutions' B (column tiles, row copies) is read in place:
-// a K×32 slice of it (K·128 bytes, 24 KiB for K = 192) stays in the L1
-// cache while the micro-kernel walks down the row panels of A. Workers
-// take contiguous ranges of 32-column blocks (of every batch item).
+// step. The convolutions' B (column tiles, row copies) is read in place: a
+// slice of gemmKC rows × 32 columns of it stays in the L1 cache while the
+// micro-kernel walks down the row panels of A. Workers take contiguous
+// ranges of 32-column blocks (of every batch item).
 //
 // Why not the host BLAS here: the Debian OpenBLAS runs its Haswell (AVX2)
 // kernel on this hardware (OPENBLAS_CORETYPE is pinned there, since older
@@ -25,14 +25,22 @@ import (
 // gemm512 holds one conv step's packing buffers, carved from its scratch.
 type gemm512 struct {
 	ap    []float32 // packed A: ⌈M/8⌉ panels of [K][8]
-	tiles []float32 // per worker: an 8×32 C tile and a K×32 B panel
+	tiles []float32 // per worker: an 8×32 C tile and a gemmKC×32 B panel
 	m, k  int       // the largest M and K it was sized for
 }
+
+// gemmKC is the depth of one micro-kernel call: the K×32 slice of B it
+// streams (32 KiB) stays in a 48 KiB L1 cache while it is reused for every
+// panel of A; deeper products accumulate over several calls.
+const gemmKC = 256
+
+// gemmTile is a worker's scratch: an 8×32 C tile and a gemmKC×32 B panel.
+const gemmTile = 8*32 + gemmKC*32
 
 // gemm512Floats is the scratch (in floats) for calls up to m × k on
 // workers workers.
 func gemm512Floats(m, k, workers int) int {
-	return (m+7)/8*8*k + workers*(8*32+k*32)
+	return (m+7)/8*8*k + workers*gemmTile
 }
 
 // newGemm512 sizes the buffers from buf (gemm512Floats long).
@@ -95,43 +103,51 @@ func (g *gemm512) run(c blas.Call, a, b, cc []float32, workers int) error {
 	blocks := (N + 31) / 32
 	items := c.Batch * blocks
 	workers = max(1, min(workers, items))
-	if M*N*K*c.Batch < 1<<20 {
+	if float64(M)*float64(N)*float64(K)*float64(c.Batch) < 1<<20 {
 		workers = 1
 	}
-	per := 8*32 + K*32
 	work := func(w int) {
-		tile := g.tiles[w*per : w*per+8*32]
-		panel := g.tiles[w*per+8*32 : (w+1)*per]
+		tile := g.tiles[w*gemmTile : w*gemmTile+8*32]
+		panel := g.tiles[w*gemmTile+8*32 : (w+1)*gemmTile]
 		for it := items * w / workers; it < items*(w+1)/workers; it++ {
 			bi, jb := it/blocks, it%blocks
 			B, C := b[bi*c.StrideB:], cc[bi*c.StrideC:]
 			j0 := jb * 32
 			cols := min(32, N-j0)
-			bp, ldb := &B[j0], c.LDB
-			if cols < 32 { // a copy of the last columns, padded with zeros
-				for kk := range K {
-					row := panel[kk*32 : kk*32+32]
-					copy(row, B[kk*c.LDB+j0:kk*c.LDB+j0+cols])
-					clear(row[cols:])
+			for k0 := 0; k0 < K; k0 += gemmKC {
+				kc := min(gemmKC, K-k0)
+				first := acc
+				if k0 > 0 {
+					first = 1 // later depths add to the earlier ones
 				}
-				bp, ldb = &panel[0], 32
-			}
-			for p := range panels {
-				i0 := p * 8
-				rows := min(8, M-i0)
-				if rows == 8 && cols == 32 {
-					sgemm8x32(K, &g.ap[p*8*K], bp, ldb, &C[i0*c.LDC+j0], c.LDC, acc)
-					continue
-				}
-				clear(tile)
-				if acc == 1 {
-					for r := range rows {
-						copy(tile[r*32:r*32+cols], C[(i0+r)*c.LDC+j0:])
+				Bk := B[k0*c.LDB:]
+				bp, ldb := &Bk[j0], c.LDB
+				if cols < 32 { // a copy of the last columns, padded with zeros
+					for kk := range kc {
+						row := panel[kk*32 : kk*32+32]
+						copy(row, Bk[kk*c.LDB+j0:kk*c.LDB+j0+cols])
+						clear(row[cols:])
 					}
+					bp, ldb = &panel[0], 32
 				}
-				sgemm8x32(K, &g.ap[p*8*K], bp, ldb, &tile[0], 32, acc)
-				for r := range rows {
-					copy(C[(i0+r)*c.LDC+j0:(i0+r)*c.LDC+j0+cols], tile[r*32:r*32+cols])
+				for p := range panels {
+					i0 := p * 8
+					rows := min(8, M-i0)
+					ap := &g.ap[p*8*K+k0*8]
+					if rows == 8 && cols == 32 {
+						sgemm8x32(kc, ap, bp, ldb, &C[i0*c.LDC+j0], c.LDC, first)
+						continue
+					}
+					clear(tile)
+					if first == 1 {
+						for r := range rows {
+							copy(tile[r*32:r*32+cols], C[(i0+r)*c.LDC+j0:])
+						}
+					}
+					sgemm8x32(kc, ap, bp, ldb, &tile[0], 32, first)
+					for r := range rows {
+						copy(C[(i0+r)*c.LDC+j0:(i0+r)*c.LDC+j0+cols], tile[r*32:r*32+cols])
+					}
 				}
 			}
 		}

@@ -19,7 +19,7 @@ func TestGemm512(t *testing.T) {
 		t.Skip("no AVX-512 on this CPU: convolutions use the host BLAS")
 	}
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, sz := range [][3]int{{8, 32, 16}, {64, 96, 192}, {13, 45, 7}, {1, 1, 1}, {9, 33, 1}, {17, 70, 0}, {24, 31, 300}} {
+	for _, sz := range [][3]int{{8, 32, 16}, {64, 96, 192}, {13, 45, 7}, {1, 1, 1}, {9, 33, 1}, {17, 70, 0}, {24, 31, 300}, {16, 64, 600}} {
 		for _, trans := range []bool{false, true} {
 			for _, beta := range []float64{0, 1} {
 				for _, workers := range []int{1, 2} {
