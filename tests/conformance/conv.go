@@ -463,6 +463,8 @@ func (s *suite) convEdges(t *testing.T) {
 		{x: []int{2, 8, 5, 6}, w: []int{4, 8, 1, 1}, stride: []int{2, 2}},
 		{x: []int{2, 8, 7}, w: []int{3, 8, 1}},
 		{x: []int{2, 3, 6, 7}, w: []int{6, 1, 3, 3}, pad: []int{1, 1}, stride: []int{2, 2}, groups: 3},
+		{x: []int{2, 3, 7, 9}, w: []int{3, 1, 3, 3}, pad: []int{2, 2}, dil: []int{2, 2}, groups: 3},
+		{x: []int{2, 4, 12}, w: []int{4, 1, 3}, pad: []int{1}, dil: []int{3}, groups: 4},
 		{x: []int{2, 3, 11}, w: []int{9, 1, 4}, dil: []int{2}, groups: 3},
 		{x: []int{1, 2, 9, 9}, w: []int{2, 2, 2, 2}, stride: []int{4, 4}},
 		{transposed: true, x: []int{1, 2, 3, 3}, w: []int{2, 2, 2, 2}, stride: []int{3, 3}},
