@@ -31,6 +31,9 @@ func (p *picky) Supports(k *plan.Kernel) error {
 	if k.IsMatmul() {
 		return errors.New("no GEMM here")
 	}
+	if k.IsWindow() {
+		return errors.New("no window kernels here")
+	}
 	return nil
 }
 
@@ -127,6 +130,47 @@ func TestFallbackMatmul(t *testing.T) {
 	}
 	if n := strings.Count(pl, "matmul on cpu: "); n != 1 {
 		t.Errorf("placement names the BLAS %d times, want once:\n%s", n, pl)
+	}
+	t.Log(pl)
+}
+
+// TestFallbackConv: conv and conv_transpose steps fall back (the GPU's path
+// until its window kernels land), reading operands copied to the host at
+// their offsets (a narrowed batch), the epilogue runs on the executor, and
+// the result equals a plain CPU run.
+func TestFallbackConv(t *testing.T) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 3, 4, 6, 5).Narrow(0, 1, 2)
+	w := g.Input("w", dtype.F32, 4, 4, 3, 3)
+	y := graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}}).Relu()
+	g.Output("out", graph.ConvTranspose2d(y, w, graph.ConvOptions{Stride: []int{2}}).Add(graph.Scalar(1)))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]*tensor.Tensor{}
+	for _, n := range g.IR().Inputs() {
+		vs := make([]float32, n.Numel())
+		for i := range vs {
+			vs[i] = float32((i*7+n.ID)%11)/4 - 1.25
+		}
+		in[n.Name], _ = tensor.New(vs, n.Shape...)
+	}
+	e := &picky{Executor: cpu.New().Poison(0xff), host: cpu.New().Poison(0xee), t: t}
+	got, err := p.Run(context.Background(), e, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(context.Background(), cpu.New(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got["out"].Bytes(), want["out"].Bytes()) {
+		t.Fatalf("fallback run differs:\n%v\n%v", got["out"].Float64s(), want["out"].Float64s())
+	}
+	pl := exec.Placement(p.Plan(), e)
+	if n := strings.Count(pl, "(fallback: no window kernels here)"); n != 2 {
+		t.Errorf("placement shows %d window steps falling back, want 2:\n%s", n, pl)
 	}
 	t.Log(pl)
 }

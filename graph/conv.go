@@ -29,6 +29,10 @@ import (
 //   - Stride, padding, dilation and output padding are per axis, as in
 //     PyTorch (Candle takes one value for both axes), and conv_transpose2d
 //     has groups (Candle's has none).
+//   - Empty channel dims are sums of nothing: no input channels give zeros
+//     (PyTorch 1.13 returns a tensor with no channels), no output channels
+//     an empty output (PyTorch refuses the weight). Empty spatial dims of
+//     the input are errors, as in PyTorch.
 
 // ConvOptions are a convolution's parameters. Each spatial parameter is a
 // list: nil (or empty) for the default, one value for every spatial axis

@@ -144,6 +144,10 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 		if k > MaxConvParam || in > math.MaxInt/4 {
 			return nil, fmt.Errorf("input %v or weight %v too large on %s", x, w, ax)
 		}
+		if in < 1 {
+			// PyTorch's rule: only the batch and channel dims may be empty.
+			return nil, fmt.Errorf("input %v is empty on %s", x, ax)
+		}
 		span := p.Dilation[a]*(k-1) + 1 // the dilated kernel's extent (< 2^62)
 		var o int
 		if !transposed {
@@ -154,9 +158,6 @@ func (p ConvParams) OutShape(x, w []int, transposed bool) ([]int, error) {
 			}
 			o = (padded-span)/p.Stride[a] + 1
 		} else {
-			if in < 1 {
-				return nil, fmt.Errorf("input %v is empty on %s", x, ax)
-			}
 			if in-1 > (math.MaxInt/4)/p.Stride[a] {
 				return nil, fmt.Errorf("output size on %s overflows: (in %d − 1)·stride %d", ax, in, p.Stride[a])
 			}

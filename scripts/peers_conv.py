@@ -4,7 +4,8 @@
 #
 #   CPU  (threads = LOOM_THREADS or the cores; torch.set_num_threads):
 #        W12 conv 3x3 pad 1, N=8 C=64->64 56x56 f32, NCHW and channels_last;
-#        W12-crb conv+bias+relu eager (and torch.compile where it exists).
+#        W12-crb conv+bias+relu eager (and torch.compile where it exists);
+#        W12b and W12c below, at their fixed shapes.
 #   CUDA (cuDNN; TF32 off for f32): W12 N=32 C=256->256 56x56 f32 and bf16,
 #        NCHW and channels_last; W12-crb conv+bias+relu eager and
 #        torch.compile, f32 and bf16; W12b conv1d 16x384x3000 k3 p1;
@@ -17,7 +18,8 @@
 # {"device", "torch", "results": [{name, ms, tflops, gbs}]}, plus "on"
 # ("cpu" or "cuda") and "threads" per result.
 #
-# usage: python3 scripts/peers_conv.py [--cpu-only|--gpu-only] [OUT.json]
+# usage: python3 scripts/peers_conv.py [--cpu-only|--gpu-only] [--no-fixed] [OUT.json]
+# (--no-fixed skips W12b and W12c on the CPU, which take seconds there)
 import json
 import os
 import sys
@@ -91,6 +93,19 @@ def compiled(fn):
         return None
 
 
+def w12bc(on):
+    dev = "cpu" if on == "cpu" else "cuda"
+    x1 = torch.randn(16, 384, 3000, device=dev)
+    w1 = torch.randn(384, 384, 3, device=dev) * 0.05
+    rec(on, "W12b conv1d 16x384x3000 k3 p1 f32", lambda: F.conv1d(x1, w1, padding=1),
+        flops=2 * 16 * 384 * 3000 * 384 * 3)
+    del x1, w1
+    xt = torch.randn(16, 128, 64, 64, device=dev)
+    wt = torch.randn(128, 64, 4, 4, device=dev) * 0.05
+    rec(on, "W12c conv_transpose2d 16x128x64^2 -> 64 k4 s2 p1 f32",
+        lambda: F.conv_transpose2d(xt, wt, stride=2, padding=1), flops=2 * 16 * 128 * 64 * 64 * 64 * 16)
+
+
 def w12(on, n, c, hw, dtypes):
     dev = "cpu" if on == "cpu" else "cuda"
     for dt, nm in dtypes:
@@ -118,22 +133,15 @@ if "--gpu-only" not in flags:
     torch.set_num_threads(threads)
     out["cpu"] = {"threads": threads, "mkldnn": torch.backends.mkldnn.is_available()}
     w12("cpu", 8, 64, 56, ((torch.float32, "f32"),))
+    if "--no-fixed" not in flags:
+        w12bc("cpu")
 if "--cpu-only" not in flags and torch.cuda.is_available():
     out["device"] = torch.cuda.get_device_name()
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     out["cudnn"] = torch.backends.cudnn.version()
     w12("cuda", 32, 256, 56, ((torch.float32, "f32"), (torch.bfloat16, "bf16")))
-    x1 = torch.randn(16, 384, 3000, device="cuda")
-    w1 = torch.randn(384, 384, 3, device="cuda") * 0.05
-    rec("cuda", "W12b conv1d 16x384x3000 k3 p1 f32", lambda: F.conv1d(x1, w1, padding=1),
-        flops=2 * 16 * 384 * 3000 * 384 * 3)
-    del x1, w1
-    xt = torch.randn(16, 128, 64, 64, device="cuda")
-    wt = torch.randn(128, 64, 4, 4, device="cuda") * 0.05
-    rec("cuda", "W12c conv_transpose2d 16x128x64^2 -> 64 k4 s2 p1 f32",
-        lambda: F.conv_transpose2d(xt, wt, stride=2, padding=1), flops=2 * 16 * 128 * 64 * 64 * 64 * 16)
-    del xt, wt
+    w12bc("cuda")
     xp = torch.randn(32, 256, 112, 112, device="cuda")
     rec("cuda", "max_pool2d 3x3 s2 p1 32x256x112^2 f32", lambda: F.max_pool2d(xp, 3, 2, 1),
         nbytes=xp.numel() * 4 * 1.25)

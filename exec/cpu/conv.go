@@ -15,8 +15,10 @@ import (
 	"github.com/loomgraph/loom/plan"
 )
 
-// Convolution steps (ir.OpConv, ir.OpConvTranspose) run on the executor's
-// host BLAS (matmul.go), 1-D convolutions as 2-D ones of height 1.
+// Convolution steps (ir.OpConv, ir.OpConvTranspose) are GEMMs around
+// copies, 1-D convolutions as 2-D ones of height 1. The float32 GEMMs run
+// on the executor's AVX-512 kernel where the CPU has it (sgemm.go), the
+// others on the host BLAS of matmul steps (matmul.go).
 //
 //   - conv with vertical stride 1 (forwardRows): the input is copied once
 //     per kernel column kx into padded rows of OW pixels (the taps' column
@@ -45,8 +47,9 @@ import (
 // (the weights once per step), products accumulate in float32 and each
 // output element is rounded once on store.
 //
-// Scratch memory (column tiles or row copies, repacked weights, and for
-// f16/bf16 the widened weights and float32 staging) is bounded by
+// Scratch memory (column tiles or row copies, repacked weights, the own
+// GEMM's packed weights, and for f16/bf16 the widened weights and float32
+// staging) is bounded by
 // convScratchMax per step and by what the executor's memory limit leaves
 // (scratchRoom): the tiles shrink to fit, down to one output row or one
 // pixel; a step whose smallest tiling does not fit returns an error. (An
@@ -63,14 +66,19 @@ import (
 const convScratchMax = 32 << 20
 
 // convTileTarget is the tile the GEMMs are fed when the scratch allows:
-// 8 MiB, a few images of a ResNet stage (W12 on 2 cores: 4, 8 and 16 MiB
-// within 1%, 32 MiB 10% slower), which stays in a large L3 cache between
-// the copy writing it and the GEMM reading it.
+// 8 MiB, a few images of a ResNet stage, which stays in a large L3 cache
+// between the copy writing it and the GEMM reading it (W12 on 2 cores, best
+// of 40 runs: 4, 8 and 16 MiB within 4%, 32 MiB 10% slower).
 var convTileTarget = 8 << 20
 
-// convSlack is what the alignment of the scratch's parts (at most four,
+// convSlack is what the alignment of the scratch's parts (at most five,
 // each cache-line aligned) may add to their sizes.
-const convSlack = 4 * slotAlign
+const convSlack = 5 * slotAlign
+
+// convOwnGemm lets float32 conv steps run their GEMMs on the executor's
+// AVX-512 kernel (sgemm.go) where the CPU has it (tests turn it off to run
+// the host BLAS path too).
+var convOwnGemm = true
 
 // convRows enables forwardRows (tests turn it off to run every conv
 // through im2col tiles too).
@@ -196,6 +204,9 @@ type convJob[T float32 | float64] struct {
 	w     []T
 	wHalf buf
 	wOff  int
+	// g512 runs the float32 GEMMs that fit it (sgemm.go); nil for the
+	// host BLAS.
+	g512 *gemm512
 }
 
 // convPlan is a step's tiling: nb images of tile source pixels at a time
@@ -205,6 +216,7 @@ type convPlan struct {
 	nb, tile, cc int
 	bytes        int  // scratch bytes
 	rows         bool // forwardRows, in bands of tile output rows
+	gm, gk       int  // the largest GEMM M and K for the own kernel; 0 for the host BLAS
 }
 
 // native reports whether results are stored as T (no float32 staging).
@@ -232,6 +244,10 @@ func (j *convJob[T]) run(ctx context.Context) error {
 	if j.w == nil {
 		j.w = carve[T](&sc, ir.Numel(j.k.Instrs[0].Node.Args[1].Shape))
 		fill(tileOf(j.w), j.wHalf, j.wOff, 1, 0, len(j.w))
+	}
+	if pl.gm > 0 {
+		n := gemm512Floats(pl.gm, pl.gk, j.e.workers)
+		j.g512 = newGemm512(carve[float32](&sc, n), pl.gm, pl.gk, j.e.workers)
 	}
 	switch {
 	case g.transposed:
@@ -278,11 +294,37 @@ func (j *convJob[T]) plan() (convPlan, error) {
 		}
 	}
 	room := min(int64(convScratchMax), j.e.scratchRoom(j.k))
+	// ownBytes is the scratch of the own GEMM kernel for calls up to m × k,
+	// or 0 where the host BLAS runs them: for f64, without AVX-512, and
+	// when its packed weights would take more than a quarter of the room.
+	ownBytes := func(m, k int) int {
+		if _, f32 := any(z).(float32); !f32 || !hasGemm512 || !convOwnGemm {
+			return 0
+		}
+		if b := align(gemm512Floats(m, k, j.e.workers) * 4); int64(b) <= room/4 {
+			return b
+		}
+		return 0
+	}
+	// own adds the kernel's scratch for m × k to fixed and records it.
+	own := func(m, k int) {
+		if b := ownBytes(m, k); b > 0 {
+			fixed += b
+			pl.gm, pl.gk = m, k
+		}
+	}
+	switch {
+	case g.transposed:
+		own(pl.cc*g.taps(), g.cig)
+	case !(g.rowShift() && convRows):
+		own(g.cog, g.cig*g.taps())
+	}
 	if g.rowShift() && convRows {
 		// Bands of output rows: whole images when one fits (several per
 		// GEMM call when they fit), else the most rows that fit; else
 		// im2col tiles, which can be as small as a pixel.
-		rowsFixed := fixed + align(g.cout*g.cig*g.taps()*esz) + convSlack
+		rowsOwn := ownBytes(g.cog, g.cig*g.kw)
+		rowsFixed := fixed + rowsOwn + align(g.cout*g.cig*g.taps()*esz) + convSlack
 		perRow := g.cin * g.kw * g.ow * esz // one padded row of every copy
 		if !j.native() {
 			perRow += g.cout * g.ow * 4 // the float32 output rows
@@ -298,9 +340,13 @@ func (j *convJob[T]) plan() (convPlan, error) {
 			pl.rows, pl.tile, pl.nb = true, (budget-halo)/perRow, 1
 		}
 		if pl.rows {
+			if rowsOwn > 0 {
+				pl.gm, pl.gk = g.cog, g.cig*g.kw
+			}
 			pl.bytes = rowsFixed + pl.nb*(pl.tile*perRow+halo)
 			return pl, nil
 		}
+		own(g.cog, g.cig*g.taps()) // im2col tiles after all
 	}
 	if perPixel == 0 {
 		pl.nb, pl.tile = g.n, P
@@ -346,7 +392,6 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 	if !j.native() {
 		cs = carve[T](sc, pl.nb*g.cog*pl.tile)
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for gi := range g.gr {
@@ -373,8 +418,8 @@ func (j *convJob[T]) forward(ctx context.Context, pl convPlan, sc *carver) error
 					cc = cs[:nb*g.cog*t]
 					c.LDC, c.StrideC = t, g.cog*t
 				}
-				if err := gemmT(h, c, j.w[gi*g.cog*K:], b, cc); err != nil {
-					return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+				if err := j.gemm(c, j.w[gi*g.cog*K:], b, cc); err != nil {
+					return err
 				}
 				if !j.native() {
 					j.parallel(nb*g.cog, t, func(r int) {
@@ -422,7 +467,6 @@ func (j *convJob[T]) forwardRows(ctx context.Context, pl convPlan, sc *carver) e
 	for kx := range g.kw {
 		lo[kx], hi[kx] = tapRange(g.ow, g.sw, g.pw, kx*g.dw, g.iw)
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for oy0 := 0; oy0 < g.oh; oy0 += pl.tile {
@@ -464,8 +508,8 @@ func (j *convJob[T]) forwardRows(ctx context.Context, pl convPlan, sc *carver) e
 						c.LDC, c.StrideC = band*g.ow, g.cout*band*g.ow
 					}
 					b := xr[gi*KW*plane+ky*g.dh*g.ow:]
-					if err := gemmT(h, c, wt[(ky*g.cout+gi*g.cog)*KW:], b, cc); err != nil {
-						return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+					if err := j.gemm(c, wt[(ky*g.cout+gi*g.cog)*KW:], b, cc); err != nil {
+						return err
 					}
 				}
 			}
@@ -526,7 +570,6 @@ func (j *convJob[T]) transposed(ctx context.Context, pl convPlan, sc *carver) er
 	} else {
 		j.parallel(g.n*g.cout, Pout, func(r int) { clear(j.outT[r*Pout : (r+1)*Pout]) })
 	}
-	h, _ := j.e.gemmHost()
 	for n0 := 0; n0 < g.n; n0 += pl.nb {
 		nb := min(pl.nb, g.n-n0)
 		for gi := range g.gr {
@@ -550,12 +593,12 @@ func (j *convJob[T]) transposed(ctx context.Context, pl convPlan, sc *carver) er
 						b = xs[:g.cig*t]
 						c.LDB = t
 						j.parallel(g.cig, t, func(ci int) {
-							fill(tileOf(b[ci*t:(ci+1)*t]), j.x, j.xOff+(n0*g.cin+gi*g.cig+ci)*Pin+p0, 1, 0, t)
+							j.read(b[ci*t:(ci+1)*t], j.xOff+(n0*g.cin+gi*g.cig+ci)*Pin+p0, 1)
 						})
 					}
 					cols := col[:nb*m*t]
-					if err := gemmT(h, c, j.w[gi*g.cig*mAll+c0*g.taps():], b, cols); err != nil {
-						return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, h.Name(), err)
+					if err := j.gemm(c, j.w[gi*g.cig*mAll+c0*g.taps():], b, cols); err != nil {
+						return err
 					}
 					j.parallel(nb*cc, m*t/cc, func(r int) {
 						bi, co := r/cc, r%cc
@@ -680,7 +723,7 @@ func (j *convJob[T]) depthwise(ctx context.Context) error {
 						xr = j.xT()[plane+iy*g.iw:][:g.iw]
 					} else {
 						xr = xrows[wk]
-						fill(tileOf(xr), j.x, plane+iy*g.iw, 1, 0, g.iw)
+						j.read(xr, plane+iy*g.iw, 1)
 					}
 					for kx := range g.kw {
 						a, b := tapRange(g.ow, g.sw, g.pw, kx*g.dw, g.iw)
@@ -795,15 +838,27 @@ func (j *convJob[T]) parallelW(n, work int, body func(w, r int)) {
 	wg.Wait()
 }
 
-// gemmT runs c on the host BLAS in T's precision.
-func gemmT[T float32 | float64](h blas.Host, c blas.Call, a, b, cc []T) error {
+// gemm runs c: on the own AVX-512 kernel when it fits, else on the host
+// BLAS in T's precision.
+func (j *convJob[T]) gemm(c blas.Call, a, b, cc []T) error {
+	var err error
+	name := "own avx-512 gemm"
 	switch a := any(a).(type) {
 	case []float32:
-		return h.Sgemm(c, a, any(b).([]float32), any(cc).([]float32))
+		if j.g512.fits(c) {
+			err = j.g512.run(c, a, any(b).([]float32), any(cc).([]float32), j.e.workers)
+			break
+		}
+		h, _ := j.e.gemmHost()
+		name, err = h.Name(), h.Sgemm(c, a, any(b).([]float32), any(cc).([]float32))
 	case []float64:
-		return h.Dgemm(c, a, any(b).([]float64), any(cc).([]float64))
+		h, _ := j.e.gemmHost()
+		name, err = h.Name(), h.Dgemm(c, a, any(b).([]float64), any(cc).([]float64))
 	}
-	return fmt.Errorf("gemm of %T", a)
+	if err != nil {
+		return fmt.Errorf("cpu: %s: %s: %w", j.k.Name, name, err)
+	}
+	return nil
 }
 
 // tileOf wraps a float32 or float64 slice as a tile.

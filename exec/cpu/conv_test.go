@@ -31,6 +31,15 @@ func TestConvTiles(t *testing.T) {
 	t.Run("im2col", func(t *testing.T) { conformance.Conv(t, newExec, graph.Options{}) })
 }
 
+// TestConvHostBLAS runs the conformance convolution group with the float32
+// GEMMs on the host BLAS (as on CPUs without AVX-512), so that both paths
+// pass the same tests on a CPU that has it.
+func TestConvHostBLAS(t *testing.T) {
+	defer cpu.SetConvOwnGemm(false)()
+	newExec := func(p byte) exec.Executor { return cpu.New().Poison(p) }
+	conformance.Conv(t, newExec, graph.Options{})
+}
+
 // randTensor returns a tensor of dt and shape with values in [−1, 1).
 func randTensor(t *testing.T, r *rand.Rand, dt dtype.DType, shape ...int) *tensor.Tensor {
 	t.Helper()

@@ -13,9 +13,11 @@
 //
 // Indexing, matmul and window steps (pools, upsampling: pool.go) run their
 // own loops over whole tensors instead of tiles.
-// Matmul steps (matmul.go) and convolution steps (conv.go) run on the host
-// BLAS; a convolution's scratch (its column tiles, padded copies) is bounded
-// and comes from the arenas like the temporaries.
+// Matmul steps (matmul.go) run on the host BLAS; convolution steps
+// (conv.go) too, except float32 GEMMs on CPUs with AVX-512, which run on
+// the executor's own kernel (sgemm.go). A convolution's scratch (column
+// tiles, row copies) is bounded and comes from the arenas like the
+// temporaries.
 //
 // Each intermediate value is rounded to its node's dtype (f16/bf16 values to
 // half precision, u8/u32 wrapped) right after it is computed, so a fused

@@ -21,3 +21,11 @@ func SetConvRows(on bool) (restore func()) {
 	convRows = on
 	return func() { convRows = old }
 }
+
+// SetConvOwnGemm turns the AVX-512 GEMM of float32 conv steps on or off
+// and returns a function that restores it.
+func SetConvOwnGemm(on bool) (restore func()) {
+	old := convOwnGemm
+	convOwnGemm = on
+	return func() { convOwnGemm = old }
+}

@@ -463,6 +463,8 @@ func (s *suite) convEdges(t *testing.T) {
 		{x: []int{2, 8, 5, 6}, w: []int{4, 8, 1, 1}, stride: []int{2, 2}},
 		{x: []int{2, 8, 7}, w: []int{3, 8, 1}},
 		{x: []int{2, 3, 6, 7}, w: []int{6, 1, 3, 3}, pad: []int{1, 1}, stride: []int{2, 2}, groups: 3},
+		{x: []int{2, 3, 7, 9}, w: []int{3, 1, 3, 3}, pad: []int{2, 2}, dil: []int{2, 2}, groups: 3},
+		{x: []int{2, 4, 12}, w: []int{4, 1, 3}, pad: []int{1}, dil: []int{3}, groups: 4},
 		{x: []int{2, 3, 11}, w: []int{9, 1, 4}, dil: []int{2}, groups: 3},
 		{x: []int{1, 2, 9, 9}, w: []int{2, 2, 2, 2}, stride: []int{4, 4}},
 		{transposed: true, x: []int{1, 2, 3, 3}, w: []int{2, 2, 2, 2}, stride: []int{3, 3}},
@@ -568,6 +570,9 @@ func convErrors(t *testing.T) {
 		{"output padding on conv", func(g *graph.Graph) *graph.Tensor {
 			return graph.Conv2d(x2(g), w2(g), graph.ConvOptions{Stride: []int{2}, OutputPadding: []int{1}})
 		}, append([]string{"conv2d", "output_padding 1", "only transposed"}, both...)},
+		{"empty input rows", func(g *graph.Graph) *graph.Tensor {
+			return graph.Conv2d(in(g, "x", dtype.F32, 1, 4, 0, 5), w2(g), graph.ConvOptions{Padding: []int{2}})
+		}, []string{"conv2d", "f32[1 4 0 5]", "f32[6 4 3 3]", "empty on axis H"}},
 		{"input rank", func(g *graph.Graph) *graph.Tensor {
 			return graph.Conv2d(in(g, "x", dtype.F32, 4, 5, 5), w2(g))
 		}, []string{"conv2d", "f32[4 5 5]", "f32[6 4 3 3]", "rank 3, want 4"}},
