@@ -178,6 +178,8 @@ func value(dt dtype.DType, bits uint64) float64 {
 		return dtype.Float16(bits).Float64()
 	case dtype.BF16:
 		return dtype.BFloat16(bits).Float64()
+	case dtype.F8E4M3:
+		return dtype.Float8E4M3(bits).Float64()
 	}
 	return float64(bits)
 }
@@ -212,8 +214,8 @@ func compareOutputs(t *testing.T, name string, dt dtype.DType, want, got []byte,
 		ok := false
 		if !exact && dt.IsFloat() {
 			switch dt {
-			case dtype.F16, dtype.BF16:
-				d := ordered(w[i], 2) - ordered(g[i], 2)
+			case dtype.F16, dtype.BF16, dtype.F8E4M3:
+				d := ordered(w[i], dt.Size()) - ordered(g[i], dt.Size())
 				ok = d >= -1 && d <= 1
 			case dtype.F32:
 				ok = math.Abs(wv-gv) <= 4e-6*math.Max(math.Abs(wv), math.Abs(gv))+atol
