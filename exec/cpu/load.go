@@ -16,9 +16,6 @@ var f16ToF32 = func() *[1 << 16]float32 {
 	return &t
 }()
 
-// f8ToF32 widens every f8e4m3 code (both NaN codes to the canonical NaN).
-var f8ToF32 = dtype.F8E4M3Table()
-
 // walker walks a reduced layout in runs along its innermost dim.
 type walker struct {
 	coord []int
@@ -86,7 +83,7 @@ func fill(dst tile, src buf, pos, stride, j, run int) {
 	case dtype.BF16:
 		gather(dst.f32[j:j+run], src.b16, pos, stride, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
 	case dtype.F8E4M3:
-		gather(dst.f32[j:j+run], src.f8, pos, stride, func(v dtype.Float8E4M3) float32 { return f8ToF32[v] })
+		gather(dst.f32[j:j+run], src.f8, pos, stride, func(v dtype.Float8E4M3) float32 { return v.Float32() })
 	case dtype.U8:
 		gather(dst.i64[j:j+run], src.u8, pos, stride, func(v uint8) int64 { return int64(v) })
 	case dtype.U32:
@@ -171,7 +168,7 @@ func rounder(dt dtype.DType) func(tile) {
 	case dtype.F8E4M3:
 		return func(t tile) {
 			for k, x := range t.f32 {
-				t.f32[k] = f8ToF32[toF8(x)]
+				t.f32[k] = toF8(x).Float32()
 			}
 		}
 	case dtype.U8:
