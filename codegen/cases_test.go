@@ -9,6 +9,7 @@ import (
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // A graphCase is a small graph whose plan's kernels the tests render,
@@ -24,6 +25,8 @@ type graphCase struct {
 	in, to dtype.DType
 	// big: compile only (too large to emulate).
 	big bool
+	// inputs, when set, gives the input of that name (else random values).
+	inputs func(name string) *tensor.Tensor
 }
 
 // opShape is the shape of the op×dtype cases: 259 elements, so every vector

@@ -178,6 +178,8 @@ func value(dt dtype.DType, bits uint64) float64 {
 		return dtype.Float16(bits).Float64()
 	case dtype.BF16:
 		return dtype.BFloat16(bits).Float64()
+	case dtype.F8E4M3:
+		return dtype.Float8E4M3(bits).Float64()
 	}
 	return float64(bits)
 }
@@ -206,14 +208,14 @@ func compareOutputs(t *testing.T, name string, dt dtype.DType, want, got []byte,
 			continue
 		}
 		wv, gv := value(dt, w[i]), value(dt, g[i])
-		if dt.IsFloat() && wv != wv && gv != gv {
-			continue // NaN payloads differ between libms; both are NaN
+		if dt.IsFloat() && wv != wv && gv != gv && dt != dtype.F8E4M3 {
+			continue // NaN payloads differ between libms; both are NaN (f8e4m3 NaNs are always stored as 0x7f)
 		}
 		ok := false
 		if !exact && dt.IsFloat() {
 			switch dt {
-			case dtype.F16, dtype.BF16:
-				d := ordered(w[i], 2) - ordered(g[i], 2)
+			case dtype.F16, dtype.BF16, dtype.F8E4M3:
+				d := ordered(w[i], dt.Size()) - ordered(g[i], dt.Size())
 				ok = d >= -1 && d <= 1
 			case dtype.F32:
 				ok = math.Abs(wv-gv) <= 4e-6*math.Max(math.Abs(wv), math.Abs(gv))+atol
@@ -245,6 +247,10 @@ func checkCases(t *testing.T, r runner, tg Target, cases []graphCase) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 7))
 			inputs := map[string]*tensor.Tensor{}
 			for _, b := range p.Inputs {
+				if c.inputs != nil {
+					inputs[b.Name] = c.inputs(b.Name)
+					continue
+				}
 				inputs[b.Name] = randomInput(rng, b.DType, b.Shape)
 			}
 			want, err := lexec.Run(context.Background(), cpu.New(), p, inputs)
@@ -276,7 +282,7 @@ func checkCases(t *testing.T, r runner, tg Target, cases []graphCase) {
 // runnableCases are the cases small enough to run.
 func runnableCases() []graphCase {
 	var cs []graphCase
-	for _, c := range append(allCases(false), fusionCases()...) {
+	for _, c := range slices.Concat(allCases(false), fusionCases(), f8Cases()) {
 		if !c.big {
 			cs = append(cs, c)
 		}

@@ -40,11 +40,12 @@
 //
 // The CPU twin (exec/cpu) is the spec; every op follows it:
 //
-//   - compute types: f32, f16 and bf16 compute in float, f64 in double,
-//     i64 in long long with wrapping arithmetic (through unsigned), u8 and
-//     u32 in unsigned int; every intermediate is rounded to its node's dtype
-//     (f16/bf16 round-tripped through half precision, u8 masked), the last
-//     one by the store, so fused and unfused kernels agree bit for bit;
+//   - compute types: f32, f16, bf16 and f8e4m3 compute in float, f64 in
+//     double, i64 in long long with wrapping arithmetic (through unsigned),
+//     u8 and u32 in unsigned int; every intermediate is rounded to its
+//     node's dtype (f16/bf16/f8e4m3 round-tripped through their storage
+//     type, u8 masked), the last one by the store, so fused and unfused
+//     kernels agree bit for bit;
 //   - f16 and bf16 live in memory as unsigned short. The prelude's
 //     conversions are exact: widening is exact (an f16 NaN becomes the
 //     twin's 0x7fc00000), narrowing rounds to nearest even, overflows to
@@ -52,11 +53,17 @@
 //     0x7fc0; the CPU twin's stores do the same, so NaN results are the
 //     same bits in every position). On AMD they are integer code; on NVIDIA the f16 ones are
 //     the cvt.rn instructions (bit-identical) plus the NaN fix-up;
+//   - f8e4m3 lives in memory as unsigned char, converted by integer code on
+//     every platform (no hardware fp8 instructions: they exist on a few
+//     targets only): widening is exact, narrowing rounds to nearest even,
+//     saturates beyond 448 (±inf included) to ±448 like Candle's float8
+//     crate, and makes any NaN 0x7f, the CPU twin's canonical NaN. It has
+//     16- and 8-byte vector loads and stores like u8;
 //   - casts are Rust `as` casts: float → int truncates and saturates, NaN →
-//     0; int → int wraps; f64 → f16/bf16 and int → f16/bf16 go through an
+//     0; int → int wraps; f64 → f16/bf16/f8e4m3 and int → f16/bf16/f8e4m3 go through an
 //     f32 rounded to odd, so the final rounding is a single correct one;
 //   - affine computes x·mul + add in the dtype (f32 parameters for
-//     f16/bf16; for integers the parameters are converted to the dtype
+//     f16/bf16/f8e4m3; for integers the parameters are converted to the dtype
 //     first, with `as`);
 //   - maximum, minimum and relu propagate NaN; sign(±0) = ±0 and
 //     sign(NaN) = NaN; integer division by zero is 0 (and i64 MIN / -1 is

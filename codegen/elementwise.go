@@ -381,14 +381,14 @@ func (g *gen) chunk(d dtype.DType) int { return min(vecBytes, g.vec*d.Size()) }
 // loadFunc and storeFunc name the prelude's wide access for chunk bytes of
 // d, or "" when there is none (the kernel then uses scalar accesses).
 func loadFunc(d dtype.DType, chunk int) string {
-	if chunk == 16 || (chunk == 8 && d == dtype.U8) {
+	if chunk == 16 || (chunk == 8 && d.Size() == 1) {
 		return fmt.Sprintf("loom_ld%d_%v", chunk, d)
 	}
 	return ""
 }
 
 func storeFunc(d dtype.DType, chunk int) string {
-	if chunk == 16 || (chunk == 8 && d == dtype.U8) {
+	if chunk == 16 || (chunk == 8 && d.Size() == 1) {
 		return fmt.Sprintf("loom_st%d_%v", chunk, d)
 	}
 	return ""

@@ -312,6 +312,8 @@ func randomBytes(dt dtype.DType, vals []float64) []byte {
 			bits = uint64(dtype.ToF16(float32(v)))
 		case dtype.BF16:
 			bits = uint64(dtype.ToBF16(float32(v)))
+		case dtype.F8E4M3:
+			bits = uint64(dtype.ToF8E4M3(float32(v)))
 		default:
 			bits = uint64(int64(v))
 		}

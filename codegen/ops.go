@@ -105,10 +105,10 @@ func instrExpr(n *ir.Node, args []string, argDT []dtype.DType) (string, error) {
 
 // castExpr converts x (compute type of from) to the compute type of to
 // with the CPU twin's rules (exec/cpu castOp): Rust `as` casts; narrowing
-// to f16/bf16 from f64 or an integer goes through an f32 rounded to odd, so
-// that the instruction's final rounding is a single correct one.
+// to f16/bf16/f8e4m3 from f64 or an integer goes through an f32 rounded to
+// odd, so that the instruction's final rounding is a single correct one.
 func castExpr(from, to dtype.DType, x string) string {
-	half := to == dtype.F16 || to == dtype.BF16
+	half := to.IsReduced()
 	fk, tk := from.Kind(), to.Kind()
 	switch {
 	case fk == dtype.KI64 && tk == dtype.KI64:
@@ -124,7 +124,7 @@ func castExpr(from, to dtype.DType, x string) string {
 		}
 		return x // widening u8 → u32, or the same compute type
 	case fk == tk:
-		return x // f32 ↔ f16 ↔ bf16: the instruction's rounding narrows
+		return x // f32 ↔ f16 ↔ bf16 ↔ f8e4m3: the instruction's rounding narrows
 	case fk == dtype.KF32 && tk == dtype.KF64:
 		return "(double)" + x
 	case fk == dtype.KF64 && tk == dtype.KF32:
@@ -140,7 +140,7 @@ func castExpr(from, to dtype.DType, x string) string {
 	case tk == dtype.KF64: // int → f64
 		return "(double)" + x
 	}
-	// int → f32, f16, bf16
+	// int → f32, f16, bf16, f8e4m3
 	switch {
 	case half && from == dtype.I64:
 		return "loom_i64_round_odd(" + x + ")"
@@ -185,5 +185,5 @@ func scalarLit(v float64, dt dtype.DType) string {
 	case []float64:
 		return doubleLit(d[0])
 	}
-	return floatLit(float32(t.Float64(0))) // f32, f16, bf16: exact in float
+	return floatLit(float32(t.Float64(0))) // f32, f16, bf16, f8e4m3: exact in float
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Prelude returns the whole helper library for t: platform macros, the
-// storage conversions of f16/bf16, and one device function per op and
+// storage conversions of f16/bf16/f8e4m3, and one device function per op and
 // compute type (loom_add, loom_gelu, …) implementing the CPU twin's
 // semantics. A kernel's source carries only the part of it that its body
 // uses (PreludeFor, trim.go, which splits this text into items); the whole
@@ -126,6 +126,40 @@ LOOM_DEV unsigned short loom_f32_to_bf16(float f) {
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 LOOM_DEV float loom_round_bf16(float f) { return loom_bf16_to_f32(loom_f32_to_bf16(f)); }
+
+// f8e4m3 (OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN, largest
+// finite 448) ↔ f32 in exact integer code on every platform, the twins of
+// dtype.Float8E4M3's widening and the CPU twin's store (exec/cpu toF8).
+// Widening is exact, both NaN codes giving the canonical NaN. Narrowing
+// rounds to nearest even (subnormals: units of 2^-9, 2^-10 and below → ±0),
+// saturates what lies beyond 464 (the midpoint to the absent 480), ±inf
+// included, to ±448 as Candle's float8 crate does, and turns any NaN into
+// the canonical 0x7f.
+LOOM_DEV float loom_f8e4m3_to_f32(unsigned char h) {
+  const unsigned int s = ((unsigned int)h & 0x80u) << 24, e = ((unsigned int)h >> 3) & 0xfu, m = (unsigned int)h & 7u;
+  if (((unsigned int)h & 0x7fu) == 0x7fu) return LOOM_NAN_F32;
+  if (e != 0u) return __uint_as_float(s | ((e + 120u) << 23) | (m << 20));
+  return __uint_as_float(s | __float_as_uint((float)m * 0.001953125f)); // m·2^-9, exact
+}
+LOOM_DEV unsigned char loom_f32_to_f8e4m3(float f) {
+  const unsigned int b = __float_as_uint(f), s = (b >> 24) & 0x80u, a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned char)0x7fu; // canonical NaN (the CPU twin's)
+  if (a > 0x43e80000u) return (unsigned char)(s | 0x7eu); // beyond 464, inf included: ±448
+  if (a >= 0x3c800000u) { // normal (≥ 2^-6): rebias 127 → 7, round 23 → 3 mantissa bits
+    unsigned int v = a - 0x3c000000u;
+    v += 0x7ffffu + ((v >> 20) & 1u); // a carry may reach the exponent (at most 0x7e)
+    return (unsigned char)(s | (v >> 20));
+  }
+  if (a > 0x3a800000u) { // subnormal (> 2^-10): units of 2^-9
+    const unsigned int m = (a & 0x7fffffu) | 0x800000u, sh = 141u - (a >> 23);
+    unsigned int q = m >> sh;
+    const unsigned int rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+    if (rem > half || (rem == half && (q & 1u) != 0u)) q += 1u;
+    return (unsigned char)(s | q);
+  }
+  return (unsigned char)s;
+}
+LOOM_DEV float loom_round_f8e4m3(float f) { return loom_f8e4m3_to_f32(loom_f32_to_f8e4m3(f)); }
 `
 
 // preludeAMD: software f16 conversions (bit-exact ports of dtype.ToF16 and
@@ -324,7 +358,7 @@ LOOM_DEV float loom_powf(float x, float e) { return powf(x, e); }
 LOOM_DEV float loom_powf(float x, double e) { return (float)pow((double)x, e); }
 `
 
-// preludeVector: 16-byte (and 8-byte u8) loads and stores of consecutive
+// preludeVector: 16-byte (and 8-byte u8, f8e4m3) loads and stores of consecutive
 // elements, widened to / narrowed from the compute type. p must be aligned
 // to the access size; the callers guarantee it.
 const preludeVector = `
@@ -381,6 +415,18 @@ LOOM_DEV void loom_ld8_u8(unsigned int* d, const unsigned char* p) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) d[k] = (q[k / 4] >> (8 * (k % 4))) & 0xffu;
 }
+LOOM_DEV void loom_ld16_f8e4m3(float* d, const unsigned char* p) {
+  const uint4 w = *reinterpret_cast<const uint4*>(p);
+  const unsigned int q[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int k = 0; k < 16; ++k) d[k] = loom_f8e4m3_to_f32((unsigned char)(q[k / 4] >> (8 * (k % 4))));
+}
+LOOM_DEV void loom_ld8_f8e4m3(float* d, const unsigned char* p) {
+  const uint2 w = *reinterpret_cast<const uint2*>(p);
+  const unsigned int q[2] = {w.x, w.y};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) d[k] = loom_f8e4m3_to_f32((unsigned char)(q[k / 4] >> (8 * (k % 4))));
+}
 
 LOOM_DEV void loom_st16_f32(float* p, const float* s) {
   float4 w;
@@ -422,6 +468,20 @@ LOOM_DEV void loom_st8_u8(unsigned char* p, const unsigned int* s) {
   unsigned int q[2] = {0u, 0u};
 #pragma unroll
   for (int k = 0; k < 8; ++k) q[k / 4] |= (s[k] & 0xffu) << (8 * (k % 4));
+  uint2 w;
+  w.x = q[0]; w.y = q[1];
+  *reinterpret_cast<uint2*>(p) = w;
+}
+LOOM_DEV void loom_st16_f8e4m3(unsigned char* p, const float* s) {
+  unsigned int q[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int k = 0; k < 16; ++k) q[k / 4] |= (unsigned int)loom_f32_to_f8e4m3(s[k]) << (8 * (k % 4));
+  loom_st16_words(p, q[0], q[1], q[2], q[3]);
+}
+LOOM_DEV void loom_st8_f8e4m3(unsigned char* p, const float* s) {
+  unsigned int q[2] = {0u, 0u};
+#pragma unroll
+  for (int k = 0; k < 8; ++k) q[k / 4] |= (unsigned int)loom_f32_to_f8e4m3(s[k]) << (8 * (k % 4));
   uint2 w;
   w.x = q[0]; w.y = q[1];
   *reinterpret_cast<uint2*>(p) = w;

@@ -97,12 +97,16 @@ func rowCases() []rowCase {
 		cs = append(cs, rowCase{name: name, tol: tol, build: build})
 	}
 	// Every reduction over every dtype: f32 at every row length, the
-	// others at a few.
+	// others at a few (f8e4m3, whose row code differs from f16's only in
+	// its loads and stores, at a short and a multi-pass length).
 	for _, op := range redOps {
 		for _, dt := range dtype.All {
 			lengths := []int{1, 33, 1000, 4096}
-			if dt == dtype.F32 {
+			switch dt {
+			case dtype.F32:
 				lengths = rowLengths
+			case dtype.F8E4M3:
+				lengths = []int{33, 4096}
 			}
 			for _, L := range lengths {
 				add(fmt.Sprintf("%s/%v/%dx%d", op, dt, rowsFor(L), L), redTol(op, dt), func(g *graph.Graph) {
@@ -117,7 +121,11 @@ func rowCases() []rowCase {
 	}
 	// The normalisations, over the float dtypes and a few lengths.
 	for _, dt := range dtype.Floats {
-		for _, L := range []int{1, 33, 1000, 4096} {
+		lengths := []int{1, 33, 1000, 4096}
+		if dt == dtype.F8E4M3 {
+			lengths = []int{33, 4096}
+		}
+		for _, L := range lengths {
 			R := rowsFor(L)
 			tag := fmt.Sprintf("%v/%dx%d", dt, R, L)
 			add("softmax/"+tag, rowApprox, func(g *graph.Graph) {
@@ -477,16 +485,19 @@ func compareRow(t *testing.T, name string, dt dtype.DType, want, got []byte, tol
 		case dt.IsFloat() && wv != wv && gv != gv:
 			ok = true // NaN payloads may differ
 		case !dt.IsFloat() || tol == rowExact:
-		case dt == dtype.F16 || dt == dtype.BF16:
-			d := ordered(w[i], 2) - ordered(g[i], 2)
+		case dt.IsReduced():
+			d := ordered(w[i], dt.Size()) - ordered(g[i], dt.Size())
 			ok = d >= -1 && d <= 1
 			if tol == rowSum && sums != nil {
 				ok = ok || math.Abs(wv-gv) <= 1e-5*sums[i]
 			}
 			if tol == rowApprox && scales != nil {
 				eps := math.Ldexp(1, -11)
-				if dt == dtype.BF16 {
+				switch dt {
+				case dtype.BF16:
 					eps = math.Ldexp(1, -8)
+				case dtype.F8E4M3:
+					eps = math.Ldexp(1, -4)
 				}
 				ok = ok || math.Abs(wv-gv) <= eps*scales[i]
 			}

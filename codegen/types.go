@@ -27,6 +27,13 @@ var ctypes = map[dtype.DType]ctype{
 	dtype.U8:   {"unsigned char", "unsigned int"},
 	dtype.U32:  {"unsigned int", "unsigned int"},
 	dtype.I64:  {"long long", "long long"},
+
+	// f8e4m3 always takes the portable path (loom_f8e4m3_to_f32 and back,
+	// integer code in preludeCommon): hardware fp8 conversions exist on
+	// some targets only (sm_89+, gfx940+) and would have to match the twin's
+	// saturation and NaN rules bit for bit; a storage dtype is converted
+	// once per load and store, so the software cost is small.
+	dtype.F8E4M3: {"unsigned char", "float"},
 }
 
 func storageType(d dtype.DType) string { return ctypes[d].storage }
@@ -39,6 +46,8 @@ func widen(d dtype.DType, e string) string {
 		return "loom_f16_to_f32(" + e + ")"
 	case dtype.BF16:
 		return "loom_bf16_to_f32(" + e + ")"
+	case dtype.F8E4M3:
+		return "loom_f8e4m3_to_f32(" + e + ")"
 	case dtype.U8:
 		return "(unsigned int)" + e
 	}
@@ -46,13 +55,15 @@ func widen(d dtype.DType, e string) string {
 }
 
 // narrow converts a compute value to storage, rounding like the CPU twin's
-// store (nearest even for f16/bf16, wrapping for u8).
+// store (nearest even for f16/bf16/f8e4m3, wrapping for u8).
 func narrow(d dtype.DType, e string) string {
 	switch d {
 	case dtype.F16:
 		return "loom_f32_to_f16(" + e + ")"
 	case dtype.BF16:
 		return "loom_f32_to_bf16(" + e + ")"
+	case dtype.F8E4M3:
+		return "loom_f32_to_f8e4m3(" + e + ")"
 	case dtype.U8:
 		return "(unsigned char)(" + e + ")"
 	}
@@ -68,6 +79,8 @@ func rounder(d dtype.DType, e string) string {
 		return "loom_round_f16(" + e + ")"
 	case dtype.BF16:
 		return "loom_round_bf16(" + e + ")"
+	case dtype.F8E4M3:
+		return "loom_round_f8e4m3(" + e + ")"
 	case dtype.U8:
 		return "loom_wrap_u8(" + e + ")"
 	}

@@ -18,19 +18,23 @@ const (
 	U8
 	U32
 	I64
+	// F8E4M3 is OCP FP8 E4M3FN (Float8E4M3), a float storage type: it
+	// computes in float32 like f16 and bf16. It comes after the integers so
+	// that the earlier dtypes keep their numbers.
+	F8E4M3
 )
 
 // All lists every valid dtype, floats first.
-var All = []DType{F32, F64, F16, BF16, U8, U32, I64}
+var All = []DType{F32, F64, F16, BF16, F8E4M3, U8, U32, I64}
 
 // Floats and Ints partition All.
 var (
-	Floats = []DType{F32, F64, F16, BF16}
+	Floats = []DType{F32, F64, F16, BF16, F8E4M3}
 	Ints   = []DType{U8, U32, I64}
 )
 
-var names = [...]string{Invalid: "invalid", F32: "f32", F64: "f64", F16: "f16", BF16: "bf16", U8: "u8", U32: "u32", I64: "i64"}
-var sizes = [...]int{Invalid: 0, F32: 4, F64: 8, F16: 2, BF16: 2, U8: 1, U32: 4, I64: 8}
+var names = [...]string{Invalid: "invalid", F32: "f32", F64: "f64", F16: "f16", BF16: "bf16", U8: "u8", U32: "u32", I64: "i64", F8E4M3: "f8e4m3"}
+var sizes = [...]int{Invalid: 0, F32: 4, F64: 8, F16: 2, BF16: 2, U8: 1, U32: 4, I64: 8, F8E4M3: 1}
 
 // String returns Candle's short name: "f32", "bf16", "u8", …
 func (d DType) String() string {
@@ -49,10 +53,14 @@ func (d DType) Size() int {
 }
 
 // Valid reports whether d is one of All.
-func (d DType) Valid() bool { return d >= F32 && d <= I64 }
+func (d DType) Valid() bool { return d >= F32 && d <= F8E4M3 }
 
-// IsFloat reports whether d is f32, f64, f16 or bf16.
-func (d DType) IsFloat() bool { return d >= F32 && d <= BF16 }
+// IsFloat reports whether d is f32, f64, f16, bf16 or f8e4m3.
+func (d DType) IsFloat() bool { return d >= F32 && d <= BF16 || d == F8E4M3 }
+
+// IsReduced reports whether d is a float stored narrower than it computes:
+// f16, bf16 and f8e4m3 compute in float32 and round once on store.
+func (d DType) IsReduced() bool { return d == F16 || d == BF16 || d == F8E4M3 }
 
 // IsInt reports whether d is u8, u32 or i64.
 func (d DType) IsInt() bool { return d >= U8 && d <= I64 }
@@ -64,7 +72,7 @@ func Parse(s string) (DType, error) {
 			return DType(d), nil
 		}
 	}
-	return Invalid, fmt.Errorf("dtype: unknown dtype %q (want one of f32, f64, f16, bf16, u8, u32, i64)", s)
+	return Invalid, fmt.Errorf("dtype: unknown dtype %q (want one of f32, f64, f16, bf16, f8e4m3, u8, u32, i64)", s)
 }
 
 // Kind is the type the CPU computes a dtype in.
@@ -72,7 +80,7 @@ type Kind uint8
 
 // Compute kinds.
 const (
-	KF32 Kind = iota // f32, f16, bf16
+	KF32 Kind = iota // f32, f16, bf16, f8e4m3
 	KF64             // f64
 	KI64             // u8, u32, i64
 )

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 )
 
@@ -146,6 +147,9 @@ func matmulDTypes(op string, ts []*Tensor) error {
 		if t.n.DType != dt {
 			return opErr(op, "dtype mismatch: %s", describe(ts, nil))
 		}
+	}
+	if dt == dtype.F8E4M3 {
+		return opErr(op, "%s: dtype f8e4m3 not supported: it is a storage dtype with no f8 GEMM (cast to one of %v first)", describe(ts, nil), info.In)
 	}
 	if !info.In.Has(dt) {
 		return opErr(op, "%s: dtype %v not supported (supports %v)", describe(ts, nil), dt, info.In)

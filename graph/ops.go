@@ -66,6 +66,9 @@ func (t *Tensor) Affine(mul, add float64) *Tensor { return t.unary(ir.OpAffine, 
 // truncates toward zero and saturates at the target's range, NaN → 0; int →
 // int wraps (keeps the low bits, two's complement); int → float rounds to
 // nearest. These are Rust's `as` rules, which Candle's CPU backend uses.
+// Into f8e4m3, which has no infinities, values beyond ±448 (±Inf included)
+// saturate to ±448, as Candle's float8 crate does, and NaN stays NaN
+// (stored as 0x7f); conversions from f64 and i64 round once.
 func (t *Tensor) Cast(dt dtype.DType) *Tensor {
 	if r, ok := t.ready("cast"); !ok {
 		return r

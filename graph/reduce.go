@@ -161,14 +161,15 @@ func (t *Tensor) floatOnly(op string) (*Tensor, bool) {
 	return nil, true
 }
 
-// inFloat32 runs a composite on f16/bf16 tensors in float32 and rounds the
-// result back once, like Candle's kernels, which accumulate half inputs in
-// float: a sum of many halves overflows 65504 or loses most of its bits if
-// every partial result is rounded to half. The casts fuse into the
+// inFloat32 runs a composite on f16/bf16/f8e4m3 tensors in float32 and
+// rounds the result back once, like Candle's kernels, which accumulate half
+// inputs in float: a sum of many halves overflows 65504 or loses most of
+// its bits if every partial result is rounded to half (f8e4m3, with 3
+// mantissa bits and a maximum of 448, far sooner). The casts fuse into the
 // composite's kernel, so this costs no memory traffic.
 func (t *Tensor) inFloat32(f func(*Tensor) *Tensor, others ...*Tensor) *Tensor {
 	dt := t.n.DType
-	if dt != dtype.F16 && dt != dtype.BF16 {
+	if !dt.IsReduced() {
 		return f(t)
 	}
 	for i, o := range others {

@@ -134,8 +134,19 @@ var (
 	AnyDType    = SetOf(dtype.All...)
 	FloatDTypes = SetOf(dtype.Floats...)
 	IDDTypes    = SetOf(dtype.U8, dtype.U32, dtype.I64) // condition and index dtypes
-	SignedTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.I64)
+	SignedTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.F8E4M3, dtype.I64)
 )
+
+// ScanDTypes are cumsum's dtypes: every dtype but f8e4m3 (its scan kernels
+// have no 8-bit float type; cast to f16 or f32 first).
+var ScanDTypes = AnyDType &^ SetOf(dtype.F8E4M3)
+
+// WideFloatDTypes are the floats of 16 bits or more: the float ops with no
+// f8e4m3 path take these. f8e4m3 is a storage dtype: elementwise ops and
+// reductions compute it in float32, but there is no f8 GEMM (host BLAS,
+// cuBLAS/rocBLAS and the portable GEMM take f32, f64, f16 and bf16), so
+// matmul, conv and bilinear upsampling refuse it.
+var WideFloatDTypes = SetOf(dtype.F32, dtype.F64, dtype.F16, dtype.BF16)
 
 // SetOf builds a set.
 func SetOf(ds ...dtype.DType) DTypeSet {
@@ -200,6 +211,8 @@ type OpInfo struct {
 // Candle's differs between dtypes:
 //   - f16 and bf16 compute in float32 and round once on store (Candle uses
 //     native half arithmetic for most unary ops, losing bits at each step);
+//     so does f8e4m3 (Candle evaluates formulas such as gelu and silu in
+//     f8e4m3 arithmetic, rounding after every step);
 //   - maximum, minimum and relu propagate NaN for every float dtype (Candle's
 //     f32/f64 kernels use fmaxf and ignore NaN, its f16/bf16 kernels propagate);
 //   - integer division by zero yields 0 (Candle: undefined on the GPU, a panic
@@ -280,21 +293,22 @@ var opTable = [NumOps]OpInfo{
 	// its layout, and its GPU kernel is planned by package kernels like the
 	// others. Every dtype: floats add in the order scan.go defines (f16 and
 	// bf16 in float32, each output rounded once), integers wrap.
-	OpCumsum: indexOp("cumsum", 1, OutSame, "dim"),
+	OpCumsum: func() OpInfo { i := indexOp("cumsum", 1, OutSame, "dim"); i.In = ScanDTypes; return i }(),
 
 	// matmul follows Candle's matmul/broadcast_matmul: the last two dims
 	// are contracted (a [..., M, K] · b [..., K, N] → [..., M, N]); the
 	// builder broadcasts the batch dims (numpy rules), so both args have the
 	// output's batch dims, as views. Floats only (Candle has no integer
-	// matmul); f16 and bf16 accumulate in float32 and round once on store.
-	OpMatmul: {Name: "matmul", Arity: 2, Class: ClassMatmul, In: FloatDTypes},
+	// matmul) and not f8e4m3 (no f8 GEMM); f16 and bf16 accumulate in
+	// float32 and round once on store.
+	OpMatmul: {Name: "matmul", Arity: 2, Class: ClassMatmul, In: WideFloatDTypes},
 
-	OpConv:             windowOp("conv", 2, FloatDTypes, convParamNames),
-	OpConvTranspose:    windowOp("conv_transpose", 2, FloatDTypes, convParamNames),
+	OpConv:             windowOp("conv", 2, WideFloatDTypes, convParamNames),
+	OpConvTranspose:    windowOp("conv_transpose", 2, WideFloatDTypes, convParamNames),
 	OpMaxPool:          windowOp("max_pool", 1, PoolDTypes, poolParamNames),
 	OpAvgPool:          windowOp("avg_pool", 1, PoolDTypes, poolParamNames),
 	OpUpsampleNearest:  windowOp("upsample_nearest", 1, PoolDTypes, upsampleParamNames),
-	OpUpsampleBilinear: windowOp("upsample_bilinear", 1, FloatDTypes, upsampleParamNames),
+	OpUpsampleBilinear: windowOp("upsample_bilinear", 1, WideFloatDTypes, upsampleParamNames),
 
 	OpDequantize: {Name: "dequantize", Arity: 1, Class: ClassQuant, In: SetOf(dtype.U8), Out: OutDeclared, Params: []string{"format", "k"}},
 	OpQMatmul:    {Name: "qmatmul", Arity: 2, Class: ClassQuant, In: QuantActDTypes, Params: []string{"format", "k"}},

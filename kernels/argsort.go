@@ -39,6 +39,8 @@ func sortKey(d dtype.DType, desc bool) (expr string, key64 bool, err error) {
 		expr = "as_fkey(loom_f16_to_f32(x))"
 	case dtype.BF16:
 		expr = "as_fkey(loom_bf16_to_f32(x))"
+	case dtype.F8E4M3: // by value: both NaN codes widen to the one NaN
+		expr = "as_fkey(loom_f8e4m3_to_f32(x))"
 	case dtype.U8, dtype.U32:
 		expr = "((unsigned int)(x))"
 	case dtype.F64:

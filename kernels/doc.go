@@ -50,18 +50,19 @@
 //     dims dropped, mergeable dims merged: a contiguous operand costs one add).
 //   - Index arithmetic is 32-bit unless some tensor, operand span or scratch
 //     buffer reaches 2^31 elements, then 64-bit.
-//   - Values move through the CPU twin's load and store: f16/bf16 are
-//     widened to float and rounded once on store (so a NaN becomes the
+//   - Values move through the CPU twin's load and store: f16/bf16/f8e4m3
+//     are widened to float and rounded once on store (so a NaN becomes the
 //     canonical NaN the CPU produces); u8/u32 adds wrap; i64 adds wrap
-//     through unsigned arithmetic.
+//     through unsigned arithmetic. argsort orders f16/bf16/f8e4m3 keys by
+//     their float value.
 //   - index_select, gather, cat, slice_assign: one thread per output element
 //     (grid-stride loops, blocks of 256).
 //   - scatter, scatter_add, index_add: an init launch copies dst into the
 //     output (one thread per element); then one thread per (left, right)
 //     position loops over the source's dim in increasing order. Duplicates
 //     therefore resolve exactly as on the CPU (the last write wins, adds in
-//     order), deterministically and without atomics. For f16/bf16 adds the
-//     loop accumulates in a float scratch buffer and a third launch rounds
+//     order), deterministically and without atomics. For f16/bf16/f8e4m3
+//     adds the loop accumulates in a float scratch buffer and a third launch rounds
 //     it into the output, as the CPU accumulates in float and rounds once.
 //     The loop is serial along the dim: a scatter into a 1-D tensor runs on
 //     one thread.

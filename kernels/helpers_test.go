@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	valueDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.U8, dtype.U32, dtype.I64}
+	valueDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.F8E4M3, dtype.U8, dtype.U32, dtype.I64}
 	idsDTypes   = []dtype.DType{dtype.U8, dtype.U32, dtype.I64}
 )
 
@@ -161,6 +161,16 @@ func randomTensor(rng *rand.Rand, dt dtype.DType, shape ...int) *tensor.Tensor {
 				v[i] = dtype.ToBF16(float32(rng.IntN(9) - 4))
 			} else {
 				v[i] = dtype.BFloat16(rng.Uint32())
+			}
+		}
+		t, err = tensor.New(v, shape...)
+	case dtype.F8E4M3: // every code, NaNs (0x7f, 0xff) and ±0 included
+		v := make([]dtype.Float8E4M3, n)
+		for i := range v {
+			if rng.IntN(4) == 0 {
+				v[i] = dtype.ToF8E4M3(float32(rng.IntN(9) - 4)) // ties
+			} else {
+				v[i] = dtype.Float8E4M3(rng.Uint32())
 			}
 		}
 		t, err = tensor.New(v, shape...)
@@ -346,6 +356,8 @@ func isNaN(dt dtype.DType, b []byte) bool {
 		return binary.LittleEndian.Uint16(b)&0x7fff > 0x7c00
 	case dtype.BF16:
 		return binary.LittleEndian.Uint16(b)&0x7fff > 0x7f80
+	case dtype.F8E4M3:
+		return b[0]&0x7f == 0x7f
 	}
 	return false
 }
@@ -353,6 +365,9 @@ func isNaN(dt dtype.DType, b []byte) bool {
 func show(dt dtype.DType, b []byte) string {
 	switch dt.Size() {
 	case 1:
+		if dt == dtype.F8E4M3 {
+			return fmt.Sprintf("%#x (%g)", b[0], dtype.Float8E4M3(b[0]).Float64())
+		}
 		return fmt.Sprintf("%#x", b[0])
 	case 2:
 		return fmt.Sprintf("%#04x", binary.LittleEndian.Uint16(b))

@@ -265,8 +265,10 @@ func grid1(n int64, bs int) [3]uint32 {
 }
 
 // ctype describes a dtype in kernels: storage type, compute type, and the
-// conversions between them (the CPU twin's: f16/bf16 compute in float,
-// widened on load and rounded once on store).
+// conversions between them (the CPU twin's: f16/bf16/f8e4m3 compute in
+// float, widened on load and rounded once on store). Kernels that only move
+// values (select, gather, scatter, cat, slice_assign) keep them in their
+// storage type, one byte for f8e4m3, and pass each through canon.
 type ctype struct {
 	storage, compute string
 	widen, narrow    string // function names, "" for none
@@ -280,12 +282,16 @@ var ctypes = map[dtype.DType]ctype{
 	dtype.U8:   {"unsigned char", "unsigned int", "", ""},
 	dtype.U32:  {"unsigned int", "unsigned int", "", ""},
 	dtype.I64:  {"long long", "long long", "", ""},
+
+	dtype.F8E4M3: {"unsigned char", "float", "loom_f8e4m3_to_f32", "loom_f32_to_f8e4m3"},
 }
 
-func isHalf(d dtype.DType) bool { return d == dtype.F16 || d == dtype.BF16 }
+// isHalf reports a float stored narrower than float: its adds accumulate in
+// float and round once at the end, like the CPU twin's.
+func isHalf(d dtype.DType) bool { return d.IsReduced() }
 
 // canon is the C expression that moves a stored value through the CPU
-// twin's load and store: the identity, except that an f16/bf16 NaN
+// twin's load and store: the identity, except that an f16/bf16/f8e4m3 NaN
 // becomes the canonical NaN the twin produces.
 func canon(d dtype.DType, e string) string {
 	c := ctypes[d]

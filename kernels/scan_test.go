@@ -122,7 +122,7 @@ var cumsumShapes = []struct {
 func cumsumCases(t testing.TB, data bool) []testCase {
 	var cases []testCase
 	seed := uint64(500)
-	for _, dt := range valueDTypes {
+	for _, dt := range ir.ScanDTypes.List() {
 		seen := map[string]bool{}
 		for _, sc := range cumsumShapes {
 			if !data && dt != dtype.F32 && (sc.layout != "contiguous" || seen[sc.kernel]) {
@@ -301,7 +301,7 @@ func intsOf(t *tensor.Tensor) []int64 {
 // are within the order's error bound of the float64 prefix sums.
 func TestCumsumTwin(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, dt := range valueDTypes {
+	for _, dt := range ir.ScanDTypes.List() {
 		for _, n := range []int{1, 15, 16, 17, 31, 32, 33, 255, 256, 257, 1000, 4095, 4096, 4097, 8193, 40000, 100000} {
 			x := cumsumInput(r, dt, n == 4097, n)
 			g := graph.New()

@@ -11,7 +11,7 @@ import (
 
 // Elem is the set of Go element types a Tensor can hold.
 type Elem interface {
-	float32 | float64 | dtype.Float16 | dtype.BFloat16 | uint8 | uint32 | int64
+	float32 | float64 | dtype.Float16 | dtype.BFloat16 | dtype.Float8E4M3 | uint8 | uint32 | int64
 }
 
 // Tensor is a contiguous host tensor.
@@ -33,6 +33,8 @@ func DTypeOf[T Elem]() dtype.DType {
 		return dtype.F16
 	case dtype.BFloat16:
 		return dtype.BF16
+	case dtype.Float8E4M3:
+		return dtype.F8E4M3
 	case uint8:
 		return dtype.U8
 	case uint32:
@@ -95,6 +97,8 @@ func Zeros(dt dtype.DType, shape ...int) (t *Tensor, err error) {
 		t.data = make([]dtype.Float16, n)
 	case dtype.BF16:
 		t.data = make([]dtype.BFloat16, n)
+	case dtype.F8E4M3:
+		t.data = make([]dtype.Float8E4M3, n)
 	case dtype.U8:
 		t.data = make([]uint8, n)
 	case dtype.U32:
@@ -122,8 +126,8 @@ func FromFloat64s(dt dtype.DType, vals []float64, shape ...int) (*Tensor, error)
 	return t, nil
 }
 
-// FromFloat32s converts float32 values to dt (the usual way to build f16 and
-// bf16 tensors).
+// FromFloat32s converts float32 values to dt (the usual way to build f16,
+// bf16 and f8e4m3 tensors).
 func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error) {
 	if err := checkShape(dt, shape, len(vals)); err != nil {
 		return nil, err
@@ -132,7 +136,7 @@ func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error)
 	for i, v := range vals {
 		f[i] = float64(v)
 	}
-	if dt == dtype.F16 || dt == dtype.BF16 || dt == dtype.F32 {
+	if dt.IsReduced() || dt == dtype.F32 {
 		t, err := Zeros(dt, shape...)
 		if err != nil {
 			return nil, err
@@ -145,6 +149,8 @@ func FromFloat32s(dt dtype.DType, vals []float32, shape ...int) (*Tensor, error)
 				d[i] = dtype.ToF16(v)
 			case []dtype.BFloat16:
 				d[i] = dtype.ToBF16(v)
+			case []dtype.Float8E4M3:
+				d[i] = dtype.ToF8E4M3(v)
 			}
 		}
 		return t, nil
@@ -206,6 +212,8 @@ func (t *Tensor) Bytes() []byte {
 		p = unsafe.Pointer(&d[0])
 	case []dtype.BFloat16:
 		p = unsafe.Pointer(&d[0])
+	case []dtype.Float8E4M3:
+		p = unsafe.Pointer(&d[0])
 	case []uint8:
 		p = unsafe.Pointer(&d[0])
 	case []uint32:
@@ -240,6 +248,8 @@ func (t *Tensor) Float64(i int) float64 {
 		return d[i].Float64()
 	case []dtype.BFloat16:
 		return d[i].Float64()
+	case []dtype.Float8E4M3:
+		return d[i].Float64()
 	case []uint8:
 		return float64(d[i])
 	case []uint32:
@@ -270,6 +280,8 @@ func (t *Tensor) SetFloat64(i int, v float64) {
 		d[i] = dtype.ToF16From64(v)
 	case []dtype.BFloat16:
 		d[i] = dtype.ToBF16From64(v)
+	case []dtype.Float8E4M3:
+		d[i] = dtype.ToF8E4M3From64(v)
 	case []uint8:
 		d[i] = uint8(SatInt(v, 0, math.MaxUint8))
 	case []uint32:

@@ -49,3 +49,42 @@ func TestShapeOverflowRefused(t *testing.T) {
 		t.Errorf("Zeros(0, 1<<40): %v, %v", z, err)
 	}
 }
+
+// TestF8E4M3Tensor: an f8e4m3 tensor holds []dtype.Float8E4M3, one byte per
+// element, and converts through the dtype package's rounding (saturating
+// at ±448, NaN kept) in both constructors.
+func TestF8E4M3Tensor(t *testing.T) {
+	in := []float64{1, -2.5, 0.3, 1000, -1e9, 1.0 / 1024}
+	want := []float64{1, -2.5, 0.3125, 448, -448, 0}
+	t64, err := tensor.FromFloat64s(dtype.F8E4M3, in, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32 := make([]float32, len(in))
+	for i, v := range in {
+		f32[i] = float32(v)
+	}
+	t32, err := tensor.FromFloat32s(dtype.F8E4M3, f32, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*tensor.Tensor{t64, t32} {
+		if x.DType() != dtype.F8E4M3 || len(x.Bytes()) != 6 {
+			t.Fatalf("%v: %d bytes", x, len(x.Bytes()))
+		}
+		if _, err := tensor.Values[dtype.Float8E4M3](x); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range want {
+			if got := x.Float64(i); got != w {
+				t.Errorf("%v element %d = %v, want %v", x, i, got, w)
+			}
+		}
+	}
+	if tensor.DTypeOf[dtype.Float8E4M3]() != dtype.F8E4M3 {
+		t.Error("DTypeOf[Float8E4M3] is not f8e4m3")
+	}
+	if c := t64.Clone(); c.Float64(1) != -2.5 {
+		t.Error("Clone lost the values")
+	}
+}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"github.com/loomgraph/loom/ir"
 	"math"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ func runGraph(t *testing.T, g *graph.Graph, fused bool, inputs map[string]*tenso
 func TestRandMoments(t *testing.T) {
 	const n = 1 << 20
 	const lo, hi, mean, std = -2.0, 5.0, 3.0, 0.5
-	for _, dt := range dtype.Floats {
+	for _, dt := range ir.RandDTypes.List() {
 		g := graph.New()
 		g.Output("u", g.Rand(dt, 1234, lo, hi, 1024, n/1024))
 		g.Output("z", g.Randn(dt, 99, mean, std, n))
@@ -87,7 +88,7 @@ func moments(x []float64) (mean, variance, skew, kurt float64) {
 // unfused plans give the same bits, which also equal the mask computed
 // from the random tensor drawn on its own.
 func TestRandFusion(t *testing.T) {
-	for _, dt := range dtype.Floats {
+	for _, dt := range ir.RandDTypes.List() {
 		const rows, cols = 37, 301
 		xs := make([]float64, rows*cols)
 		for i := range xs {
@@ -156,7 +157,7 @@ func roundTo(dt dtype.DType, v float64) float64 {
 // the same call gives the same values (and the same node), and another
 // seed other values.
 func TestRandStream(t *testing.T) {
-	for _, dt := range dtype.Floats {
+	for _, dt := range ir.RandDTypes.List() {
 		for _, o := range []int{0, 1, 2, 3, 4, 5, 4097} {
 			g := graph.New()
 			g.Output("all", g.Randn(dt, 5, 0, 1, 9000))

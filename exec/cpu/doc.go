@@ -6,7 +6,8 @@
 // per instruction, allocated once per worker and reused for every tile. A
 // tile is loaded from its operand's buffer through the operand's strided
 // layout (broadcast, transposed and offset reads cost no copy of the input),
-// widened to the compute kind (f16, bf16 → float32; u8, u32 → int64), then
+// widened to the compute kind (f16, bf16, f8e4m3 → float32; u8, u32 →
+// int64; f8e4m3 through a 256-entry table, never the F16C/AVX2 paths), then
 // every instruction runs as one tight loop over the tile, and the last tile
 // is narrowed into the output buffer. Tiles are spread over all cores
 // (golang.org/x/sync/errgroup); small kernels run on the calling goroutine.
@@ -19,7 +20,7 @@
 // tiles, row copies) is bounded and comes from the arenas like the
 // temporaries.
 //
-// Each intermediate value is rounded to its node's dtype (f16/bf16 values to
-// half precision, u8/u32 wrapped) right after it is computed, so a fused
+// Each intermediate value is rounded to its node's dtype (f16/bf16/f8e4m3
+// values to their precision, u8/u32 wrapped) right after it is computed, so a fused
 // kernel gives bit-for-bit the results of running its ops one at a time.
 package cpu

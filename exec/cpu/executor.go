@@ -140,6 +140,8 @@ func (e *Executor) Download(m exec.Memory, b *plan.Buffer) (*tensor.Tensor, erro
 		return tensor.New(unsafe.Slice((*dtype.Float16)(p), n), b.Shape...)
 	case dtype.BF16:
 		return tensor.New(unsafe.Slice((*dtype.BFloat16)(p), n), b.Shape...)
+	case dtype.F8E4M3:
+		return tensor.New(unsafe.Slice((*dtype.Float8E4M3)(p), n), b.Shape...)
 	case dtype.U8:
 		return tensor.New(unsafe.Slice((*uint8)(p), n), b.Shape...)
 	case dtype.U32:

@@ -82,6 +82,8 @@ func fill(dst tile, src buf, pos, stride, j, run int) {
 		gather(dst.f32[j:j+run], src.f16, pos, stride, func(v dtype.Float16) float32 { return f16ToF32[v] })
 	case dtype.BF16:
 		gather(dst.f32[j:j+run], src.b16, pos, stride, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
+	case dtype.F8E4M3:
+		gather(dst.f32[j:j+run], src.f8, pos, stride, func(v dtype.Float8E4M3) float32 { return v.Float32() })
 	case dtype.U8:
 		gather(dst.i64[j:j+run], src.u8, pos, stride, func(v uint8) int64 { return int64(v) })
 	case dtype.U32:
@@ -129,6 +131,8 @@ func store(dst buf, s int, v tile) {
 		for k, x := range v.f32 {
 			out[k] = toBF16(x)
 		}
+	case dtype.F8E4M3:
+		narrowF8(dst.f8[s:s+len(v.f32)], v.f32)
 	case dtype.U8:
 		out := dst.u8[s : s+len(v.i64)]
 		for k, x := range v.i64 {
@@ -159,6 +163,12 @@ func rounder(dt dtype.DType) func(tile) {
 		return func(t tile) {
 			for k, x := range t.f32 {
 				t.f32[k] = math.Float32frombits(uint32(toBF16(x)) << 16)
+			}
+		}
+	case dtype.F8E4M3:
+		return func(t tile) {
+			for k, x := range t.f32 {
+				t.f32[k] = toF8(x).Float32()
 			}
 		}
 	case dtype.U8:

@@ -183,12 +183,15 @@ func copyTile(dst, src tile) {
 }
 
 // castOp converts between compute kinds with Rust `as` rules (see
-// graph.Tensor.Cast). Narrowing to f16/bf16 and wrapping to u8/u32 happen in
-// the instruction's rounder or in the store; conversions that would round
-// twice (f64 → f16/bf16, and i64 → bf16 through float32) round to odd first,
-// which makes the final rounding exact.
+// graph.Tensor.Cast). Narrowing to f16/bf16/f8e4m3 and wrapping to u8/u32
+// happen in the instruction's rounder or in the store; conversions that
+// would round twice (f64 → f16/bf16/f8e4m3, and i64 → bf16/f8e4m3 through
+// float32) round to odd first, which makes the final rounding exact (the
+// target has at most 22 mantissa bits and float32's exponent range covers
+// its subnormals and, for f8e4m3, the saturation threshold 464: a value
+// rounded to odd is above 464 exactly when the exact one is).
 func castOp(from, to dtype.DType) opFunc {
-	half := to == dtype.F16 || to == dtype.BF16
+	half := to.IsReduced()
 	switch fk, tk := from.Kind(), to.Kind(); {
 	case fk == tk && fk == dtype.KI64:
 		return func(dst tile, a []tile, _ int) {

@@ -75,7 +75,7 @@ type instr struct {
 	args []plan.Ref
 	wide bool // whole rows (else one value per row)
 	fn   opFunc
-	// round narrows results to the node's dtype (f16, bf16, u8, u32) so
+	// round narrows results to the node's dtype (f16, bf16, f8e4m3, u8, u32) so
 	// that fused and unfused execution agree bit for bit.
 	round func(tile)
 	// rowScalar ≥ 0 (0 add, 1 sub, 2 mul, 3 div) marks a float32 whole-row
@@ -442,6 +442,7 @@ type buf struct {
 	f64 []float64
 	f16 []dtype.Float16
 	b16 []dtype.BFloat16
+	f8  []dtype.Float8E4M3
 	u8  []uint8
 	u32 []uint32
 	i64 []int64
@@ -463,6 +464,8 @@ func asBuf(b []byte, dt dtype.DType) buf {
 		out.f16 = unsafe.Slice((*dtype.Float16)(p), n)
 	case dtype.BF16:
 		out.b16 = unsafe.Slice((*dtype.BFloat16)(p), n)
+	case dtype.F8E4M3:
+		out.f8 = unsafe.Slice((*dtype.Float8E4M3)(p), n)
 	case dtype.U8:
 		out.u8 = unsafe.Slice((*uint8)(p), n)
 	case dtype.U32:

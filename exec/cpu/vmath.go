@@ -105,6 +105,28 @@ func toBF16(x float32) dtype.BFloat16 {
 	return dtype.ToBF16(x)
 }
 
+// canonNaNF8 is the NaN f8e4m3 results are stored as (see toF8).
+const canonNaNF8 dtype.Float8E4M3 = 0x7f
+
+// toF8 is dtype.ToF8E4M3 with NaN results made canonical: Candle's float8
+// crate keeps a NaN's sign (0xff for a negative NaN), but the sign of a NaN
+// computed in float32 is the hardware's and the code path's choice (see
+// canonNaNF16), so every NaN is stored as 0x7f, as on the GPU.
+func toF8(x float32) dtype.Float8E4M3 {
+	if x != x {
+		return canonNaNF8
+	}
+	return dtype.ToF8E4M3(x)
+}
+
+// narrowF8 rounds float32 values to f8e4m3 (toF8), in plain Go: there is no
+// x86 instruction for it.
+func narrowF8(dst []dtype.Float8E4M3, src []float32) {
+	for i, x := range src[:len(dst)] {
+		dst[i] = toF8(x)
+	}
+}
+
 // narrowF16 rounds float32 values to f16, nearest even. The hardware and
 // dtype.ToF16 agree on every number; every NaN becomes canonNaNF16 on both
 // paths, as on the GPU (the hardware alone would keep the payload's top

@@ -48,7 +48,7 @@ type opCase struct {
 type unaryFn = func(*graph.Tensor) *graph.Tensor
 
 var (
-	floatDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16}
+	floatDTypes = []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16, dtype.F8E4M3}
 	exactUnary  = map[string]unaryFn{
 		"recip": (*graph.Tensor).Recip, "sqrt": (*graph.Tensor).Sqrt, "ceil": (*graph.Tensor).Ceil,
 		"floor": (*graph.Tensor).Floor, "round": (*graph.Tensor).Round, "neg": (*graph.Tensor).Neg,
@@ -146,7 +146,7 @@ func opCases() []opCase {
 		}
 	}
 	// Views: transposed, narrowed (offset), broadcast and permuted reads.
-	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.U8, dtype.I64, dtype.F64, dtype.U32} {
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16, dtype.F8E4M3, dtype.U8, dtype.I64, dtype.F64, dtype.U32} {
 		add(fmt.Sprintf("copy/transpose/%v", dt), exact, false, func(g *graph.Graph) { g.Output("y", g.Input("x", dt, 37, 53).T()) })
 		add(fmt.Sprintf("copy/narrow/%v", dt), exact, false, func(g *graph.Graph) {
 			g.Output("y", g.Input("x", dt, 37, 53).Narrow(0, 3, 20).Narrow(1, 5, 40))
@@ -189,7 +189,7 @@ func opCases() []opCase {
 		g.Output("z", graph.Where(s.Gt(y), s, y.Affine(2, 1)))
 		g.Output("c", s.Cast(dtype.F32).Mul(graph.Scalar(0.5)))
 	})
-	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16, dtype.F32, dtype.F64} {
+	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16, dtype.F8E4M3, dtype.F32, dtype.F64} {
 		add(fmt.Sprintf("chain/arith/%v", dt), exact, true, func(g *graph.Graph) {
 			x, y := g.Input("x", dt, 4099), g.Input("y", dt, 4099)
 			a := x.Add(y).Mul(x).Sub(y.Sqr()).Maximum(x.Neg()).Affine(1.5, 0.25)
@@ -285,6 +285,10 @@ func fillRandom(t *tensor.Tensor, r *rand.Rand) {
 	case []dtype.BFloat16:
 		for i := range d {
 			d[i] = dtype.ToBF16From64(floatVal(i, r))
+		}
+	case []dtype.Float8E4M3:
+		for i := range d {
+			d[i] = dtype.ToF8E4M3From64(floatVal(i, r))
 		}
 	case []uint8:
 		for i := range d {
@@ -414,6 +418,15 @@ func compareTensors(t testing.TB, what string, got, want *tensor.Tensor, tol tol
 					return fmt.Sprintf("%g (%#04x)", v.Float64(), uint16(v))
 				})
 		}
+	case dtype.F8E4M3:
+		g := got.Data().([]dtype.Float8E4M3)
+		for i := range n {
+			check(i, func(w *tensor.Tensor) bool { return matchF8(g[i], w.Data().([]dtype.Float8E4M3)[i], tol) },
+				func(t *tensor.Tensor) string {
+					v := t.Data().([]dtype.Float8E4M3)[i]
+					return fmt.Sprintf("%g (%#02x)", v.Float64(), uint8(v))
+				})
+		}
 	default: // integers: exact
 		gb, wb := got.Bytes(), want.Bytes()
 		sz := got.DType().Size()
@@ -492,6 +505,26 @@ func matchF64(g, w float64, tol tolerance) bool {
 }
 
 // matchHalf compares f16 (inf 0x7c00) or bf16 (inf 0x7f80) bit patterns.
+// matchF8 compares f8e4m3 bits: exact, or within one step of the value
+// order for approx and chain. Both executors store every NaN as 0x7f, so
+// 0xff (the poison byte) is never a result.
+func matchF8(g, w dtype.Float8E4M3, tol tolerance) bool {
+	switch {
+	case g == w:
+		return true
+	case g == 0xff || g.IsNaN() || w.IsNaN() || tol == exact:
+		return false
+	}
+	ord := func(b dtype.Float8E4M3) int {
+		if b&0x80 != 0 {
+			return -int(b & 0x7f)
+		}
+		return int(b)
+	}
+	d := ord(g) - ord(w)
+	return d >= -1 && d <= 1
+}
+
 func matchHalf(g, w, inf uint16, tol tolerance) bool {
 	isNaN := func(b uint16) bool { return b&0x7fff > inf }
 	switch {

@@ -14,6 +14,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"github.com/loomgraph/loom/ir"
 	"math"
 	"slices"
 	"testing"
@@ -255,7 +256,7 @@ func paramGrid(rank, C int, each func(stride, pad, dil []int, groups int)) {
 // gridDType spreads the float dtypes over a grid's cases: each
 // combination runs once, in one dtype, and every dtype sees a quarter of
 // them (DTypes runs larger cases in every dtype).
-func gridDType(i int) dtype.DType { return dtype.Floats[i%len(dtype.Floats)] }
+func gridDType(i int) dtype.DType { return wideFloats[i%len(wideFloats)] }
 
 func (s *suite) convParams2d(t *testing.T) {
 	const C = 4
@@ -345,7 +346,7 @@ func (s *suite) convDTypes(t *testing.T) {
 		{transposed: true, x: []int{2, 16, 6, 5}, w: []int{16, 8, 4, 4}, stride: []int{2, 2}, pad: []int{1, 1}},
 		{transposed: true, x: []int{3, 8, 10}, w: []int{8, 4, 3}, stride: []int{3}, pad: []int{1}, outPad: []int{2}, groups: 2},
 	}
-	for _, dt := range dtype.Floats {
+	for _, dt := range wideFloats {
 		for _, c := range cases {
 			t.Run(c.String()+"/"+dt.String(), func(t *testing.T) { s.runConv(t, c, dt) })
 		}
@@ -783,3 +784,10 @@ func (s *suite) convCandle(t *testing.T) {
 		}
 	}
 }
+
+// wideFloats are the float dtypes of the ops with no f8e4m3 form (matmul,
+// conv, pools, bilinear upsampling, cumsum): f8e4m3 is a storage dtype.
+var wideFloats = ir.WideFloatDTypes.List()
+
+// scanDTypes are cumsum's dtypes (every dtype but f8e4m3).
+var scanDTypes = ir.ScanDTypes.List()

@@ -191,6 +191,33 @@ var castPoints = []struct {
 	{dtype.I64, dtype.BF16, 0, 1<<62 | 1<<54 | 1, 0x1p62 + 0x1p55},
 	{dtype.I64, dtype.F32, 0, 1<<62 | 1<<38 | 1, 0x1p62 + 0x1p39},
 	{dtype.I64, dtype.F16, 0, 65520, math.Inf(1)},
+	// f8e4m3 (OCP E4M3FN): round to nearest even; no infinities, so what
+	// lies beyond 448 saturates (Candle's float8 crate, SatFinite).
+	{dtype.F32, dtype.F8E4M3, 448, 0, 448},
+	{dtype.F32, dtype.F8E4M3, 464, 0, 448},               // midpoint to the absent 480: ties to even 448 (0x7e)
+	{dtype.F32, dtype.F8E4M3, 464 + 0x1p-15, 0, 448},     // above it: saturates, never NaN
+	{dtype.F64, dtype.F8E4M3, -1e300, 0, -448},           // far beyond: saturates
+	{dtype.F32, dtype.F8E4M3, math.Inf(1), 0, 448},       // +Inf saturates
+	{dtype.F64, dtype.F8E4M3, math.Inf(-1), 0, -448},     // -Inf saturates
+	{dtype.F32, dtype.F8E4M3, math.NaN(), 0, math.NaN()}, // NaN stays NaN
+	{dtype.F64, dtype.F8E4M3, 0x1p-10, 0, 0},             // half the smallest subnormal 2^-9: tie to even 0
+	{dtype.F64, dtype.F8E4M3, 0x1p-10 + 0x1p-40, 0, 0x1p-9},
+	{dtype.F64, dtype.F8E4M3, 3 * 0x1p-10, 0, 2 * 0x1p-9},         // 1.5 quanta: tie to even 2
+	{dtype.F32, dtype.F8E4M3, 1 + 0x1p-4, 0, 1},                   // tie, to even
+	{dtype.F32, dtype.F8E4M3, 1 + 3*0x1p-4, 0, 1 + 0x1p-2},        // tie, to even (up)
+	{dtype.F64, dtype.F8E4M3, 1 + 0x1p-4 + 0x1p-40, 0, 1.125},     // above the tie: one rounding, not two through f32
+	{dtype.F16, dtype.F8E4M3, 65504, 0, 448},                      // f16's largest saturates
+	{dtype.BF16, dtype.F8E4M3, -0x1p-11, 0, math.Copysign(0, -1)}, // rounds to -0
+	{dtype.I64, dtype.F8E4M3, 17, 0, 16},                          // tie, to even
+	{dtype.U8, dtype.F8E4M3, 255, 0, 256},
+	{dtype.U32, dtype.F8E4M3, math.MaxUint32, 0, 448},
+	{dtype.I64, dtype.F8E4M3, 0, -(1<<62 | 1<<54 | 1), -448},
+	{dtype.F8E4M3, dtype.U8, -448, 0, 0},
+	{dtype.F8E4M3, dtype.U8, 448, 0, 255},
+	{dtype.F8E4M3, dtype.I64, -2.75, 0, -2},
+	{dtype.F8E4M3, dtype.U32, 0x1p-9, 0, 0},
+	{dtype.F8E4M3, dtype.F16, 0x1p-9, 0, 0x1p-9},
+	{dtype.F8E4M3, dtype.BF16, -240, 0, -240},
 }
 
 func (s *suite) castPoints(t *testing.T) {

@@ -144,13 +144,16 @@ var discrete = gen{
 
 // castSource draws values that exercise every conversion rule: fractions
 // (truncation toward zero), the bounds of u8/u32/i64 and beyond
-// (saturation), f16/bf16 overflow and subnormals, NaN and infinities; for
-// integers the wide patterns above (wrapping, rounding of large i64).
+// (saturation), f16/bf16 overflow and subnormals, f8e4m3 saturation (448,
+// the midpoint 464 and beyond), subnormals, ties and a value just above a
+// tie that a rounding through f32 would turn into one, NaN and infinities;
+// for integers the wide patterns above (wrapping, rounding of large i64).
 var castSource = gen{
 	f: func(r *rand.Rand) float64 {
 		switch r.IntN(8) {
 		case 0:
-			return []float64{-1, -0.5, 0.5, 255, 255.5, 256, 257, 4294967295, 4294967296, 65504, 65519, 65520, 1e-6, 1e-8, -3e-5}[r.IntN(15)]
+			return []float64{-1, -0.5, 0.5, 255, 255.5, 256, 257, 4294967295, 4294967296, 65504, 65519, 65520, 1e-6, 1e-8, -3e-5,
+				448, -464, 464.5, 480, 0x1p-10, -0x1p-9, 3 * 0x1p-10, 0x1p-7 * 1.0625, -1.1875, 1.0625 + 0x1p-40}[r.IntN(25)]
 		case 1:
 			return math.Copysign(math.Exp(r.Float64()*math.Log(1e20)), r.Float64()-0.5) // up to ±1e20
 		case 2:

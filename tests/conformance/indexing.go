@@ -192,6 +192,17 @@ func idxRound(dt dtype.DType, v float64) float64 {
 		return idxRoundTo(v, 11, -13, 16)
 	case dtype.BF16:
 		return idxRoundTo(v, 8, -125, 128)
+	case dtype.F8E4M3:
+		// E4M3FN has no infinities: beyond 448, ±Inf included, it
+		// saturates (Candle's float8 crate).
+		if math.IsInf(v, 0) {
+			return math.Copysign(448, v)
+		}
+		r := idxRoundTo(v, 4, -5, 1024)
+		if math.Abs(r) > 448 {
+			r = math.Copysign(448, r)
+		}
+		return r
 	}
 	return v
 }
@@ -261,6 +272,10 @@ func idxTensor(a idxArr) (*tensor.Tensor, error) {
 	case []dtype.BFloat16:
 		for k := range d {
 			d[k] = dtype.ToBF16From64(a.f[k])
+		}
+	case []dtype.Float8E4M3:
+		for k := range d {
+			d[k] = dtype.ToF8E4M3From64(a.f[k])
 		}
 	case []uint8:
 		for k := range d {

@@ -278,7 +278,7 @@ func (s *suite) plPoolSpecials(t *testing.T) {
 		{-inf, -inf, 5, nan, 60000, 60000, -60000, 1},
 		{negZero, negZero, 0, 0, 3, inf, 2, 2},
 	}
-	for _, dt := range dtype.Floats {
+	for _, dt := range wideFloats {
 		for _, q := range []plPool{{kh: 2, kw: 2, sh: 2, sw: 2}, {kh: 3, kw: 3, sh: 1, sw: 2, ph: 1, pw: 1, ceil: true}} {
 			for _, isMax := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%v/%v", plPoolName(isMax), dt, q), func(t *testing.T) {
@@ -540,7 +540,7 @@ func (c *tcase) plBilinearExpect(name string, x *graph.Tensor, xv vals, size [2]
 // plBilinear: align_corners on and off, up and down, non-square, by sizes
 // and scale factors, the identity (a copy), inputs with NaN and ±Inf.
 func (s *suite) plBilinear(t *testing.T) {
-	for _, dt := range dtype.Floats {
+	for _, dt := range wideFloats {
 		for _, align := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/align=%v", dt, align), func(t *testing.T) {
 				c := s.newCase(t)

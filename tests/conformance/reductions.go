@@ -294,8 +294,9 @@ func redGatherI(v []int64, idx []int) []int64 {
 // ---------------------------------------------------------------------------
 // The reference, written from ir/ops.go and graph/reduce.go.
 
-// redRound rounds to dt where the graph stores a result in dt. f16 and bf16
-// round at every op (each op computes in float32 and stores in the dtype);
+// redRound rounds to dt where the graph stores a result in dt. f16, bf16 and
+// f8e4m3 round at every op (each op computes in float32 and stores in the
+// dtype; f8e4m3 through this package's own saturating roundFloat);
 // for f32 and f64 the reference stays exact float64 and the tolerance covers
 // the executor's rounding.
 func redRound(dt dtype.DType) func(float64) float64 {
@@ -304,6 +305,8 @@ func redRound(dt dtype.DType) func(float64) float64 {
 		return func(v float64) float64 { return dtype.ToF16From64(v).Float64() }
 	case dtype.BF16:
 		return func(v float64) float64 { return dtype.ToBF16From64(v).Float64() }
+	case dtype.F8E4M3:
+		return func(v float64) float64 { return roundFloat(dtype.F8E4M3, v) }
 	}
 	return func(v float64) float64 { return v }
 }
@@ -587,6 +590,8 @@ func redULP(dt dtype.DType, v float64) float64 {
 		mant, minExp = 10, -14
 	case dtype.BF16:
 		mant, minExp = 7, -126
+	case dtype.F8E4M3:
+		mant, minExp = 3, -6
 	}
 	v = math.Abs(v)
 	if v == 0 || math.IsInf(v, 0) || math.IsNaN(v) {
@@ -2156,10 +2161,11 @@ func redStructure(t *testing.T) {
 
 // redCompositeRound is the rounding of a composite's intermediate values:
 // graph computes the composites (mean, var, softmax, log_softmax,
-// layer_norm, rms_norm) of f16/bf16 tensors in float32 and rounds only the
-// result to the half dtype, so their intermediates round to float32.
+// layer_norm, rms_norm) of f16/bf16/f8e4m3 tensors in float32 and rounds
+// only the result to the narrow dtype, so their intermediates round to
+// float32.
 func redCompositeRound(dt dtype.DType) func(float64) float64 {
-	if dt == dtype.F16 || dt == dtype.BF16 {
+	if dt.IsReduced() {
 		return redRound(dtype.F32)
 	}
 	return redRound(dt)

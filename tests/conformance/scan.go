@@ -310,7 +310,7 @@ func scanTestOrder(t *testing.T) {
 // scanTestLengths: every dtype, sequences of the lengths around chunk,
 // group and tile boundaries, along the last dim, under random layouts.
 func scanTestLengths(t *testing.T, s *idxSuite) {
-	for _, dt := range dtype.All {
+	for _, dt := range scanDTypes {
 		for _, n := range []int{1, 31, 32, 33, 1000, 4097, 100000} {
 			t.Run(fmt.Sprintf("%v/%d", dt, n), func(t *testing.T) {
 				t.Parallel()
@@ -343,7 +343,7 @@ func scanTestDims(t *testing.T, s *idxSuite) {
 		{[]int{600, 70}, 0},
 		{[]int{5, 1, 9}, 1},
 	}
-	for _, dt := range dtype.All {
+	for _, dt := range scanDTypes {
 		for _, sc := range shapes {
 			t.Run(fmt.Sprintf("%v/%v/dim%d", dt, sc.shape, sc.dim), func(t *testing.T) {
 				t.Parallel()
@@ -360,7 +360,7 @@ func scanTestDims(t *testing.T, s *idxSuite) {
 // scanTestSpecials: ±Inf and NaN reach the elements after them only; a
 // leading −0 stays −0; f16/bf16 overflow to ±Inf from a float32 sum.
 func scanTestSpecials(t *testing.T, s *idxSuite) {
-	for _, dt := range dtype.Floats {
+	for _, dt := range wideFloats {
 		t.Run(dt.String(), func(t *testing.T) {
 			t.Parallel()
 			c := s.newCase(t)
@@ -416,7 +416,7 @@ func scanTestEmpty(t *testing.T, s *idxSuite) {
 // (fused into their own kernels; fused ≡ unfused), a cumsum of a cumsum,
 // a broadcast (stride-0) input, and a cumsum feeding a reduction.
 func scanTestNeighbours(t *testing.T, s *idxSuite) {
-	for _, dt := range dtype.All {
+	for _, dt := range scanDTypes {
 		t.Run(dt.String(), func(t *testing.T) {
 			t.Parallel()
 			c := s.newCase(t)

@@ -10,7 +10,7 @@ import (
 // Integer results (and comparisons, which are u8) are always exact.
 type tolerance struct {
 	name string
-	// ulps bounds f16/bf16 results: the distance from the reference rounded
+	// ulps bounds f16/bf16/f8e4m3 results: the distance from the reference rounded
 	// to the dtype, in units of the dtype's spacing at that value.
 	ulps float64
 	// rel16 widens the f16/bf16 bound by rel16·scale, for results computed
@@ -66,7 +66,7 @@ func (tl tolerance) ok(dt dtype.DType, got, x, scale float64, signFree bool) boo
 		return false
 	}
 	switch dt {
-	case dtype.F16, dtype.BF16:
+	case dtype.F16, dtype.BF16, dtype.F8E4M3:
 		return math.Abs(got-want) <= tl.ulps*ulp(dt, want)+tl.rel16*scale
 	case dtype.F32:
 		return math.Abs(got-x) <= tl.rel32*max(math.Abs(x), scale)+tl.abs32

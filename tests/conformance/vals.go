@@ -175,7 +175,7 @@ func broadcastShapes(shapes ...[]int) ([]int, bool) {
 }
 
 // toTensor builds a host tensor holding v exactly (floats must already be
-// values of v.dt). f16 and bf16 bits are encoded here, not by dtype.
+// values of v.dt). f16, bf16 and f8e4m3 bits are encoded here, not by dtype.
 func toTensor(v vals) (*tensor.Tensor, error) {
 	n := v.n()
 	switch v.dt {
@@ -199,6 +199,12 @@ func toTensor(v vals) (*tensor.Tensor, error) {
 			d[k] = dtype.BFloat16(encodeBF16(x))
 		}
 		return tensor.New(d, v.shape...)
+	case dtype.F8E4M3:
+		d := make([]dtype.Float8E4M3, n)
+		for k, x := range v.f {
+			d[k] = dtype.Float8E4M3(encodeF8(x))
+		}
+		return tensor.New(d, v.shape...)
 	case dtype.U8:
 		d := make([]uint8, n)
 		for k, x := range v.i {
@@ -217,7 +223,7 @@ func toTensor(v vals) (*tensor.Tensor, error) {
 	return nil, fmt.Errorf("conformance: no host tensor for dtype %v", v.dt)
 }
 
-// fromTensor reads a host tensor exactly (f16/bf16 widened bit by bit here).
+// fromTensor reads a host tensor exactly (f16/bf16/f8e4m3 widened bit by bit here).
 func fromTensor(t *tensor.Tensor) (vals, error) {
 	v := newVals(t.DType(), t.Shape())
 	switch d := t.Data().(type) {
@@ -234,6 +240,10 @@ func fromTensor(t *tensor.Tensor) (vals, error) {
 	case []dtype.BFloat16:
 		for k, x := range d[:v.n()] {
 			v.f[k] = decodeBF16(uint16(x))
+		}
+	case []dtype.Float8E4M3:
+		for k, x := range d[:v.n()] {
+			v.f[k] = decodeF8(uint8(x))
 		}
 	case []uint8:
 		for k, x := range d[:v.n()] {

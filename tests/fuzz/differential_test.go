@@ -196,6 +196,19 @@ func store(dt dtype.DType, v float64) float64 {
 	return t.Float64(0)
 }
 
+// wrapInt is an exact integer result (int64 arithmetic wraps like Loom's)
+// wrapped to dt. Integer adds, subs and muls take it: a float64 product of
+// two large u32 values loses the low bits that the wrap keeps.
+func wrapInt(dt dtype.DType, v int64) float64 {
+	switch dt {
+	case dtype.U8:
+		return float64(uint8(v))
+	case dtype.U32:
+		return float64(uint32(v))
+	}
+	return float64(v)
+}
+
 func cast(from, to dtype.DType, v float64) float64 {
 	if to.IsFloat() {
 		return store(to, v)
@@ -211,7 +224,7 @@ func cast(from, to dtype.DType, v float64) float64 {
 }
 
 func eps(dt dtype.DType) float64 {
-	return map[dtype.DType]float64{dtype.F32: 0x1p-23, dtype.F64: 0x1p-52, dtype.F16: 0x1p-10, dtype.BF16: 0x1p-7}[dt]
+	return map[dtype.DType]float64{dtype.F32: 0x1p-23, dtype.F64: 0x1p-52, dtype.F16: 0x1p-10, dtype.BF16: 0x1p-7, dtype.F8E4M3: 0x1p-3}[dt]
 }
 
 // check compares node k's value got at flat index e with its reference
@@ -235,6 +248,9 @@ func (d *dgraph) check(k int, vals []*tensor.Tensor, e int, c []int) error {
 		}
 	case "sqr":
 		ref = store(dt, arg(0)*arg(0))
+		if !dt.IsFloat() {
+			ref = wrapInt(dt, int64(arg(0))*int64(arg(0)))
+		}
 	case "sqrt":
 		ref = store(dt, math.Sqrt(arg(0)))
 	case "exp", "tanh":
@@ -266,6 +282,10 @@ func (d *dgraph) check(k int, vals []*tensor.Tensor, e int, c []int) error {
 			}
 		}
 		ref = store(dt, ref)
+		if !dt.IsFloat() && (n.op == "add" || n.op == "sub" || n.op == "mul") {
+			ia, ib := int64(a), int64(b)
+			ref = wrapInt(dt, map[string]int64{"add": ia + ib, "sub": ia - ib, "mul": ia * ib}[n.op])
+		}
 	case "cast":
 		ref = cast(d.nodes[n.args[0]].t.DType(), dt, arg(0))
 	case "sum":
