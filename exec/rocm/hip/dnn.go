@@ -321,7 +321,7 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 		}
 		// Measure every algorithm (cudnnFind*: the library times them on
 		// scratch buffers of its own) findRounds times and order them by
-		// their summed times — one round's order flipped between
+		// their mean times — one round's order flipped between
 		// algorithms 1.4× apart — then take the fastest that fits the
 		// workspace bound; where measuring fails (e.g. no memory for its
 		// buffers), the heuristics' order.
@@ -338,26 +338,32 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 		if cd.Transposed {
 			name = a.bwdFind.name
 		}
-		total := map[int32]float32{}
+		total, count := map[int32]float32{}, map[int32]float32{}
 		ok := map[int32]cudnnPerf{}
 		for round := 0; round < findRounds; round++ {
-			if rc = find(); rc != 0 || got == 0 {
-				break
+			if r := find(); r != 0 || got == 0 {
+				if round == 0 {
+					rc = r
+				}
+				break // keep the rounds that succeeded
 			}
 			for _, r := range perf[:got] {
 				if r.status == 0 {
 					total[r.algo] += r.time
+					count[r.algo]++
 					ok[r.algo] = r
 				}
 			}
 		}
-		if rc == 0 && len(ok) > 0 {
+		if len(ok) > 0 {
+			rc = 0
 			got = 0
 			for _, r := range ok {
 				perf[got] = r
 				got++
 			}
-			slices.SortFunc(perf[:got], func(x, y cudnnPerf) int { return cmp.Compare(total[x.algo], total[y.algo]) })
+			mean := func(a int32) float32 { return total[a] / count[a] }
+			slices.SortFunc(perf[:got], func(x, y cudnnPerf) int { return cmp.Compare(mean(x.algo), mean(y.algo)) })
 		} else {
 			name = a.fwdAlgos.name
 			if cd.Transposed {
