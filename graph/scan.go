@@ -15,6 +15,9 @@ func (t *Tensor) Cumsum(dim int) *Tensor {
 	if r, ok := t.ready("cumsum"); !ok {
 		return r
 	}
+	if in := ir.OpCumsum.Info().In; !in.Has(t.n.DType) {
+		return t.g.fail(opErr("cumsum", "%v%v: dtype %v not supported (supports %v; cast first)", t.n.DType, t.n.Shape, t.n.DType, in))
+	}
 	rank := t.Rank()
 	if rank == 0 {
 		return t.g.fail(opErr("cumsum", "needs at least one dim, got a scalar %v%v", t.n.DType, t.n.Shape))
