@@ -89,7 +89,10 @@ func TestCancelWindowStep(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run returned %v, want context.Canceled", err)
 	}
-	if late := end.Sub(<-cancelledAt); late > 300*time.Millisecond { // the bound TestCancelInsideLongStep allows a loaded machine
+	// An item is about a millisecond of work; 1 s allows a machine loaded
+	// by the rest of the test run (500 ms was seen there), while the whole
+	// step takes several seconds on one worker.
+	if late := end.Sub(<-cancelledAt); late > time.Second {
 		t.Errorf("returned %v after the cancel", late)
 	} else {
 		t.Logf("returned %v after the cancel", late)
