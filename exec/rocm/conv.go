@@ -204,19 +204,7 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
 	size := int64(cs.d.Size())
-	ptr := func(b *plan.Buffer, off int, n int) (hip.DevPtr, error) {
-		mm, err := e.mem(mem[b.ID])
-		if err != nil {
-			return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)
-		}
-		if !mm.blk.live {
-			return 0, fmt.Errorf("buffer b%d: memory was freed", b.ID)
-		}
-		if need := (int64(off) + int64(n)) * size; n > 0 && mm.blk.n < need {
-			return 0, fmt.Errorf("buffer b%d: the conv reaches %d bytes of a %d-byte allocation", b.ID, need, mm.blk.n)
-		}
-		return mm.blk.ptr + hip.DevPtr(int64(off)*size), nil
-	}
+	ptr := func(b *plan.Buffer, off int, n int) (hip.DevPtr, error) { return e.span(mem, b, int(size), off, n) }
 	n := k.Instrs[0].Node
 	if n.Numel() == 0 {
 		return nil

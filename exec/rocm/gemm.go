@@ -219,19 +219,7 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 	}
 	g, c := ms.g, ms.g.Call
 	size := g.DType.Size()
-	ptr := func(b *plan.Buffer, off, n int) (hip.DevPtr, error) {
-		mm, err := e.mem(mem[b.ID])
-		if err != nil {
-			return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)
-		}
-		if !mm.blk.live {
-			return 0, fmt.Errorf("buffer b%d: memory was freed", b.ID)
-		}
-		if need := int64(off+n) * int64(size); n > 0 && mm.blk.n < need {
-			return 0, fmt.Errorf("buffer b%d: %v reaches %d bytes of a %d-byte allocation", b.ID, c, need, mm.blk.n)
-		}
-		return mm.blk.ptr + hip.DevPtr(off*size), nil
-	}
+	ptr := func(b *plan.Buffer, off, n int) (hip.DevPtr, error) { return e.span(mem, b, size, off, n) }
 	if c.M == 0 || c.N == 0 || c.Batch == 0 {
 		return nil
 	}
@@ -256,3 +244,21 @@ func (e *Executor) runMatmul(k *plan.Kernel, mem []exec.Memory) error {
 
 // BLAS says what runs matmul steps here (exec.BLASNamer, for Placement).
 func (e *Executor) BLAS() string { return e.GEMMBackend() }
+
+// span returns the device address of elements [off, off+n) of buffer b
+// (elements of size bytes), checking that b's memory is live and holds
+// them: the one bounds check of the steps that hand raw pointers to a
+// library or a hand-written kernel (GEMM, conv, quantized).
+func (e *Executor) span(mem []exec.Memory, b *plan.Buffer, size, off, n int) (hip.DevPtr, error) {
+	mm, err := e.mem(mem[b.ID])
+	if err != nil {
+		return 0, fmt.Errorf("buffer b%d: %w", b.ID, err)
+	}
+	if !mm.blk.live {
+		return 0, fmt.Errorf("buffer b%d: memory was freed", b.ID)
+	}
+	if need := (int64(off) + int64(n)) * int64(size); n > 0 && mm.blk.n < need {
+		return 0, fmt.Errorf("buffer b%d: the step reaches %d bytes of a %d-byte allocation", b.ID, need, mm.blk.n)
+	}
+	return mm.blk.ptr + hip.DevPtr(int64(off)*int64(size)), nil
+}

@@ -92,18 +92,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		return nil
 	}
 	ptr := func(op plan.Operand, elem int64, count int64) (hip.DevPtr, error) {
-		mm, err := e.mem(mem[op.Buf.ID])
-		if err != nil {
-			return 0, err
-		}
-		if !mm.blk.live {
-			return 0, fmt.Errorf("buffer b%d: memory was freed", op.Buf.ID)
-		}
-		off := int64(op.Layout.Offset) * elem
-		if need := off + count*elem; count > 0 && mm.blk.n < need {
-			return 0, fmt.Errorf("buffer b%d: the step reaches %d bytes of a %d-byte allocation", op.Buf.ID, need, mm.blk.n)
-		}
-		return mm.blk.ptr + hip.DevPtr(off), nil
+		return e.span(mem, op.Buf, int(elem), op.Layout.Offset, int(count))
 	}
 	outOp := plan.Operand{Buf: k.Out, Layout: ir.Contiguous(n.Shape)}
 	size := int64(n.DType.Size())
