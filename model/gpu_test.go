@@ -208,9 +208,13 @@ func TestGPUSpeed1B(t *testing.T) {
 	if err := WriteHF(dir, cfg, w); err != nil {
 		t.Fatal(err)
 	}
+	// LOOM_LLAMA_SPEED_ONLY=bf16 (or q4_k) measures one of the two.
+	only := os.Getenv("LOOM_LLAMA_SPEED_ONLY")
 	q4 := filepath.Join(t.TempDir(), "llama1b-q4k.gguf")
-	if err := WriteGGUF(q4, cfg, w, quant.Q4_K); err != nil {
-		t.Fatal(err)
+	if only != "bf16" {
+		if err := WriteGGUF(q4, cfg, w, quant.Q4_K); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w = nil
 	gbps, err := e.CopyGBps(1<<30, 10)
@@ -222,9 +226,13 @@ func TestGPUSpeed1B(t *testing.T) {
 		name, path string
 		dt         dtype.DType
 	}{{"bf16", dir, dtype.BF16}, {"q4_k", q4, dtype.BF16}} {
+		if only != "" && only != c.name {
+			continue
+		}
 		m := load(t, c.path, Options{Executor: e, DType: c.dt})
 		// A first run compiles and warms up; the second is measured.
 		for i := range 2 {
+			l0 := e.Stats().Kernels.Launches
 			g, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 129, StopTokens: []int{}})
 			if err != nil {
 				t.Fatal(err)
@@ -234,6 +242,7 @@ func TestGPUSpeed1B(t *testing.T) {
 				t.Logf("%s: weights %.2f GB; prefill of 512 tokens %s (%.0f tokens/s); decode %.1f tokens/s, %.0f%% of the copy bound %.1f tokens/s (%.0f GB/s); memory %v",
 					c.name, float64(m.WeightBytes())/1e9, g.Prefill.Round(time.Microsecond), g.PromptTokensPerSecond(),
 					g.DecodeTokensPerSecond(), 100*g.DecodeTokensPerSecond()/bound, bound, gbps, e.Stats().Memory)
+				t.Logf("%s: %.1f kernel launches a token (prefill included)", c.name, float64(e.Stats().Kernels.Launches-l0)/129)
 			}
 		}
 		m.Close()

@@ -42,6 +42,15 @@ type deviceTimer struct {
 // start of f's first kernel and the end of its last. Concurrent DeviceTime
 // calls are serialised; other work on e during the call is counted too.
 func (e *Executor) DeviceTime(f func() error) (float64, error) {
+	return e.DeviceTimeSpin(spinCycles, f)
+}
+
+// DeviceTimeSpin is DeviceTime with the spin kernel running the given
+// number of device clock cycles: enough for the host to queue all of f's
+// work when that takes longer than DeviceTime's ~100 µs (a model's decode
+// step queues hundreds of launches). f must not wait for the device before
+// its final Sync (no uploads of host inputs), or the spin is waited for.
+func (e *Executor) DeviceTimeSpin(cycles int64, f func() error) (float64, error) {
 	t := &e.timer
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -66,7 +75,7 @@ func (e *Executor) DeviceTime(f func() error) (float64, error) {
 	}
 	defer e.dev.DestroyEvent(end)
 	var args hip.Args
-	args.I64(spinCycles)
+	args.I64(cycles)
 	e.launchMu.Lock()
 	err = e.dev.Launch(t.spin, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, e.stream, &args)
 	if err == nil {

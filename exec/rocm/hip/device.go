@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -139,6 +140,10 @@ func (d *Device) call(call func(a *runtimeAPI) error) error {
 	defer runtime.UnlockOSThread()
 	if err := d.setCurrent(); err != nil {
 		return err
+	}
+	if t := tracer.Load(); t != nil {
+		start := time.Now()
+		defer func() { t.add(callerName(), time.Since(start)) }()
 	}
 	return call(d.api)
 }

@@ -1,0 +1,118 @@
+package model
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// TestGPUDecodeProfile breaks a 1B-shaped bf16 decode step down: its wall
+// time as Decode runs it, the device time of the same step's work (queued
+// behind a long spin, inputs already on the device, so the host's queueing
+// is hidden), and the host time of every kind of driver call during the
+// timed steps (hip.TraceCalls). It runs only with LOOM_LLAMA_PROFILE=1.
+func TestGPUDecodeProfile(t *testing.T) {
+	e := openGPU(t)
+	if os.Getenv("LOOM_LLAMA_PROFILE") != "1" {
+		t.Skip("set LOOM_LLAMA_PROFILE=1 to profile the 1B-shaped model's decode step")
+	}
+	ctx := context.Background()
+	cfg := Llama1BConfig()
+	w, err := RandomWeights(cfg, 1, dtype.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "llama1b")
+	if err := WriteHF(dir, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	w = nil
+	m := load(t, dir, Options{Executor: e, DType: dtype.BF16})
+	s, err := m.NewSession(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Prefill(ctx, [][]int{randomIDs(3, 16, cfg.Vocab)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := s.Decode(ctx, []int{5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const steps = 50
+	l0 := e.Stats().Kernels.Launches
+	hip.TraceCalls(true)
+	start := time.Now()
+	for range steps {
+		if _, err := s.Decode(ctx, []int{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall := time.Since(start) / steps
+	calls := hip.TraceCalls(false)
+	t.Logf("decode step: %v wall, %.1f launches", wall, float64(e.Stats().Kernels.Launches-l0)/steps)
+	var traced time.Duration
+	for _, c := range calls {
+		traced += c.Total
+		t.Logf("  %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
+	}
+	t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
+
+	// The same step's device time: ids and pos already on the device.
+	prog, _, err := m.decodeProgram(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _ := tensor.New([]uint32{7}, 1)
+	pos, _ := tensor.New([]uint32{uint32(s.pos)}, 1)
+	idv, err := placeTensor(e, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	posv, err := placeTensor(e, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer freeValue(idv)
+	defer freeValue(posv)
+	in := map[string]exec.Value{}
+	for _, b := range prog.Plan().Inputs {
+		switch b.Name {
+		case inIDs:
+			in[b.Name] = idv
+		case inPos:
+			in[b.Name] = posv
+		default:
+			if v, ok := m.values[b.Name]; ok {
+				in[b.Name] = v
+			} else {
+				in[b.Name] = s.cache[b.Name]
+			}
+		}
+	}
+	for i := range 3 {
+		var host time.Duration
+		ms, err := e.DeviceTimeSpin(200_000_000, func() error {
+			t0 := time.Now()
+			out, err := prog.RunValues(ctx, e, in, true)
+			host = time.Since(t0)
+			for _, v := range out {
+				freeValue(v)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: device time of one decode step %.3f ms (RunValues behind a ~100 ms spin took %v)", i, ms, host)
+	}
+}
