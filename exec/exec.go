@@ -127,6 +127,8 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := CheckBudget(e, p, intoBytes); err != nil {
 		return nil, err
 	}
+	ctx, state := withRunState(ctx)
+	defer state.release()
 	mem := make([]Memory, len(p.Buffers))
 	var uploaded, allocated []Memory
 	outIndex := map[int]int{} // buffer ID → index in allocated
@@ -173,6 +175,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		}
 	}
 	for i, s := range p.Steps {
+		state.setStep(i)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("loom: run on %s: cancelled before step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
 		}
@@ -187,6 +190,9 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		}
 	}
 	if err := wait(ctx, e); err != nil {
+		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+	}
+	if err := state.check(); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
 	}
 	if into != nil {

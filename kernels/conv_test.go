@@ -159,7 +159,7 @@ func TestConvTwins(t *testing.T) {
 	}
 }
 
-// TestConvCompile compiles ConvSource and QuantSource with hiprtc for gfx90a (wave 64) and
+// TestConvCompile compiles ConvSource, QuantSource and GemvSource with hiprtc for gfx90a (wave 64) and
 // gfx1030 (wave 32), and with NVRTC for sm_90 where it loads; every entry
 // point is in the code object.
 func TestConvCompile(t *testing.T) {
@@ -187,6 +187,7 @@ func TestConvCompile(t *testing.T) {
 			js := []compileJob{
 				{name: "conv", code: ConvSource(target), entries: ConvEntries()},
 				{name: "quant", code: QuantSource(target), entries: QuantEntries()},
+				{name: "gemv", code: GemvSource(target), entries: GemvEntries()},
 			}
 			res := compileJobs(c, js, tg.arch)
 			for i, j := range js {

@@ -3,6 +3,7 @@ package rocm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/loomgraph/loom/exec"
@@ -14,8 +15,8 @@ import (
 // Indexing, sorting and data-movement steps run the hand-written kernels of
 // package kernels: one source per step (compiled once, several entry
 // points), launched in order, with scratch buffers and a device error flag.
-// After the launches the flag is read back (which waits for the stream), so
-// a bad id fails the run at that step with the op and the id, and the
+// The flag is read back after the run's final wait (errorFlag below), so a
+// bad id fails the run naming that step, the op and the id, and the
 // executor stays usable.
 
 // isIndexKernel reports whether k is a step that package kernels plans: a
@@ -62,7 +63,7 @@ func (e *Executor) prepareIndex(k *plan.Kernel) (*indexKernel, error) {
 }
 
 // runIndex runs an indexing step and checks its error flag.
-func (e *Executor) runIndex(_ context.Context, k *plan.Kernel, mem []exec.Memory) error {
+func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
 	ik, err := e.prepareIndex(k)
 	if err != nil {
 		return err
@@ -83,13 +84,11 @@ func (e *Executor) runIndex(_ context.Context, k *plan.Kernel, mem []exec.Memory
 		}
 		return b, err
 	}
-	var flag *block
+	var flag hip.DevPtr
+	var check func() error // nil: the flag is checked at the run's end
 	if ik.usesFlag {
-		if flag, err = temp(8 * kernels.ErrorFlagWords); err != nil {
+		if flag, check, err = e.errorFlag(ctx, k); err != nil {
 			return err
-		}
-		if err := e.dev.MemsetD8(flag.ptr, 0, 8*kernels.ErrorFlagWords, e.stream); err != nil {
-			return fmt.Errorf("rocm: clear error flag: %w", err)
 		}
 	}
 	scratch := make([]*block, len(ik.scratch))
@@ -122,7 +121,7 @@ func (e *Executor) runIndex(_ context.Context, k *plan.Kernel, mem []exec.Memory
 				}
 				args.Ptr(p)
 			case kernels.ErrorFlag:
-				args.Ptr(flag.ptr)
+				args.Ptr(flag)
 			case kernels.Scratch:
 				args.Ptr(scratch[a.Index].ptr)
 			}
@@ -135,12 +134,107 @@ func (e *Executor) runIndex(_ context.Context, k *plan.Kernel, mem []exec.Memory
 		}
 		e.launches.Add(1)
 	}
-	if !ik.usesFlag {
-		return nil
+	if check != nil {
+		return check()
 	}
-	var words [kernels.ErrorFlagWords]int64
-	if err := e.dev.MemcpyDtoH(unsafe.Pointer(&words[0]), flag.ptr, 8*kernels.ErrorFlagWords, e.stream); err != nil {
-		return fmt.Errorf("rocm: read error flag: %w", err)
+	return nil
+}
+
+// Error flags. A step run by exec's runner gets a slot of a per-run flag
+// pool: chunks of flagChunk slots, each chunk zeroed by one memset when it
+// is taken and read back by one copy after the run's final wait
+// (exec.DeferCheck), the first set flag failing the run with its step.
+// Reading each step's flag back at once would stop the host at every
+// indexing step until the device caught up (35 times in a llama decode
+// step). A step run outside the runner allocates, zeroes and reads back
+// its own flag.
+
+const flagChunk = 64
+
+type flagPoolKey struct{ e *Executor }
+
+// flagPool is one run's error flags on e.
+type flagPool struct {
+	mu     sync.Mutex
+	chunks []*block
+	owners []flagOwner // slot i of the run: chunk i / flagChunk
+}
+
+type flagOwner struct {
+	step int
+	name string
+	op   string
+}
+
+// errorFlag returns a zeroed error flag for step k and, when the step runs
+// outside a runner, the check to call once its launches are queued.
+func (e *Executor) errorFlag(ctx context.Context, k *plan.Kernel) (hip.DevPtr, func() error, error) {
+	const slotBytes = 8 * kernels.ErrorFlagWords
+	op := k.Instrs[0].Node.Op.String()
+	state := exec.RunStateOf(ctx)
+	if state == nil {
+		b, err := e.alloc.alloc(slotBytes)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := e.dev.MemsetD8(b.ptr, 0, slotBytes, e.stream); err != nil {
+			e.alloc.release(b)
+			return 0, nil, fmt.Errorf("rocm: clear error flag: %w", err)
+		}
+		return b.ptr, func() error {
+			defer e.alloc.release(b)
+			var words [kernels.ErrorFlagWords]int64
+			if err := e.dev.MemcpyDtoH(unsafe.Pointer(&words[0]), b.ptr, slotBytes, e.stream); err != nil {
+				return fmt.Errorf("rocm: read error flag: %w", err)
+			}
+			return kernels.DecodeError(op, words)
+		}, nil
 	}
-	return kernels.DecodeError(k.Instrs[0].Node.Op.String(), words)
+	var fresh bool
+	p := state.Local(flagPoolKey{e}, func() any { fresh = true; return &flagPool{} }).(*flagPool)
+	if fresh {
+		exec.DeferCheck(ctx, func() error { return e.checkFlags(p) }, func() {
+			for _, b := range p.chunks {
+				e.alloc.release(b)
+			}
+		})
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := len(p.owners)
+	if i%flagChunk == 0 {
+		b, err := e.alloc.alloc(flagChunk * slotBytes)
+		if err != nil {
+			return 0, nil, err
+		}
+		p.chunks = append(p.chunks, b)
+		if err := e.dev.MemsetD8(b.ptr, 0, flagChunk*slotBytes, e.stream); err != nil {
+			return 0, nil, fmt.Errorf("rocm: clear error flags: %w", err)
+		}
+	}
+	p.owners = append(p.owners, flagOwner{step: state.Step(), name: k.Name, op: op})
+	return p.chunks[i/flagChunk].ptr + hip.DevPtr((i%flagChunk)*slotBytes), nil, nil
+}
+
+// checkFlags reads a run's flags back (after its final wait) and returns
+// the first step's error.
+func (e *Executor) checkFlags(p *flagPool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	words := make([]int64, flagChunk*kernels.ErrorFlagWords)
+	for c, b := range p.chunks {
+		n := min(flagChunk, len(p.owners)-c*flagChunk)
+		if err := e.dev.MemcpyDtoH(unsafe.Pointer(&words[0]), b.ptr, uint64(8*n*kernels.ErrorFlagWords), e.stream); err != nil {
+			return fmt.Errorf("rocm: read error flags: %w", err)
+		}
+		for j := range n {
+			var w [kernels.ErrorFlagWords]int64
+			copy(w[:], words[j*kernels.ErrorFlagWords:])
+			o := p.owners[c*flagChunk+j]
+			if err := kernels.DecodeError(o.op, w); err != nil {
+				return fmt.Errorf("step %d (%s): %w", o.step, o.name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,78 @@
+// ---- gemv.hip: skinny products for decode steps (package kernels, gemv.go) ----
+//
+// loom_gemv_<dt>_<v|s><lanes>: C[b][m][n] = Σ_k A[b][m][k]·B[b][n][k] for
+// 1 ≤ M ≤ GEMV_MAXM rows: row-major C = A·Bᵀ, the form of x·Wᵀ for a
+// Linear weight W [N, K] and of q·kᵀ over a key cache [S, D]. A decode
+// step's matmuls are such products with M = the batch, where the cost is
+// reading B once: a GEMM library's per-call host cost (cuBLAS: ~23 µs a
+// call measured on an H100, 145 calls in a 1B llama decode step) was most
+// of the step.
+//
+// A group of <lanes> lanes (32 or 8; groups tile a 64-wide wave too) owns
+// one row n of B and walks it in spans of <lanes>·VEC elements, lane l
+// loading elements VEC·l … VEC·l+VEC−1 of each span, so the group's loads
+// are consecutive bytes; the M rows of A (small, read by every group) come
+// through the cache. Sums are f32 (fmaf in k order within a lane, then the
+// lanes' partial sums by xor-shuffles), rounded once to C's dtype. The
+// 'v' kernels load 16 bytes at a time (VEC = 16 / sizeof(T)); they need
+// A, B, their leading dimensions and batch strides 16-byte aligned and K a
+// multiple of VEC; the 's' kernels load one element at a time and take any
+// layout. 8 lanes suit K ≤ 8·VEC·2 (attention heads of 64–128), 32 lanes
+// longer rows. Control flow is uniform up to the shuffles (groups past N
+// compute and drop); the grid's y walks the batch.
+
+#define GEMV_THREADS 256
+#define GEMV_MAXM 8
+
+LOOM_DEV void gemv_ld1_f32(float* d, const float* p) { d[0] = *p; }
+LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_to_f32(*p); }
+LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf16_to_f32(*p); }
+#define GEMV_ID(v) (v)
+
+#define LOOM_GEMV(T, LD, VEC, ST, LANES, NAME)                                                          \
+  extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                          \
+      NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,  \
+           long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc) {    \
+    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
+    const int groups = GEMV_THREADS / LANES;                                                          \
+    a += (long long)blockIdx.y * sa;                                                                  \
+    b += (long long)blockIdx.y * sb;                                                                  \
+    c += (long long)blockIdx.y * sc;                                                                  \
+    for (long long n0 = (long long)blockIdx.x * groups; n0 < N; n0 += (long long)gridDim.x * groups) { \
+      const long long n = n0 + group;                                                                 \
+      const bool valid = n < N;                                                                       \
+      const T* row = b + (valid ? n : 0) * ldb;                                                       \
+      float acc[GEMV_MAXM];                                                                           \
+      _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) acc[m] = 0.f;                             \
+      _Pragma("unroll 4") for (int k = VEC * lane; k < K; k += VEC * LANES) {                         \
+        float w[VEC];                                                                                 \
+        LD(w, row + k);                                                                               \
+        _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) {                                       \
+          if (m < M) {                                                                                \
+            float x[VEC];                                                                             \
+            LD(x, a + m * lda + k);                                                                   \
+            float s = acc[m];                                                                         \
+            _Pragma("unroll") for (int v = 0; v < VEC; ++v) s = fmaf(w[v], x[v], s);                  \
+            acc[m] = s;                                                                               \
+          }                                                                                           \
+        }                                                                                             \
+      }                                                                                               \
+      _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) {                                         \
+        if (m < M) {                                                                                  \
+          float v = acc[m];                                                                           \
+          _Pragma("unroll") for (int s = LANES / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);         \
+          if (valid && lane == 0) c[m * ldc + n] = ST(v);                                             \
+        }                                                                                             \
+      }                                                                                               \
+    }                                                                                                 \
+  }
+
+#define LOOM_GEMV4(DT, T, LD16, LD1, VEC, ST)                  \
+  LOOM_GEMV(T, LD16, VEC, ST, 32, loom_gemv_##DT##_v32)         \
+  LOOM_GEMV(T, LD16, VEC, ST, 8, loom_gemv_##DT##_v8)           \
+  LOOM_GEMV(T, LD1, 1, ST, 32, loom_gemv_##DT##_s32)            \
+  LOOM_GEMV(T, LD1, 1, ST, 8, loom_gemv_##DT##_s8)
+
+LOOM_GEMV4(f32, float, loom_ld16_f32, gemv_ld1_f32, 4, GEMV_ID)
+LOOM_GEMV4(f16, unsigned short, loom_ld16_f16, gemv_ld1_f16, 8, loom_f32_to_f16)
+LOOM_GEMV4(bf16, unsigned short, loom_ld16_bf16, gemv_ld1_bf16, 8, loom_f32_to_bf16)
