@@ -167,7 +167,7 @@ func (p *amdPlatform) OpenDevice(i int) (*Device, error) {
 		api:  &p.api,
 		info: info,
 		setCurrent: func() error {
-			return p.api.status(p.setDevice.name, p.setDevice.fn(int32(i)))
+			return p.api.status(p.setDevice.name, p.setDevice.raw(uintptr(i)))
 		},
 	}, nil
 }

@@ -296,7 +296,8 @@ func (d *Device) Launch(f Function, grid, block [3]uint32, sharedMem uint32, s S
 		if f.m.h == 0 {
 			return fmt.Errorf("hip: Launch(%q): module is unloaded", f.name)
 		}
-		rc := a.launchKernel.fn(f.h, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMem, s, params, nil)
+		rc := a.launchKernel.raw(f.h, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
+			uintptr(block[0]), uintptr(block[1]), uintptr(block[2]), uintptr(sharedMem), uintptr(s), uintptr(params), 0)
 		return a.status(a.launchKernel.name, rc)
 	})
 }

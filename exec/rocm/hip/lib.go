@@ -44,6 +44,18 @@ func withCUDALibDir(names ...string) []string {
 type cfunc[F any] struct {
 	name string
 	fn   F
+	sym  uintptr // the symbol's address, for raw (integer-only) calls
+}
+
+// raw calls the function with integer and pointer arguments through
+// purego.SyscallN, without the reflection behind fn: ~0.25 µs a call where
+// fn costs ~1.5–2 µs (measured on the CI machine's CPU). The hot calls of a
+// run (kernel launches, making the context current) use it; a pointer
+// passed as a uintptr must be kept alive and unmoved by the caller (pinned
+// or outside the Go heap). The result is the C function's int32 status.
+func (f *cfunc[F]) raw(args ...uintptr) int32 {
+	r, _, _ := purego.SyscallN(f.sym, args...)
+	return int32(r)
 }
 
 // binder binds the symbols of one library and collects the missing ones, so
@@ -61,6 +73,7 @@ func bind[F any](b *binder, f *cfunc[F], name string) {
 		return
 	}
 	f.name = name
+	f.sym = sym
 	purego.RegisterFunc(&f.fn, sym)
 }
 

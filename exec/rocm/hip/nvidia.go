@@ -151,7 +151,7 @@ func (p *nvidiaPlatform) OpenDevice(i int) (*Device, error) {
 		api:  &p.api,
 		info: info,
 		setCurrent: func() error {
-			return p.api.status(p.ctxSetCurrent.name, p.ctxSetCurrent.fn(ctx))
+			return p.api.status(p.ctxSetCurrent.name, p.ctxSetCurrent.raw(ctx))
 		},
 		release: func() error {
 			return p.api.status(p.ctxRelease.name, p.ctxRelease.fn(dev))
