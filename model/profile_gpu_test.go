@@ -10,6 +10,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -33,8 +34,16 @@ func TestGPUDecodeProfile(t *testing.T) {
 	if err := WriteHF(dir, cfg, w); err != nil {
 		t.Fatal(err)
 	}
+	// LOOM_LLAMA_PROFILE_WEIGHTS=q4_k profiles the model with Q4_K weights.
+	path := dir
+	if os.Getenv("LOOM_LLAMA_PROFILE_WEIGHTS") == "q4_k" {
+		path = filepath.Join(t.TempDir(), "llama1b-q4k.gguf")
+		if err := WriteGGUF(path, cfg, w, quant.Q4_K); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w = nil
-	m := load(t, dir, Options{Executor: e, DType: dtype.BF16})
+	m := load(t, path, Options{Executor: e, DType: dtype.BF16})
 	s, err := m.NewSession(1)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +75,35 @@ func TestGPUDecodeProfile(t *testing.T) {
 		t.Logf("  %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
 	}
 	t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
+
+	// Where the device time goes, step by step (rocm.Executor.ProfileSteps).
+	if err := e.ProfileSteps(true); err != nil {
+		t.Fatal(err)
+	}
+	for range steps {
+		if _, err := s.Decode(ctx, []int{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prof, err := e.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ProfileSteps(false); err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, st := range prof {
+		total += st.Ms
+	}
+	t.Logf("profiled steps: %.3f ms of device time a decode step", total/steps)
+	for i, st := range prof {
+		if i == 30 {
+			t.Logf("  … %d more labels", len(prof)-i)
+			break
+		}
+		t.Logf("  %7.1f µs/step %5.1f%% %5.1f×/step  %s", 1000*st.Ms/steps, 100*st.Ms/total, float64(st.Count)/steps, st.Label)
+	}
 
 	// The same step's device time: ids and pos already on the device.
 	prog, _, err := m.decodeProgram(ctx, 1)

@@ -37,9 +37,10 @@ type Executor struct {
 	mods  map[string]*hip.Module  // code-object key → module loaded here
 	fns   map[string]hip.Function // key + "\x00" + name → function
 
-	timer deviceTimer // DeviceTime (benchmarks)
-	gemmS gemmState   // matmul: vendor BLAS or the portable kernel
-	dnnS  dnnState    // conv: vendor library or the portable kernels
+	timer deviceTimer                 // DeviceTime (benchmarks)
+	prof  atomic.Pointer[stepProfile] // ProfileSteps (nil: off)
+	gemmS gemmState                   // matmul: vendor BLAS or the portable kernel
+	dnnS  dnnState                    // conv: vendor library or the portable kernels
 	// libFns memoizes the entry points of the kernel libraries (GEMM, conv,
 	// quant) loaded here: lib + "\x00" + name → hip.Function.
 	libFns sync.Map
@@ -303,7 +304,7 @@ func (e *Executor) Close() error {
 		return nil
 	}
 	defer open.Delete(e)
-	errs := []error{e.Sync(), e.closeDNN(), e.closeGemm()}
+	errs := []error{e.Sync(), e.ProfileSteps(false), e.closeDNN(), e.closeGemm()}
 	_, err := e.alloc.trim()
 	errs = append(errs, err)
 	e.modMu.Lock()
@@ -348,6 +349,13 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	if p := e.prof.Load(); p != nil {
+		return e.profiledRun(ctx, p, s, mem)
+	}
+	return e.run(ctx, s, mem)
+}
+
+func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
 	k := s.Kernel
 	if isIndexKernel(k) {
 		return e.runIndex(ctx, k, mem)
