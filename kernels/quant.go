@@ -70,6 +70,34 @@ func QMVEntry(t quant.Type, x dtype.DType) (string, error) {
 	return "loom_qmv_" + q + "_" + o, nil
 }
 
+// QMVWordThreads and QMVWordRowsPerBlock are the word-load mat-vec's block
+// size and weight rows a block (32 lanes a row).
+const (
+	QMVWordThreads      = 128
+	QMVWordRowsPerBlock = 4
+)
+
+// QMVWordEntry names the word-load mat-vec of weight format t with
+// activations (and output) of dtype x, and the alignment in bytes its
+// weight rows need; ok is false where there is none (formats other than
+// Q4_0, Q8_0, Q4_K and Q6_K). Its activations must be 16-byte aligned with
+// a row stride of whole 16-byte units.
+func QMVWordEntry(t quant.Type, x dtype.DType) (name string, align int, ok bool) {
+	o, ok := halfName(x)
+	if !ok {
+		return "", 0, false
+	}
+	switch t {
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+		align = 2
+	case quant.Q4_K:
+		align = 16
+	default:
+		return "", 0, false
+	}
+	return "loom_qmvw_" + t.String() + "_" + o, align, true
+}
+
 // QuantEntries lists every entry point of QuantSource.
 func QuantEntries() []string {
 	var out []string
@@ -79,6 +107,9 @@ func QuantEntries() []string {
 			n, _ := DequantEntry(t, d)
 			out = append(out, n)
 			if n, err := QMVEntry(t, d); err == nil {
+				out = append(out, n)
+			}
+			if n, _, ok := QMVWordEntry(t, d); ok {
 				out = append(out, n)
 			}
 		}

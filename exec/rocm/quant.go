@@ -2,6 +2,8 @@ package rocm
 
 import (
 	"fmt"
+	"os"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
@@ -77,6 +79,16 @@ func (e *Executor) quantFunction(name string) (hip.Function, error) {
 	return e.libFunction("loom_quant", kernels.QuantSource, name)
 }
 
+// qmvBytewise makes decode-sized quantized products use the byte-wise
+// mat-vec kernels (loom_qmv_*) even where a word-load kernel
+// (loom_qmvw_*) exists: LOOM_QMV=bytewise, for comparing the two. Tests
+// set it directly.
+var qmvBytewise = os.Getenv("LOOM_QMV") == "bytewise"
+
+// qmvWordLaunches counts word-load mat-vec launches (tests check the path
+// they mean to test was taken).
+var qmvWordLaunches atomic.Int64
+
 // runQuant queues a quantized step.
 func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	if err := e.prepareQuant(k); err != nil {
@@ -124,16 +136,24 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		if err != nil {
 			return err
 		}
+		var a hip.Args
+		a.Ptr(wp).Ptr(xp).Ptr(out).I32(int32(M)).I64(int64(K)).I64(N)
+		threads, rows := kernels.QMVThreads, kernels.QMVRowsPerBlock
+		if wname, align, ok := kernels.QMVWordEntry(f, n.DType); ok && !qmvBytewise &&
+			uint64(wp)%uint64(align) == 0 && uint64(xp)%16 == 0 && (int64(K)*size)%16 == 0 {
+			name, threads, rows = wname, kernels.QMVWordThreads, kernels.QMVWordRowsPerBlock
+			a.I64(int64(rb))
+			qmvWordLaunches.Add(1)
+		}
+		a.I64(int64(K)).I64(N)
 		fn, err := e.quantFunction(name)
 		if err != nil {
 			return err
 		}
-		var a hip.Args
-		a.Ptr(wp).Ptr(xp).Ptr(out).I32(int32(M)).I64(int64(K)).I64(N).I64(int64(K)).I64(N)
-		grid := [3]uint32{uint32(min((N+kernels.QMVRowsPerBlock-1)/kernels.QMVRowsPerBlock, 65535*16)), 1, 1}
+		grid := [3]uint32{uint32(min((N+int64(rows)-1)/int64(rows), 65535*16)), 1, 1}
 		e.launchMu.Lock()
 		defer e.launchMu.Unlock()
-		if err := e.dev.Launch(fn, grid, [3]uint32{kernels.QMVThreads, 1, 1}, 0, e.stream, &a); err != nil {
+		if err := e.dev.Launch(fn, grid, [3]uint32{uint32(threads), 1, 1}, 0, e.stream, &a); err != nil {
 			return fmt.Errorf("rocm: %s: launch %s: %w", k.Name, name, err)
 		}
 		e.launches.Add(1)

@@ -1,0 +1,111 @@
+package rocm
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// TestGPUQMVWord: the word-load mat-vec kernels (loom_qmvw_*) against the
+// byte-wise ones (loom_qmv_*), which the conformance suite checks against
+// float64: both sum in f32, so they agree to f32 rounding of the sums
+// (plus one rounding of a half output). Rows not a multiple of a block's
+// 4, rows shorter than 32 chunks and longer ones, 1–8 activation rows;
+// and x at an odd offset (a view) takes the byte-wise kernel and agrees.
+func TestGPUQMVWord(t *testing.T) {
+	e := openGPU(t)
+	defer func() { qmvBytewise = false }()
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
+			for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}} {
+				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d", f, dt, c.m, c.n, c.k), func(t *testing.T) {
+					v := make([]float32, c.n*c.k)
+					for i := range v {
+						v[i] = float32(r.NormFloat64())
+					}
+					ft, _ := tensor.New(v, c.n, c.k)
+					raw, err := graph.QuantizeValue(f, ft)
+					if err != nil {
+						t.Fatal(err)
+					}
+					xv := make([]float64, c.m*c.k+1)
+					for i := range xv {
+						xv[i] = r.Float64()*2 - 1
+					}
+					xt, _ := tensor.FromFloat64s(dt, xv[:c.m*c.k], c.m, c.k)
+					xo, _ := tensor.FromFloat64s(dt, xv, c.m*c.k+1)
+					run := func(offset, bytewise bool) []float64 {
+						t.Helper()
+						g := graph.New()
+						q, _ := g.QInput("w", f, c.n, c.k)
+						in := map[string]*tensor.Tensor{"w": raw, "x": xt}
+						var x *graph.Tensor
+						if offset {
+							x = g.Input("x", dt, c.m*c.k+1).Narrow(0, 1, c.m*c.k).Reshape(c.m, c.k)
+							in["x"] = xo
+						} else {
+							x = g.Input("x", dt, c.m, c.k)
+						}
+						g.Output("y", x.QMatmul(q))
+						p, err := g.Compile(graph.Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						qmvBytewise = bytewise
+						w0 := qmvWordLaunches.Load()
+						out, err := p.Run(context.Background(), e, in)
+						if err != nil {
+							t.Fatal(err)
+						}
+						used := qmvWordLaunches.Load() > w0
+						switch {
+						case offset:
+							// The planner may pass the view or copy it.
+							t.Logf("x at an offset: word kernel used = %v", used)
+						case used == bytewise:
+							t.Fatalf("bytewise=%v: word kernel used = %v", bytewise, used)
+						}
+						return out["y"].Float64s()
+					}
+					want := run(false, true)
+					got := run(false, false)
+					wq := make([]float32, c.n*c.k)
+					if err := quant.Dequantize(f, raw.Bytes(), wq); err != nil {
+						t.Fatal(err)
+					}
+					xs := xt.Float64s()
+					half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
+					check := func(what string, got []float64) {
+						t.Helper()
+						for i := range c.m {
+							for j := range c.n {
+								var abs float64
+								for l := range c.k {
+									abs += math.Abs(float64(wq[j*c.k+l]) * xs[i*c.k+l])
+								}
+								tol := abs*1e-5 + math.Abs(want[i*c.n+j])*half
+								if d := math.Abs(got[i*c.n+j] - want[i*c.n+j]); !(d <= tol) {
+									t.Fatalf("%s: y[%d][%d] = %v, byte-wise kernel %v (± %v)", what, i, j, got[i*c.n+j], want[i*c.n+j], tol)
+								}
+							}
+						}
+					}
+					check("word kernel", got)
+					// x one element into its buffer: not 16-byte aligned.
+					if dt != dtype.F32 || c.k != 256 {
+						return
+					}
+					check("x at an offset", run(true, false))
+				})
+			}
+		}
+	}
+}
