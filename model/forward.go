@@ -20,11 +20,15 @@ import (
 //
 // Decode (B sequences of one token each) takes ids, each sequence's
 // position and the caches, and returns the logits and the updated caches.
-// The position is a run-time input, so one program serves every position:
+// The position is a run-time input, so one program serves many positions:
 // the new key and value are written with Scatter along the time axis (the
 // ids are the position broadcast to the value's shape), the rope rows are
 // picked from the tables with IndexSelect, and the attention runs over the
-// whole cache with the mask t ≤ pos computed from the position input.
+// cache's first W positions (a view, no copy) with the mask t ≤ pos
+// computed from the position input. W, the program's window, is the
+// smallest power of two from 16 up that holds pos + 1, capped at
+// MaxSeqLen: attention costs what the context holds (within 2×), not what
+// it could hold, for at most log₂(MaxSeqLen/16) + 1 programs.
 //
 // Grouped-query attention without copies: the G = Heads/KVHeads query
 // heads that share a key/value head are rows of one product. Queries
@@ -195,8 +199,27 @@ func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
 	return g.Compile(graph.Options{})
 }
 
-// buildDecode records the decode program for B sequences of one token.
-func (m *Model) buildDecode(b int) (*graph.Program, error) {
+// minDecodeWindow is the smallest attention window of a decode program.
+const minDecodeWindow = 16
+
+// decodeWindow is the attention window of the decode program for a step
+// whose sequences hold n positions (the new one included).
+func (m *Model) decodeWindow(n int) int {
+	w := minDecodeWindow
+	for w < n {
+		w *= 2
+	}
+	return min(w, m.maxSeq)
+}
+
+// decodeKey identifies a compiled decode program: B sequences, attention
+// over the first window positions of the cache.
+type decodeKey struct{ batch, window int }
+
+// buildDecode records the decode program for B sequences of one token,
+// attending over the first k.window positions.
+func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
+	b, w := k.batch, k.window
 	f, err := m.newFwd()
 	if err != nil {
 		return nil, err
@@ -210,8 +233,8 @@ func (m *Model) buildDecode(b int) (*graph.Program, error) {
 	sin := f.sin.IndexSelect(pos, 0).Reshape(b, 1, c.HeadDim/2)
 	// Where the new key and value go: the position along the time axis.
 	at := pos.Reshape(b, 1, 1, 1).BroadcastTo(b, c.KVHeads, 1, c.HeadDim)
-	// keep[b, t] = t ≤ pos[b], viewed as [B, 1, 1, 1, MaxSeqLen].
-	keep := g.Arange(dtype.U32, 0, float64(m.maxSeq), 1).Reshape(1, m.maxSeq).Le(pos.Reshape(b, 1)).Reshape(b, 1, 1, 1, m.maxSeq)
+	// keep[b, t] = t ≤ pos[b], viewed as [B, 1, 1, 1, W].
+	keep := g.Arange(dtype.U32, 0, float64(w), 1).Reshape(1, w).Le(pos.Reshape(b, 1)).Reshape(b, 1, 1, 1, w)
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
@@ -219,7 +242,11 @@ func (m *Model) buildDecode(b int) (*graph.Program, error) {
 		vc := g.Input(inCache("v", l), m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, v, 2)
 		g.Output(outCache("k", l), kc)
 		g.Output(outCache("v", l), vc)
-		x = x.Add(f.linear(f.attend(q, kc, vc, keep), p+"attn_output"))
+		ka, va := kc, vc
+		if w < m.maxSeq {
+			ka, va = kc.Narrow(2, 0, w), vc.Narrow(2, 0, w)
+		}
+		x = x.Add(f.linear(f.attend(q, ka, va, keep), p+"attn_output"))
 		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
 	}
 	g.Output(outLogits, f.logits(x.Reshape(b, c.Hidden)))

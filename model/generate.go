@@ -111,12 +111,18 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 		} else {
 			gen.Compile += took
 		}
-		if opts.MaxTokens > 1 {
-			_, took, err := m.decodeProgram(ctx, 1)
+		// The decode steps hold len(prompt)+1 … len(prompt)+MaxTokens−1
+		// positions: every attention window among them.
+		last := min(len(prompt)+opts.MaxTokens-1, m.maxSeq)
+		for n := len(prompt) + 1; n <= last; n = m.decodeWindow(n) + 1 {
+			_, took, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(n)})
 			if err != nil {
 				return nil, err
 			}
 			gen.Compile += took
+			if m.decodeWindow(n) == m.maxSeq {
+				break
+			}
 		}
 	}
 	start := time.Now()

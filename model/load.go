@@ -65,7 +65,7 @@ type Model struct {
 
 	mu       sync.Mutex
 	prefills map[prefillKey]*graph.Program
-	decodes  map[int]*graph.Program
+	decodes  map[decodeKey]*graph.Program
 	closed   bool
 }
 
@@ -154,7 +154,7 @@ func Load(path string, opts Options) (*Model, error) {
 	}
 	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
 		quant: map[string]quant.Type{}, values: map[string]exec.Value{},
-		prefills: map[prefillKey]*graph.Program{}, decodes: map[int]*graph.Program{}}
+		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{}}
 	if err := m.place(found, inv); err != nil {
 		m.free()
 		return fail(err)

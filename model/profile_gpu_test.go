@@ -49,7 +49,7 @@ func TestGPUDecodeProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Prefill(ctx, [][]int{randomIDs(3, 16, cfg.Vocab)}); err != nil {
+	if _, err := s.Prefill(ctx, [][]int{randomIDs(3, 512, cfg.Vocab)}); err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {
@@ -77,7 +77,7 @@ func TestGPUDecodeProfile(t *testing.T) {
 	t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
 
 	// The same step's device time: ids and pos already on the device.
-	prog, _, err := m.decodeProgram(ctx, 1)
+	prog, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(s.pos + 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

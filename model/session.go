@@ -131,7 +131,7 @@ func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error)
 		}
 		idv[i], posv[i] = uint32(id), uint32(s.pos)
 	}
-	prog, took, err := s.m.decodeProgram(ctx, s.batch)
+	prog, took, err := s.m.decodeProgram(ctx, decodeKey{s.batch, s.m.decodeWindow(s.pos + 1)})
 	s.Compile += took
 	if err != nil {
 		return nil, err
@@ -210,10 +210,10 @@ func (m *Model) prefillProgram(ctx context.Context, k prefillKey) (*graph.Progra
 }
 
 // decodeProgram is prefillProgram for the decode program of batch b.
-func (m *Model) decodeProgram(ctx context.Context, b int) (*graph.Program, time.Duration, error) {
-	return m.program(ctx, func() (*graph.Program, bool) { p, ok := m.decodes[b]; return p, ok },
-		func() (*graph.Program, error) { return m.buildDecode(b) },
-		func(p *graph.Program) { m.decodes[b] = p })
+func (m *Model) decodeProgram(ctx context.Context, k decodeKey) (*graph.Program, time.Duration, error) {
+	return m.program(ctx, func() (*graph.Program, bool) { p, ok := m.decodes[k]; return p, ok },
+		func() (*graph.Program, error) { return m.buildDecode(k) },
+		func(p *graph.Program) { m.decodes[k] = p })
 }
 
 // program compiles under the model's lock, so that two sessions needing
@@ -240,7 +240,8 @@ func (m *Model) program(ctx context.Context, get func() (*graph.Program, bool), 
 }
 
 // Programs returns the compiled programs the model holds, for dumps:
-// "prefill BxT" (with "/all" for all-position logits) and "decode B".
+// "prefill BxT" (with "/all" for all-position logits) and "decode B/window
+// W" (attention over the cache's first W positions).
 func (m *Model) Programs() map[string]*graph.Program {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -252,8 +253,8 @@ func (m *Model) Programs() map[string]*graph.Program {
 		}
 		out[name] = p
 	}
-	for b, p := range m.decodes {
-		out[fmt.Sprintf("decode %d", b)] = p
+	for k, p := range m.decodes {
+		out[fmt.Sprintf("decode %d/window %d", k.batch, k.window)] = p
 	}
 	return out
 }
