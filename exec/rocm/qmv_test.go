@@ -36,11 +36,11 @@ func TestGPUQMVWord(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					xv := make([]float64, c.m*c.k+1)
+					xv := make([]float64, c.m*c.k+1) // xv[0] pads the offset input
 					for i := range xv {
 						xv[i] = r.Float64()*2 - 1
 					}
-					xt, _ := tensor.FromFloat64s(dt, xv[:c.m*c.k], c.m, c.k)
+					xt, _ := tensor.FromFloat64s(dt, xv[1:], c.m, c.k)
 					xo, _ := tensor.FromFloat64s(dt, xv, c.m*c.k+1)
 					run := func(offset, bytewise bool) []float64 {
 						t.Helper()
