@@ -112,6 +112,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := checkCall("run", ctx, e, p); err != nil {
 		return nil, err
 	}
+	inputs, donatedNames := undonate(inputs)
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
@@ -147,7 +148,11 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		return nil, err
 	}
 	defer releaseSlots()
+	aliases := donations(e, p, inputs, donatedNames, keep && into == nil)
 	for _, b := range p.Buffers {
+		if _, ok := aliases[b.ID]; ok {
+			continue // bound below, to its input's memory
+		}
 		switch b.Kind {
 		case plan.BufInput:
 			m, up, err := bindInput(e, inputs[b.Name])
@@ -173,6 +178,9 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		case plan.BufTemp:
 			mem[b.ID] = slots[b.Slot]
 		}
+	}
+	for id, in := range aliases {
+		mem[id] = mem[in.ID]
 	}
 	for i, s := range p.Steps {
 		state.setStep(i)
@@ -207,8 +215,15 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			}
 			out[b.Name] = v
 		}
-		// Every output is wrapped: the values own their memory now.
+		// Every output is wrapped: the values own their memory now; the
+		// donated inputs whose memory an output took are emptied.
 		for _, b := range p.Outputs {
+			if in, ok := aliases[b.ID]; ok {
+				if err := e.(Donor).Disown(inputs[in.Name]); err != nil {
+					return nil, fmt.Errorf("loom: run on %s: donated input %q: %w", e.Name(), in.Name, err)
+				}
+				continue
+			}
 			allocated[outIndex[b.ID]] = nil
 		}
 		return out, nil

@@ -173,7 +173,8 @@ extern "C" __global__ void __launch_bounds__(LOOM_BS) %[1]s_loop(const I_T* __re
 	}
 	p.entries = entries
 	p.launch = []Launch{
-		{Name: "_init", Grid: grid1(numel, blockSize), Block: bs, Args: []Arg{{Operand, dst.in}, acc}},
+		{Name: "_init", Grid: grid1(numel, blockSize), Block: bs, Args: []Arg{{Operand, dst.in}, acc},
+			CopyOnly: !halfAdd && dst.l.IsIdentity()},
 	}
 	if l*s*r > 0 {
 		p.launch = append(p.launch, Launch{Name: "_loop", Grid: grid1(l*r, blockSize), Block: bs,

@@ -69,6 +69,10 @@ type Launch struct {
 	SharedMem uint32 // dynamic shared memory: always 0 (kernels use static shared memory)
 	// Args are the kernel's parameters in order, each a device pointer.
 	Args []Arg
+	// CopyOnly marks a launch that only copies operand Args[0] (read whole
+	// through an identity layout) into the output Args[1]: an executor
+	// skips it when the two are one memory (plan.InPlace, exec.Donate).
+	CopyOnly bool
 }
 
 // ScratchBuf is a device buffer a step needs for its duration only. Its

@@ -164,7 +164,12 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 			v, ok = m.values[b.Name]
 		}
 		if !ok {
-			v, ok = s.cache[b.Name]
+			// The cache is given to the run (exec.Donate): the decode step
+			// writes its new position in place and returns the same memory
+			// as the next cache, instead of copying every layer's cache.
+			if v, ok = s.cache[b.Name]; ok {
+				v = exec.Donate(v)
+			}
 		}
 		if !ok {
 			return nil, fmt.Errorf("model: internal error: no value for program input %q", b.Name)

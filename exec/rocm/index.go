@@ -105,6 +105,18 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 		return mm.blk.ptr, nil
 	}
 	for i, l := range ik.launches {
+		if l.CopyOnly {
+			// A copy of the destination into the output: nothing to do when
+			// the output is written in the destination's own memory
+			// (plan.InPlace, exec.Donate).
+			src, err := ptrOf(k.Ins[l.Args[0].Index].Buf)
+			if err != nil {
+				return fmt.Errorf("rocm: kernel %s: %w", l.Name, err)
+			}
+			if dst, err := ptrOf(k.Out); err == nil && dst == src {
+				continue
+			}
+		}
 		var args hip.Args
 		for _, a := range l.Args {
 			switch a.Kind {

@@ -93,6 +93,22 @@ func (e *Executor) Adopt(v exec.Value) (exec.Memory, bool, error) {
 	return &memory{e: e, blk: t.blk}, true, nil
 }
 
+// Disown takes its memory away from a Tensor of e whose memory a run's
+// output now holds (exec.Donate): the Tensor reads as freed from then on,
+// and freeing it does nothing.
+func (e *Executor) Disown(v exec.Value) error {
+	t, ok := v.(*Tensor)
+	if !ok || t == nil || t.e != e {
+		return fmt.Errorf("rocm: disown %v: not a tensor of this executor", v)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.blk = nil
+	return nil
+}
+
+var _ exec.Donor = (*Executor)(nil)
+
 // Wrap hands output memory over to a resident Tensor holding buffer b.
 func (e *Executor) Wrap(m exec.Memory, b *plan.Buffer) (exec.ResidentValue, error) {
 	mm, err := e.mem(m)

@@ -1,0 +1,61 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/loomgraph/loom/ir"
+)
+
+// InPlace lists the outputs that a run may write in the memory of an input
+// (exec.Donate): output buffer ID → input buffer. An output qualifies when
+// the step computing it is one scatter, scatter_add, index_add or
+// slice_assign whose destination operand is an input buffer read whole
+// (identity layout: offset 0, contiguous, the output's shape and dtype),
+// and no step reads that input anywhere else — not the same step through
+// another operand, not a later step, not as an output itself. The step's
+// kernel then reads each destination element before writing it, in the
+// same thread, so the memory can be both: that is how the executors'
+// index kernels are written (an executor that cannot do it simply does
+// not implement exec.Donor). A model's decode step updates its KV cache
+// this way: one new position written in place, not the whole cache copied.
+func (p *Plan) InPlace() map[int]*Buffer {
+	reads := map[*Buffer]int{}
+	for _, s := range p.Steps {
+		for _, op := range s.Kernel.Ins {
+			reads[op.Buf]++
+		}
+	}
+	out := map[int]*Buffer{}
+	for _, s := range p.Steps {
+		k := s.Kernel
+		if len(k.Instrs) != 1 || k.Out == nil || k.Out.Kind != BufOutput {
+			continue
+		}
+		in := k.Instrs[0]
+		switch in.Node.Op {
+		case ir.OpScatter, ir.OpScatterAdd, ir.OpIndexAdd, ir.OpSliceAssign:
+		default:
+			continue
+		}
+		if len(in.Args) == 0 || !in.Args[0].Operand || in.Args[0].Broadcast {
+			continue
+		}
+		dst := k.Ins[in.Args[0].Index]
+		b := dst.Buf
+		if b.Kind != BufInput || reads[b] != 1 || b.DType != k.Out.DType || !slices.Equal(b.Shape, k.Out.Shape) ||
+			!dst.Layout.IsIdentity() || !slices.Equal(dst.Layout.Dims, k.Out.Shape) {
+			continue
+		}
+		shared := false
+		for _, a := range in.Args[1:] {
+			if a.Operand && a.Index == in.Args[0].Index {
+				shared = true
+			}
+		}
+		if shared || slices.Contains(p.Outputs, b) {
+			continue
+		}
+		out[k.Out.ID] = b
+	}
+	return out
+}
