@@ -26,7 +26,7 @@ func GemvEntries() []string {
 	var names []string
 	for _, d := range []string{"f32", "f16", "bf16"} {
 		for _, v := range []string{"v32", "v8", "s32", "s8"} {
-			names = append(names, "loom_gemv_"+d+"_"+v)
+			names = append(names, "loom_gemv_"+d+"_"+v, "loom_gemv_"+d+"_"+v+"_m1")
 		}
 	}
 	return names
@@ -67,8 +67,12 @@ func PlanGemv(d dtype.DType, c blas.Call, aligned bool) (GemmLaunch, bool) {
 	}
 	groups := gemvThreads / lanes
 	gx := min((c.N+groups-1)/groups, 1<<20)
+	name := "loom_gemv_" + dn + "_" + kind + map[int]string{32: "32", 8: "8"}[lanes]
+	if c.M == 1 {
+		name += "_m1" // one accumulator: fewer registers, more groups resident
+	}
 	return GemmLaunch{
-		Name:  "loom_gemv_" + dn + "_" + kind + map[int]string{32: "32", 8: "8"}[lanes],
+		Name:  name,
 		Grid:  [3]uint32{uint32(gx), uint32(c.Batch), 1},
 		Block: [3]uint32{gemvThreads, 1, 1},
 	}, true

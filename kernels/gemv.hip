@@ -29,7 +29,7 @@ LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_
 LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf16_to_f32(*p); }
 #define GEMV_ID(v) (v)
 
-#define LOOM_GEMV(T, LD, VEC, ST, LANES, NAME)                                                          \
+#define LOOM_GEMV(T, LD, VEC, ST, LANES, MAXM, NAME)                                                       \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                          \
       NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,  \
            long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc) {    \
@@ -42,12 +42,12 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
       const long long n = n0 + group;                                                                 \
       const bool valid = n < N;                                                                       \
       const T* row = b + (valid ? n : 0) * ldb;                                                       \
-      float acc[GEMV_MAXM];                                                                           \
-      _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) acc[m] = 0.f;                             \
+      float acc[MAXM];                                                                           \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                             \
       _Pragma("unroll 4") for (int k = VEC * lane; k < K; k += VEC * LANES) {                         \
         float w[VEC];                                                                                 \
         LD(w, row + k);                                                                               \
-        _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) {                                       \
+        _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                       \
           if (m < M) {                                                                                \
             float x[VEC];                                                                             \
             LD(x, a + m * lda + k);                                                                   \
@@ -57,7 +57,7 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
           }                                                                                           \
         }                                                                                             \
       }                                                                                               \
-      _Pragma("unroll") for (int m = 0; m < GEMV_MAXM; ++m) {                                         \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                         \
         if (m < M) {                                                                                  \
           float v = acc[m];                                                                           \
           _Pragma("unroll") for (int s = LANES / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);         \
@@ -67,11 +67,17 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
     }                                                                                                 \
   }
 
+// Each kernel comes twice: for 1 ≤ M ≤ 8 rows, and for M = 1 (suffix _m1:
+// one accumulator, a fraction of the registers, so more groups stay
+// resident to keep loads in flight: decode with one sequence).
+#define LOOM_GEMV2(T, LD, VEC, ST, LANES, NAME) \
+  LOOM_GEMV(T, LD, VEC, ST, LANES, GEMV_MAXM, NAME) \
+  LOOM_GEMV(T, LD, VEC, ST, LANES, 1, NAME##_m1)
 #define LOOM_GEMV4(DT, T, LD16, LD1, VEC, ST)                  \
-  LOOM_GEMV(T, LD16, VEC, ST, 32, loom_gemv_##DT##_v32)         \
-  LOOM_GEMV(T, LD16, VEC, ST, 8, loom_gemv_##DT##_v8)           \
-  LOOM_GEMV(T, LD1, 1, ST, 32, loom_gemv_##DT##_s32)            \
-  LOOM_GEMV(T, LD1, 1, ST, 8, loom_gemv_##DT##_s8)
+  LOOM_GEMV2(T, LD16, VEC, ST, 32, loom_gemv_##DT##_v32)         \
+  LOOM_GEMV2(T, LD16, VEC, ST, 8, loom_gemv_##DT##_v8)           \
+  LOOM_GEMV2(T, LD1, 1, ST, 32, loom_gemv_##DT##_s32)            \
+  LOOM_GEMV2(T, LD1, 1, ST, 8, loom_gemv_##DT##_s8)
 
 LOOM_GEMV4(f32, float, loom_ld16_f32, gemv_ld1_f32, 4, GEMV_ID)
 LOOM_GEMV4(f16, unsigned short, loom_ld16_f16, gemv_ld1_f16, 8, loom_f32_to_f16)

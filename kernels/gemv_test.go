@@ -54,10 +54,11 @@ func TestPlanGemv(t *testing.T) {
 		aligned bool
 		want    string
 	}{
-		{dtype.BF16, func(*blas.Call) {}, true, "loom_gemv_bf16_v32"},
-		{dtype.BF16, func(*blas.Call) {}, false, "loom_gemv_bf16_s32"},
+		{dtype.BF16, func(*blas.Call) {}, true, "loom_gemv_bf16_v32_m1"},
+		{dtype.BF16, func(*blas.Call) {}, false, "loom_gemv_bf16_s32_m1"},
+		{dtype.BF16, func(c *blas.Call) { c.M = 2 }, true, "loom_gemv_bf16_v32"},
 		{dtype.F32, func(c *blas.Call) { c.K, c.LDA, c.LDB = 64, 64, 64; c.M = 4; c.Batch = 8 }, true, "loom_gemv_f32_v8"},
-		{dtype.F16, func(c *blas.Call) { c.K, c.LDA, c.LDB = 64, 64, 64 }, true, "loom_gemv_f16_v8"},
+		{dtype.F16, func(c *blas.Call) { c.K, c.LDA, c.LDB = 64, 64, 64 }, true, "loom_gemv_f16_v8_m1"},
 		{dtype.F16, func(c *blas.Call) { c.M = 9 }, true, ""},
 		{dtype.F64, func(*blas.Call) {}, true, ""},
 		{dtype.F32, func(c *blas.Call) { c.TransB = false }, true, ""},

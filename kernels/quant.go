@@ -78,11 +78,12 @@ const (
 )
 
 // QMVWordEntry names the word-load mat-vec of weight format t with
-// activations (and output) of dtype x, and the alignment in bytes its
+// activations (and output) of dtype x for m activation rows (1 ≤ m ≤
+// QMVMaxRows; one row has its own kernel), and the alignment in bytes its
 // weight rows need; ok is false where there is none (formats other than
 // Q4_0, Q8_0, Q4_K and Q6_K). Its activations must be 16-byte aligned with
 // a row stride of whole 16-byte units.
-func QMVWordEntry(t quant.Type, x dtype.DType) (name string, align int, ok bool) {
+func QMVWordEntry(t quant.Type, x dtype.DType, m int) (name string, align int, ok bool) {
 	o, ok := halfName(x)
 	if !ok {
 		return "", 0, false
@@ -95,7 +96,11 @@ func QMVWordEntry(t quant.Type, x dtype.DType) (name string, align int, ok bool)
 	default:
 		return "", 0, false
 	}
-	return "loom_qmvw_" + t.String() + "_" + o, align, true
+	name = "loom_qmvw_" + t.String() + "_" + o
+	if m == 1 {
+		name += "_m1"
+	}
+	return name, align, true
 }
 
 // QuantEntries lists every entry point of QuantSource.
@@ -109,8 +114,10 @@ func QuantEntries() []string {
 			if n, err := QMVEntry(t, d); err == nil {
 				out = append(out, n)
 			}
-			if n, _, ok := QMVWordEntry(t, d); ok {
-				out = append(out, n)
+			for _, m := range []int{QMVMaxRows, 1} {
+				if n, _, ok := QMVWordEntry(t, d, m); ok {
+					out = append(out, n)
+				}
 			}
 		}
 	}

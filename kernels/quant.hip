@@ -279,7 +279,7 @@ LOOM_DEV float qmvw_sum16(const float* x) {
 // Chunk c of a row (32 weights) times x's rows, added into acc[0..M).
 // Q4_0 block c: d, then 16 bytes whose low nibbles are weights 0–15 and
 // high nibbles 16–31, each q − 8.
-template <class X>
+template <class X, int MAXM>
 LOOM_DEV void qmvw_q4_0(const unsigned char* row, long long c, const typename X::T* x, long long ldx, int M, float* acc) {
   const unsigned char* b = row + 18 * c;
   const float d = qmvw_h(b);
@@ -293,7 +293,7 @@ LOOM_DEV void qmvw_q4_0(const unsigned char* row, long long c, const typename X:
     hi[2 * i + 1] = qmvw_f((u >> 12) & 15u);
   }
 #pragma unroll
-  for (int m = 0; m < QMV_MAXM; ++m) {
+  for (int m = 0; m < MAXM; ++m) {
     if (m < M) {
       float xa[16], xb[16];
       const typename X::T* xr = x + m * ldx + 32 * c;
@@ -308,7 +308,7 @@ LOOM_DEV void qmvw_q4_0(const unsigned char* row, long long c, const typename X:
 }
 
 // Q8_0 block c: d, then 32 signed bytes.
-template <class X>
+template <class X, int MAXM>
 LOOM_DEV void qmvw_q8_0(const unsigned char* row, long long c, const typename X::T* x, long long ldx, int M, float* acc) {
   const unsigned char* b = row + 34 * c;
   const float d = qmvw_h(b);
@@ -320,7 +320,7 @@ LOOM_DEV void qmvw_q8_0(const unsigned char* row, long long c, const typename X:
     q[2 * i + 1] = qmvw_f(u >> 8) - 128.f;
   }
 #pragma unroll
-  for (int m = 0; m < QMV_MAXM; ++m) {
+  for (int m = 0; m < MAXM; ++m) {
     if (m < M) {
       float xa[16], xb[16];
       const typename X::T* xr = x + m * ldx + 32 * c;
@@ -354,7 +354,7 @@ LOOM_DEV void qmvw_scale_min_k4(const unsigned int* s, int j, float* sc, float* 
 // t/2, h = t%2): quant bytes 32j + 16h … +15, whose low nibbles are
 // weights 64j + 16h + i (sub-block 2j) and high nibbles weights 64j + 32 +
 // 16h + i (sub-block 2j + 1); weight = d·sc·q − dmin·m.
-template <class X>
+template <class X, int MAXM>
 LOOM_DEV void qmvw_q4_k(const unsigned char* row, long long c, const typename X::T* x, long long ldx, int M, float* acc) {
   const long long sb = c >> 3;
   const int t = (int)(c & 7), j = t >> 1, h = t & 1;
@@ -379,7 +379,7 @@ LOOM_DEV void qmvw_q4_k(const unsigned char* row, long long c, const typename X:
   }
   const float d0 = d * sc0, d1 = d * sc1, n0 = dmin * m0, n1 = dmin * m1;
 #pragma unroll
-  for (int m = 0; m < QMV_MAXM; ++m) {
+  for (int m = 0; m < MAXM; ++m) {
     if (m < M) {
       float xa[16], xb[16];
       const typename X::T* xr = x + m * ldx + 256 * sb + 64 * j + 16 * h;
@@ -401,7 +401,7 @@ LOOM_DEV void qmvw_q4_k(const unsigned char* row, long long c, const typename X:
 // 32r + l is (6-bit q − 32)·d·scale, q's low 4 bits from ql (byte l or
 // l + 32, low or high nibble) and its high 2 from bits 2r of qh byte l; the
 // eight positions share one scale per quarter (scale index l/16 + 2r).
-template <class X>
+template <class X, int MAXM>
 LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X::T* x, long long ldx, int M, float* acc) {
   const long long sb = c >> 3;
   const int t = (int)(c & 7), hf = t >> 2, l0 = 8 * (t & 3);
@@ -427,7 +427,7 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
 #pragma unroll
   for (int r = 0; r < 4; ++r) ds[r] = d * (float)scl[2 * r];
 #pragma unroll
-  for (int m = 0; m < QMV_MAXM; ++m) {
+  for (int m = 0; m < MAXM; ++m) {
     if (m < M) {
       const typename X::T* xr = x + m * ldx + 256 * sb + 128 * hf + l0;
       float a = acc[m];
@@ -445,7 +445,7 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
   }
 }
 
-#define LOOM_QMVW(FMT, X, NAME)                                                                     \
+#define LOOM_QMVW(FMT, X, MAXM, NAME)                                                                  \
   extern "C" __global__ void __launch_bounds__(QMVW_THREADS) NAME(                                 \
       const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y, int M, \
       long long K, long long N, long long rowBytes, long long ldx, long long ldy) {                 \
@@ -456,10 +456,10 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
       const long long n = base + group;                                                           \
       const bool valid = n < N;                                                                   \
       const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
-      float acc[QMV_MAXM];                                                                        \
-      _Pragma("unroll") for (int m = 0; m < QMV_MAXM; ++m) acc[m] = 0.f;                          \
-      _Pragma("unroll 2") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvw_##FMT<X>(row, c, x, ldx, M, acc); \
-      _Pragma("unroll") for (int m = 0; m < QMV_MAXM; ++m) {                                      \
+      float acc[MAXM];                                                                            \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
+      _Pragma("unroll 2") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvw_##FMT<X, MAXM>(row, c, x, ldx, M, acc); \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
         if (m < M) {                                                                              \
           float v = acc[m];                                                                       \
           _Pragma("unroll") for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s); \
@@ -468,10 +468,15 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
       }                                                                                           \
     }                                                                                             \
   }
+// Each for 1 ≤ M ≤ 8 activation rows, and for M = 1 (suffix _m1: one
+// accumulator, fewer registers, more rows resident).
+#define LOOM_QMVW2(FMT, X, NAME)           \
+  LOOM_QMVW(FMT, X, QMV_MAXM, NAME)         \
+  LOOM_QMVW(FMT, X, 1, NAME##_m1)
 #define LOOM_QMVW3(FMT)                                    \
-  LOOM_QMVW(FMT, qmvw_x_f32, loom_qmvw_##FMT##_f32)        \
-  LOOM_QMVW(FMT, qmvw_x_f16, loom_qmvw_##FMT##_f16)        \
-  LOOM_QMVW(FMT, qmvw_x_bf16, loom_qmvw_##FMT##_bf16)
+  LOOM_QMVW2(FMT, qmvw_x_f32, loom_qmvw_##FMT##_f32)        \
+  LOOM_QMVW2(FMT, qmvw_x_f16, loom_qmvw_##FMT##_f16)        \
+  LOOM_QMVW2(FMT, qmvw_x_bf16, loom_qmvw_##FMT##_bf16)
 
 LOOM_QMVW3(q4_0)
 LOOM_QMVW3(q8_0)

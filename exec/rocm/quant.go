@@ -139,7 +139,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		var a hip.Args
 		a.Ptr(wp).Ptr(xp).Ptr(out).I32(int32(M)).I64(int64(K)).I64(N)
 		threads, rows := kernels.QMVThreads, kernels.QMVRowsPerBlock
-		if wname, align, ok := kernels.QMVWordEntry(f, n.DType); ok && !qmvBytewise &&
+		if wname, align, ok := kernels.QMVWordEntry(f, n.DType, int(M)); ok && !qmvBytewise &&
 			uint64(wp)%uint64(align) == 0 && uint64(xp)%16 == 0 && (int64(K)*size)%16 == 0 {
 			name, threads, rows = wname, kernels.QMVWordThreads, kernels.QMVWordRowsPerBlock
 			a.I64(int64(rb))
