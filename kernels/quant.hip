@@ -458,7 +458,7 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
       const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
       float acc[MAXM];                                                                            \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
-      _Pragma("unroll 2") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvw_##FMT<X, MAXM>(row, c, x, ldx, M, acc); \
+      for (long long c = lane; c < chunks; c += QMV_GROUP) qmvw_##FMT<X, MAXM>(row, c, x, ldx, M, acc);          \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
         if (m < M) {                                                                              \
           float v = acc[m];                                                                       \

@@ -71,5 +71,24 @@
 // without a copy, so plans can be chained and weights kept on the GPU
 // (FromHost uploads one). Tensor.ToHost copies to the host, Tensor.Free
 // returns the memory. A Tensor given to another executor is an error naming
-// both.
+// both. It is also an exec.Donor: a Tensor passed as exec.Donate(t) to a
+// run whose plan writes an output over it in place (plan.Plan.InPlace: a
+// scatter into an input nothing else reads, as a model's KV cache update)
+// comes back as that output, in the same memory, with the copy skipped.
+//
+// # Decode-sized products
+//
+// Products with at most 8 rows (a decode step's x·Wᵀ and q·kᵀ) run on
+// Loom's skinny-product kernels (kernels/gemv.hip) rather than the vendor
+// BLAS, whose per-call host cost dominated a decode step
+// (LOOM_GPU_GEMV=off turns them off). Quantized weights in Q4_0, Q8_0,
+// Q4_K and Q6_K use word-load mat-vec kernels (loom_qmvw_*); the other
+// formats, unaligned operands and LOOM_QMV=bytewise the byte-wise ones.
+//
+// # Profiling
+//
+// ProfileSteps(true) makes every step record device events around its
+// launches; Profile returns the device time by step label (ops and
+// shapes), the slowest first. DeviceTime and DeviceTimeSpin time a whole
+// run's device work; hip.TraceCalls times the host side of driver calls.
 package rocm
