@@ -131,7 +131,11 @@ func TestGPUMemoryFlat(t *testing.T) {
 	m := load(t, dir, Options{Executor: e})
 	s, _ := m.NewSession(1)
 	defer s.Close()
-	logits, err := s.Prefill(ctx, [][]int{randomIDs(54, 16, 1024)})
+	// A prompt of 1025 tokens: the 1010 decode steps all attend over the
+	// one window of 2048 positions (the last), so one decode program runs
+	// them. (Each smaller window is a program of its own whose first run
+	// allocates its temporaries' size classes once.)
+	logits, err := s.Prefill(ctx, [][]int{randomIDs(54, 1025, 1024)})
 	if err != nil {
 		t.Fatal(err)
 	}
