@@ -7,7 +7,7 @@
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom gguf inspect [-tensor NAME] FILE
 //	loom gguf quantize -type TYPE IN OUT
-//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids]
+//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids] [-profile]
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -79,7 +79,9 @@
 // gets only the generated ids, space-separated on one line (stop token
 // included), and the rates go to stderr. The executor and a summary of
 // the model (size on the device, quantized weights, load time) go to
-// stderr.
+// stderr. On the GPU, -profile adds to stderr the device time of the
+// run's steps by kind (ops and shapes: the 16 layers' gate products add
+// up under one line), the slowest first.
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).

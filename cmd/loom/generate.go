@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec/rocm"
 	"github.com/loomgraph/loom/model"
 )
 
@@ -27,6 +28,7 @@ type generateFlags struct {
 	printIDs *bool
 	maxSeq   *int
 	dtype    *string
+	profile  *bool
 }
 
 func newGenerateFlags(w io.Writer) *generateFlags {
@@ -45,6 +47,7 @@ func newGenerateFlags(w io.Writer) *generateFlags {
 		printIDs: fs.Bool("print-ids", false, "print the generated token ids space-separated on one line instead of the text"),
 		maxSeq:   fs.Int("max-seq", 0, fmt.Sprintf("the KV cache's length in positions (0: the model's context, at most %d)", model.DefaultMaxSeqLen)),
 		dtype:    fs.String("dtype", "", "the compute dtype: f32, f16 or bf16 (default: the weights')"),
+		profile:  fs.Bool("profile", false, "GPU: after the rates, print the device time of the run's steps by kind (ops and shapes), the slowest first; the timing events slow the rates a little"),
 	}
 }
 
@@ -96,6 +99,10 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintf(stderr, "executor: %s\n", why)
+	prof, canProfile := e.(*rocm.Executor)
+	if *f.profile && !canProfile {
+		return usageErr(f.fs, "-profile needs the GPU executor (this run is on %s)", e.Name())
+	}
 	start := time.Now()
 	m, err := model.Load(*f.model, model.Options{Executor: e, MaxSeqLen: *f.maxSeq, DType: dt})
 	if err != nil {
@@ -131,7 +138,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			}
 			return true
 		}
-		g, err := m.Generate(context.Background(), ids, opts)
+		g, err := generate(m, ids, opts, *f.profile, prof, stderr)
 		if err != nil {
 			return fail(err)
 		}
@@ -142,7 +149,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, stats(g))
 		return exitOK
 	}
-	g, err := m.Generate(context.Background(), ids, opts)
+	g, err := generate(m, ids, opts, *f.profile, prof, stderr)
 	if err != nil {
 		return fail(err)
 	}
@@ -153,6 +160,40 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, strings.Join(strs, " "))
 	fmt.Fprintln(stderr, stats(g))
 	return exitOK
+}
+
+// generate runs m.Generate; with profile, under step profiling on e
+// (rocm.Executor.ProfileSteps), and writes the device time by kind of step
+// to w as soon as the generation ends.
+func generate(m *model.Model, ids []int, opts model.GenerateOptions, profile bool, e *rocm.Executor, w io.Writer) (*model.Generation, error) {
+	if !profile {
+		return m.Generate(context.Background(), ids, opts)
+	}
+	if err := e.ProfileSteps(true); err != nil {
+		return nil, err
+	}
+	defer e.ProfileSteps(false)
+	g, err := m.Generate(context.Background(), ids, opts)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := e.Profile()
+	if err != nil {
+		return nil, err
+	}
+	var total float64
+	for _, st := range steps {
+		total += st.Ms
+	}
+	fmt.Fprintf(w, "device time of the run's steps: %.3f ms (prefill and %d decode steps)\n", total, g.DecodeSteps)
+	for i, st := range steps {
+		if i == 40 {
+			fmt.Fprintf(w, "  … %d more kinds of step\n", len(steps)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %10.3f ms %5.1f%% %7d×  %s\n", st.Ms, 100*st.Ms/total, st.Count, st.Label)
+	}
+	return g, nil
 }
 
 // stats is the rates line: prompt and decode tokens per second, with the

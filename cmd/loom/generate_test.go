@@ -121,6 +121,7 @@ func TestGenerateErrors(t *testing.T) {
 		{[]string{"-model", dir, "-ids", "1", "-dtype", "u8"}, exitUsage, `-dtype "u8"`},
 		{[]string{"-model", dir, "-ids", "1", "-temp", "-1"}, exitUsage, "temperature -1"},
 		{[]string{"-model", dir, "-ids", "1", "-n", "-2"}, exitUsage, "-n -2"},
+		{[]string{"-model", dir, "-ids", "1", "-device", "cpu", "-profile"}, exitUsage, "-profile needs the GPU executor (this run is on cpu)"},
 		{[]string{"-model", dir, "-ids", "1", "-device", "tpu"}, exitFail, `unknown device "tpu"`},
 		{[]string{"-model", dir, "-prompt", "hello", "-device", "cpu"}, exitFail, "-prompt needs the model's tokenizer"},
 		{[]string{"-model", dir, "-ids", "1,5000", "-device", "cpu"}, exitFail, "token id 5000 is outside the vocabulary"},
