@@ -18,7 +18,17 @@ import (
 // index kernels are written (an executor that cannot do it simply does
 // not implement exec.Donor). A model's decode step updates its KV cache
 // this way: one new position written in place, not the whole cache copied.
+// The map is computed once per plan and shared: callers must not change it.
 func (p *Plan) InPlace() map[int]*Buffer {
+	if m := p.inPlace.Load(); m != nil {
+		return *m
+	}
+	m := p.inPlaceOf()
+	p.inPlace.Store(&m)
+	return m
+}
+
+func (p *Plan) inPlaceOf() map[int]*Buffer {
 	reads := map[*Buffer]int{}
 	for _, s := range p.Steps {
 		for _, op := range s.Kernel.Ins {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
@@ -188,6 +189,8 @@ type Plan struct {
 	// set_gemm_reduced_precision_f32(true). Off by default: f32 matmuls are
 	// computed in f32. The CPU ignores it.
 	AllowTF32 bool
+	// inPlace memoises InPlace (a plan does not change once built).
+	inPlace atomic.Pointer[map[int]*Buffer]
 	// Cache holds executor-private per-plan state keyed by executor (KeyOf;
 	// the GPU executor records there that every step is prepared).
 	Cache Cache
