@@ -143,7 +143,10 @@ func (d *Device) call(call func(a *runtimeAPI) error) error {
 	}
 	if t := tracer.Load(); t != nil {
 		start := time.Now()
-		defer func() { t.add(callerName(), time.Since(start)) }()
+		defer func() {
+			d := time.Since(start) // before naming the caller: the frame walk is not the call's time
+			t.add(callerName(), d)
+		}()
 	}
 	return call(d.api)
 }
