@@ -127,9 +127,35 @@ func (f *fwd) rmsNorm(x *graph.Tensor, name string) *graph.Tensor {
 	return x32.Mul(inv).Cast(f.m.dt).Mul(f.w[name+".weight"])
 }
 
+// linears is linear(x, name) for each of names, through their fused
+// weight fused+".weight" where the model stacked them (fusions): one
+// product, split along its last dim by views, each part's bias added.
+func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.Tensor {
+	out := make([]*graph.Tensor, len(names))
+	parts, ok := f.m.fused[fused+".weight"]
+	if !ok {
+		for i, n := range names {
+			out[i] = f.linear(x, n)
+		}
+		return out
+	}
+	y := f.linear(x, fused)
+	last := len(y.Shape()) - 1
+	off := 0
+	for i, pt := range parts {
+		out[i] = y.Narrow(last, off, pt.rows)
+		off += pt.rows
+		if b, ok := f.w[names[i]+".bias"]; ok {
+			out[i] = out[i].Add(b)
+		}
+	}
+	return out
+}
+
 // mlp is SwiGLU: down(silu(gate(h))·up(h)).
 func (f *fwd) mlp(h *graph.Tensor, p string) *graph.Tensor {
-	return f.linear(f.linear(h, p+"ffn_gate").Silu().Mul(f.linear(h, p+"ffn_up")), p+"ffn_down")
+	gu := f.linears(h, p+"ffn_gate_up", p+"ffn_gate", p+"ffn_up")
+	return f.linear(gu[0].Silu().Mul(gu[1]), p+"ffn_down")
 }
 
 // qkv projects h [B, T, C] to rotated queries [B, H, T, D], rotated keys
@@ -142,9 +168,10 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *g
 	// Rotated in the projections' own (b, t, h, d) layout (RopeThd), then
 	// transposed as views: rotating the transposed views would copy each
 	// to a contiguous layout first.
-	q = f.linear(h, p+"attn_q").Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
-	k = f.linear(h, p+"attn_k").Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
-	v = f.linear(h, p+"attn_v").Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
+	qkv := f.linears(h, p+"attn_qkv", p+"attn_q", p+"attn_k", p+"attn_v")
+	q = qkv[0].Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
+	k = qkv[1].Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
+	v = qkv[2].Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
 	return q, k, v
 }
 

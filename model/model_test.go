@@ -424,3 +424,51 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedProjections: the tiny model's q/k/v and gate/up matrices are
+// stacked into one weight each per layer (the parts are not graph inputs),
+// the decode step runs 6 products a layer plus the LM head, and the
+// logits are those of the reference (TestDecodeMatchesReference checks
+// every position; here one decode step of a fresh session).
+func TestFusedProjections(t *testing.T) {
+	dir, _, ref := tiny(t)
+	m := load(t, dir, Options{})
+	cfg := m.Config()
+	names := map[string]bool{}
+	for _, w := range m.weights {
+		names[w.name] = true
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		if !names[p+"attn_qkv.weight"] || !names[p+"ffn_gate_up.weight"] || names[p+"attn_q.weight"] || names[p+"ffn_up.weight"] {
+			t.Fatalf("layer %d weights: %v", l, names)
+		}
+	}
+	p, err := m.buildDecode(decodeKey{1, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	products := 0
+	for _, s := range p.Plan().Steps {
+		if s.Kernel.IsMatmul() {
+			products++
+		}
+	}
+	if want := 6*cfg.Layers + 1; products != want {
+		t.Errorf("%d products in a decode step, want %d", products, want)
+	}
+	seq := randomIDs(9, 6, cfg.Vocab)
+	want := ref.forward(seq)
+	s, _ := m.NewSession(1)
+	defer s.Close()
+	if _, err := s.Prefill(ctx, [][]int{seq[:5]}); err != nil {
+		t.Fatal(err)
+	}
+	logits, err := s.Decode(ctx, []int{seq[5]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := relErr(row(t, logits, 0), want[5]); e > tolF32 {
+		t.Errorf("decode after fusion: error %.3g, want ≤ %g", e, tolF32)
+	}
+}
