@@ -168,6 +168,24 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *g
 	// Rotated in the projections' own (b, t, h, d) layout (RopeThd), then
 	// transposed as views: rotating the transposed views would copy each
 	// to a contiguous layout first.
+	_, fused := f.m.fused[p+"attn_qkv.weight"]
+	_, qb := f.w[p+"attn_q.bias"]
+	_, kb := f.w[p+"attn_k.bias"]
+	if fused && !qb && !kb {
+		// One product and one rotation: the stacked projection's first
+		// Heads + KVHeads heads are the queries and keys, rotated as one
+		// [B, T, Heads+KVHeads, D] view (the same tables for every head),
+		// then split by views.
+		y := f.linear(h, p+"attn_qkv")
+		qk := y.Narrow(2, 0, c.qDim()+c.kvDim()).Reshape(b, t, c.Heads+c.KVHeads, c.HeadDim).RopeThd(cos, sin)
+		q = qk.Narrow(2, 0, c.Heads).Transpose(1, 2)
+		k = qk.Narrow(2, c.Heads, c.KVHeads).Transpose(1, 2)
+		v = y.Narrow(2, c.qDim()+c.kvDim(), c.kvDim())
+		if vb, ok := f.w[p+"attn_v.bias"]; ok {
+			v = v.Add(vb)
+		}
+		return q, k, v.Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
+	}
 	qkv := f.linears(h, p+"attn_qkv", p+"attn_q", p+"attn_k", p+"attn_v")
 	q = qkv[0].Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
 	k = qkv[1].Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
