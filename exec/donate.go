@@ -1,6 +1,10 @@
 package exec
 
-import "github.com/loomgraph/loom/plan"
+import (
+	"reflect"
+
+	"github.com/loomgraph/loom/plan"
+)
 
 // Donation: a run may write an output in the memory of an input the caller
 // gives up. A model's decode step is the case it exists for: the step
@@ -60,8 +64,9 @@ func undonate(inputs map[string]Value) (map[string]Value, map[string]bool) {
 // donations picks the outputs a run writes in donated inputs' memory:
 // output buffer ID → input buffer. It needs kept outputs (ok), a Donor
 // executor, the plan's consent (InPlace) and an input value resident on e
-// that no other input name also passes (its memory would change under the
-// other name's reads).
+// (of a comparable type, as resident tensors are: pointers) that no other
+// input name also passes (its memory would change under the other name's
+// reads).
 func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[string]bool, ok bool) map[int]*plan.Buffer {
 	d, isDonor := e.(Donor)
 	if !ok || !isDonor || len(names) == 0 {
@@ -73,16 +78,10 @@ func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[stri
 			continue
 		}
 		v := inputs[in.Name]
-		if _, resident, err := d.Adopt(v); !resident || err != nil {
+		if t := reflect.TypeOf(v); t == nil || !t.Comparable() {
 			continue
 		}
-		shared := false
-		for name, w := range inputs {
-			if name != in.Name && sameValue(v, w) {
-				shared = true
-			}
-		}
-		if shared {
+		if _, resident, err := d.Adopt(v); !resident || err != nil || passedTwice(inputs, in.Name, v) {
 			continue
 		}
 		if out == nil {
@@ -93,12 +92,14 @@ func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[stri
 	return out
 }
 
-// sameValue reports whether two input values are one (comparable) value.
-func sameValue(a, b Value) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false // not comparable
+// passedTwice reports whether v, of a comparable type, is also the value of
+// an input other than name. (Comparing interfaces panics only when both
+// hold one non-comparable type, which v's is not.)
+func passedTwice(inputs map[string]Value, name string, v Value) bool {
+	for n, w := range inputs {
+		if n != name && w == v {
+			return true
 		}
-	}()
-	return a == b
+	}
+	return false
 }

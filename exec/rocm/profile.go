@@ -152,11 +152,11 @@ func (e *Executor) profiledRun(ctx context.Context, p *stepProfile, s *plan.Step
 	return runErr
 }
 
-// stepLabel names a step by its ops and shapes: "matmul bf16 [1 2048]·[8192 2048]ᵀ"-like
-// for the single-op classes (their operands' shapes decide their cost),
-// "op+op+… dtype [shape]" for fused elementwise and row kernels.
+// stepLabel names a step by its ops and shapes: "matmul bf16 [1 2048] ·
+// [2048 8192] → [1 8192]" for a single-op step (its operands' logical
+// shapes decide its cost), "op+op+… dtype [shape]" for a fused elementwise
+// or row kernel.
 func stepLabel(k *plan.Kernel) string {
-	out := k.Instrs[len(k.Instrs)-1].Node
 	if len(k.Instrs) == 1 {
 		n := k.Instrs[0].Node
 		var b strings.Builder
@@ -174,5 +174,5 @@ func stepLabel(k *plan.Kernel) string {
 	if len(ops) > 8 {
 		ops = append(ops[:4:4], fmt.Sprintf("…(%d)…", len(ops)-7), ops[len(ops)-3], ops[len(ops)-2], ops[len(ops)-1])
 	}
-	return fmt.Sprintf("%s %s %v", strings.Join(ops, "+"), out.DType, k.Shape)
+	return fmt.Sprintf("%s %s %v", strings.Join(ops, "+"), k.Instrs[len(k.Instrs)-1].Node.DType, k.Shape)
 }
