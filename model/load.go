@@ -343,11 +343,7 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 				return fmt.Errorf("tensor %q: %w", fu, err)
 			}
 			delete(pending, fu)
-			rows := 0
-			for _, pt := range m.fused[fu] {
-				rows += pt.rows
-			}
-			name, w = fu, wspec{name: fu, shape: []int{rows, w.shape[1]}, matrix: true}
+			name, w = fu, wspec{name: fu, shape: []int{t.Shape()[0], w.shape[1]}, matrix: true}
 		}
 		if quantized {
 			m.quant[name] = s.format
