@@ -50,14 +50,21 @@ func CheckInputs(p *plan.Plan, inputs map[string]*tensor.Tensor) error {
 // executor-resident tensors.
 func CheckValues(p *plan.Plan, inputs map[string]Value) error {
 	var errs []error
+	given := 0 // plan inputs present in inputs
 	for _, b := range p.Inputs {
 		v, ok := inputs[b.Name]
+		if ok {
+			given++
+		}
 		switch {
 		case !ok || isNil(v):
 			errs = append(errs, fmt.Errorf("loom: run: missing input %q (%v%v)", b.Name, b.DType, b.Shape))
 		case v.DType() != b.DType || !slices.Equal(v.Shape(), b.Shape):
 			errs = append(errs, fmt.Errorf("loom: run: input %q is %v%v, graph declares %v%v", b.Name, v.DType(), v.Shape(), b.DType, b.Shape))
 		}
+	}
+	if given == len(inputs) {
+		return errors.Join(errs...) // no unknown names (a model's step has hundreds of inputs: no quadratic search)
 	}
 	for name := range inputs {
 		if !slices.ContainsFunc(p.Inputs, func(b *plan.Buffer) bool { return b.Name == name }) {
@@ -182,20 +189,8 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	for id, in := range aliases {
 		mem[id] = mem[in.ID]
 	}
-	for i, s := range p.Steps {
-		state.setStep(i)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("loom: run on %s: cancelled before step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
-		}
-		if fb, why := fallbackFor(e, s.Kernel); fb != nil {
-			if err := runFallback(ctx, fb, s, mem); err != nil {
-				return nil, fmt.Errorf("loom: run on %s: step %d (%s) on %s (%s): %w", e.Name(), i, s.Kernel.Name, fb.Fallback().Name(), why, err)
-			}
-			continue
-		}
-		if err := e.Run(ctx, s, mem); err != nil {
-			return nil, fmt.Errorf("loom: run on %s: step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
-		}
+	if err := runSteps(ctx, e, p, mem, state); err != nil {
+		return nil, err
 	}
 	if err := wait(ctx, e); err != nil {
 		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
@@ -260,4 +255,42 @@ func isNilExecutor(e Executor) bool {
 	}
 	v := reflect.ValueOf(e)
 	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// runSteps queues p's steps bound to mem: one by one, or, when ctx asks for
+// replays (WithReplay) and e is a Replayer and no step falls back to
+// another executor, through e's RunSteps, which may replay a recording of
+// them.
+func runSteps(ctx context.Context, e Executor, p *plan.Plan, mem []Memory, state *RunState) error {
+	each := func(ctx context.Context) error {
+		for i, s := range p.Steps {
+			state.setStep(i)
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("loom: run on %s: cancelled before step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
+			}
+			if fb, why := fallbackFor(e, s.Kernel); fb != nil {
+				if err := runFallback(ctx, fb, s, mem); err != nil {
+					return fmt.Errorf("loom: run on %s: step %d (%s) on %s (%s): %w", e.Name(), i, s.Kernel.Name, fb.Fallback().Name(), why, err)
+				}
+				continue
+			}
+			if err := e.Run(ctx, s, mem); err != nil {
+				return fmt.Errorf("loom: run on %s: step %d (%s): %w", e.Name(), i, s.Kernel.Name, err)
+			}
+		}
+		return nil
+	}
+	r, ok := e.(Replayer)
+	if !ok || !replayWanted(ctx) || len(p.Steps) == 0 {
+		return each(ctx)
+	}
+	for _, s := range p.Steps {
+		if fb, _ := fallbackFor(e, s.Kernel); fb != nil {
+			return each(ctx) // a step on another executor cannot be recorded
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("loom: run on %s: cancelled before its steps: %w", e.Name(), err)
+	}
+	return r.RunSteps(ctx, p, mem, each)
 }

@@ -229,11 +229,15 @@ func TestGPUSpeed1B(t *testing.T) {
 	for _, c := range []struct {
 		name, path string
 		dt         dtype.DType
-	}{{"bf16", dir, dtype.BF16}, {"q4_k", q4, dtype.BF16}} {
+		noReplay   bool
+	}{{"bf16", dir, dtype.BF16, false}, {"q4_k", q4, dtype.BF16, false}, {"bf16", dir, dtype.BF16, true}} {
 		if only != "" && only != c.name {
 			continue
 		}
-		m := load(t, c.path, Options{Executor: e, DType: c.dt})
+		if c.noReplay {
+			c.name += " (step by step: Options.NoReplay)"
+		}
+		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay})
 		// A first run compiles and warms up; the second is measured.
 		for i := range 2 {
 			l0 := e.Stats().Kernels.Launches
@@ -246,7 +250,7 @@ func TestGPUSpeed1B(t *testing.T) {
 				t.Logf("%s: weights %.2f GB; prefill of 512 tokens %s (%.0f tokens/s); decode %.1f tokens/s, %.0f%% of the copy bound %.1f tokens/s (%.0f GB/s); memory %v",
 					c.name, float64(m.WeightBytes())/1e9, g.Prefill.Round(time.Microsecond), g.PromptTokensPerSecond(),
 					g.DecodeTokensPerSecond(), 100*g.DecodeTokensPerSecond()/bound, bound, gbps, e.Stats().Memory)
-				t.Logf("%s: %.1f kernel launches a token (prefill included)", c.name, float64(e.Stats().Kernels.Launches-l0)/129)
+				t.Logf("%s: %.1f kernel launches a token (prefill included); replays so far %+v", c.name, float64(e.Stats().Kernels.Launches-l0)/129, e.ReplayStats())
 			}
 		}
 		m.Close()

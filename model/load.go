@@ -44,6 +44,13 @@ type Options struct {
 	// matrix is quantized. Float weights are converted to it when loaded;
 	// quantized weights stay quantized.
 	DType dtype.DType
+	// NoReplay runs every decode step kernel by kernel. By default decode
+	// steps run under exec.WithReplay: on an executor that records runs
+	// (the GPU's CUDA/HIP graphs) a step whose program and memory repeat
+	// the previous step's is replayed with one call (exec/replay.go). The
+	// results are the same; NoReplay (or LOOM_REPLAY=0 in the environment)
+	// is there to measure the difference and to debug.
+	NoReplay bool
 }
 
 // Model is a loaded llama-architecture decoder: its weights resident on an
@@ -54,6 +61,7 @@ type Model struct {
 	dt     dtype.DType
 	e      exec.Executor
 	maxSeq int
+	replay bool // decode steps run under exec.WithReplay
 
 	weights []wspec               // the graph's weight inputs, in load order
 	quant   map[string]quant.Type // block format of each quantized weight input
@@ -179,6 +187,7 @@ func Load(path string, opts Options) (*Model, error) {
 		e = cpu.New()
 	}
 	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
+		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0",
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
 		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{}}
 	if err := m.place(found, inv); err != nil {
@@ -428,6 +437,13 @@ func (m *Model) Close() error {
 	if !m.closed {
 		m.closed = true
 		m.free()
+		// The executor's recordings of the decode programs (exec.Replayer)
+		// hold scratch memory until they are forgotten.
+		if r, ok := m.e.(exec.Replayer); ok {
+			for _, p := range m.decodes {
+				r.Forget(p.Plan())
+			}
+		}
 	}
 	return nil
 }

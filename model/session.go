@@ -138,7 +138,7 @@ func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error)
 	}
 	idt, _ := tensor.New(idv, s.batch)
 	post, _ := tensor.New(posv, s.batch)
-	out, err := s.run(ctx, prog, map[string]exec.Value{inIDs: idt, inPos: post})
+	out, err := s.run(exec.WithReplay(ctx, s.m.replay), prog, map[string]exec.Value{inIDs: idt, inPos: post})
 	if err != nil {
 		return nil, err
 	}

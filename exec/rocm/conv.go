@@ -233,7 +233,7 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 			if ws, err = e.alloc.alloc(int64(need)); err != nil {
 				return fmt.Errorf("rocm: %s: %s workspace of %d bytes: %w", k.Name, cs.how, need, err)
 			}
-			defer e.alloc.release(ws) // stream-ordered: reused only by later work
+			defer e.releaseScratch(ws) // stream-ordered: reused only by later work
 		}
 		var wsp hip.DevPtr
 		if ws != nil {
@@ -291,7 +291,7 @@ func (e *Executor) convPortable(cs *convStep, x, w, out hip.DevPtr) error {
 	if err != nil {
 		return fmt.Errorf("im2col scratch: %w", err)
 	}
-	defer e.alloc.release(cols)
+	defer e.releaseScratch(cols)
 	im2col, err := kernels.Im2colEntry(cs.d)
 	if err != nil {
 		return err
@@ -351,7 +351,7 @@ func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) err
 	if err != nil {
 		return fmt.Errorf("col2im scratch: %w", err)
 	}
-	defer e.alloc.release(cols)
+	defer e.releaseScratch(cols)
 	for n0 := int64(0); n0 < int64(g.N); n0 += nb {
 		b := min(nb, int64(g.N)-n0)
 		for gr := int64(0); gr < int64(g.G); gr++ {

@@ -31,7 +31,17 @@ type Executor struct {
 	codes  *codeCache
 
 	launchMu sync.Mutex // launches are serialised on the one stream
-	poison   atomic.Int32
+	// gate keeps everyone but the capturing run off the stream while a
+	// run is recorded (replay.go); capturing is that recording.
+	gate      sync.RWMutex
+	capturing atomic.Pointer[recording]
+	rp        replays
+	memInfo   struct { // AvailableBytes' last query of the driver
+		mu                   sync.Mutex
+		free, mallocs, frees int64
+		at                   time.Time
+	}
+	poison atomic.Int32
 
 	modMu sync.Mutex
 	mods  map[string]*hip.Module  // code-object key → module loaded here
@@ -53,6 +63,7 @@ type Executor struct {
 var (
 	_ exec.Executor = (*Executor)(nil)
 	_ exec.Resident = (*Executor)(nil)
+	_ exec.Replayer = (*Executor)(nil)
 )
 
 func init() {
@@ -102,7 +113,10 @@ func newExecutor(dev *hip.Device, comp hip.Compiler) (*Executor, error) {
 		mods:   map[string]*hip.Module{}, fns: map[string]hip.Function{},
 	}
 	e.poison.Store(-1)
-	e.alloc = newAllocator(dev, e.Sync, dev.MemInfo)
+	// The allocator's drain passes the stream gate (replay.go): it can run
+	// under the allocator's lock, which a capturing run may wait for. A
+	// drain during a capture fails that capture; the run goes step by step.
+	e.alloc = newAllocator(dev, func() error { return dev.Synchronize(s) }, dev.MemInfo)
 	open.Store(e, struct{}{})
 	return e, nil
 }
@@ -181,12 +195,27 @@ func (e *Executor) Trim() (int64, error) { return e.alloc.trim() }
 // AvailableBytes is the device's free memory plus the allocator's cached
 // blocks (exec.MemoryBudget): the runner refuses a plan whose peak bytes
 // exceed it before allocating anything.
+//
+// The device's free memory is queried again only when this executor's
+// allocator has taken memory from the driver or given some back since the
+// last query, or a second has passed: the query costs ~25 µs, a run of a
+// decode step ~2 ms, and in a steady loop nothing changes. (Another
+// process's allocations go unseen for up to that second; the budget is a
+// guard against certain failure, and an allocation that fails anyway is
+// an error, not a crash.)
 func (e *Executor) AvailableBytes() (int64, error) {
-	free, _, err := e.dev.MemInfo()
-	if err != nil {
-		return 0, err
+	st := e.alloc.stats()
+	c := &e.memInfo
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || st.Mallocs != c.mallocs || st.Frees != c.frees || time.Since(c.at) > time.Second {
+		free, _, err := e.dev.MemInfo()
+		if err != nil {
+			return 0, err
+		}
+		c.free, c.mallocs, c.frees, c.at = int64(free), st.Mallocs, st.Frees, time.Now()
 	}
-	return int64(free) + e.alloc.stats().Cached, nil
+	return c.free + st.Cached, nil
 }
 
 // memory is the executor's exec.Memory: a block of device memory.
@@ -237,7 +266,10 @@ func (e *Executor) Upload(t *tensor.Tensor) (exec.Memory, error) {
 	}
 	if len(src) > 0 {
 		mm := m.(*memory)
-		if err := e.dev.MemcpyHtoD(mm.blk.ptr, unsafe.Pointer(&src[0]), uint64(len(src)), e.stream); err != nil {
+		leave := e.enter(nil)
+		err := e.dev.MemcpyHtoD(mm.blk.ptr, unsafe.Pointer(&src[0]), uint64(len(src)), e.stream)
+		leave()
+		if err != nil {
 			e.Free(m)
 			return nil, fmt.Errorf("rocm: upload %v: %w", t, err)
 		}
@@ -261,6 +293,7 @@ func (e *Executor) Download(m exec.Memory, b *plan.Buffer) (*tensor.Tensor, erro
 
 // Sync waits for all work queued on the executor's stream.
 func (e *Executor) Sync() error {
+	defer e.enter(nil)()
 	if ev := e.timer.end.Load(); ev != nil { // DeviceTime: the end of the timed work
 		if err := e.dev.Record(*ev, e.stream); err != nil {
 			return fmt.Errorf("rocm: record timing event: %w", err)
@@ -305,6 +338,7 @@ func (e *Executor) Close() error {
 	}
 	defer open.Delete(e)
 	errs := []error{e.Sync(), e.ProfileSteps(false), e.closeDNN(), e.closeGemm()}
+	e.DropReplays()
 	_, err := e.alloc.trim()
 	errs = append(errs, err)
 	e.modMu.Lock()
@@ -349,6 +383,7 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if err := e.checkOpen(); err != nil {
 		return err
 	}
+	defer e.enter(ctx)()
 	if p := e.prof.Load(); p != nil {
 		return e.profiledRun(ctx, p, s, mem)
 	}
@@ -406,7 +441,7 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 		if err != nil {
 			return fmt.Errorf("rocm: kernel %s: scratch of %d bytes: %w", k.Name, kp.scratch, err)
 		}
-		defer e.alloc.release(sb)
+		defer e.releaseScratch(sb)
 		args.Ptr(sb.ptr)
 	}
 	e.launchMu.Lock()

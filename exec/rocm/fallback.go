@@ -76,6 +76,7 @@ func (e *Executor) Write(m exec.Memory, t *tensor.Tensor) error {
 	if len(src) == 0 {
 		return nil
 	}
+	defer e.enter(nil)()
 	return e.dev.MemcpyHtoD(mm.blk.ptr, unsafe.Pointer(&src[0]), uint64(len(src)), e.stream)
 }
 
@@ -93,6 +94,7 @@ func (e *Executor) CopyGBps(n, reps int) (float64, error) {
 		return 0, err
 	}
 	defer e.alloc.release(dst)
+	defer e.enter(nil)()
 	if err := e.dev.MemsetD8(src.ptr, 0x3c, uint64(n), e.stream); err != nil {
 		return 0, err
 	}

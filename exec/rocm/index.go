@@ -74,7 +74,7 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 	var temps []*block
 	defer func() {
 		for _, b := range temps {
-			e.alloc.release(b)
+			e.releaseScratch(b)
 		}
 	}()
 	temp := func(n int64) (*block, error) {
@@ -203,7 +203,17 @@ func (e *Executor) errorFlag(ctx context.Context, k *plan.Kernel) (hip.DevPtr, f
 		}, nil
 	}
 	var fresh bool
-	p := state.Local(flagPoolKey{e}, func() any { fresh = true; return &flagPool{} }).(*flagPool)
+	var p *flagPool
+	if rec := e.capturing.Load(); rec != nil && ctx.Value(captureKey{}) == e {
+		// A recorded run: the flags belong to the recording, which checks
+		// them after every replay (replay.go).
+		if rec.flags == nil {
+			rec.flags = &flagPool{}
+		}
+		p = rec.flags
+	} else {
+		p = state.Local(flagPoolKey{e}, func() any { fresh = true; return &flagPool{} }).(*flagPool)
+	}
 	if fresh {
 		exec.DeferCheck(ctx, func() error { return e.checkFlags(p) }, func() {
 			for _, b := range p.chunks {

@@ -52,7 +52,10 @@ func (e *Executor) allocPoison(n int, kind plan.BufferKind, poison int32) (exec.
 	}
 	m := &memory{e: e, blk: b}
 	if poison >= 0 && n > 0 && kind != plan.BufInput {
-		if err := e.dev.MemsetD8(b.ptr, byte(poison), uint64(n), e.stream); err != nil {
+		leave := e.enter(nil)
+		err := e.dev.MemsetD8(b.ptr, byte(poison), uint64(n), e.stream)
+		leave()
+		if err != nil {
 			e.alloc.release(b)
 			return nil, fmt.Errorf("rocm: poison %d bytes: %w", n, err)
 		}

@@ -166,7 +166,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	if err != nil {
 		return fmt.Errorf("rocm: %s: dequantized weight chunk: %w", k.Name, err)
 	}
-	defer e.alloc.release(scratch)
+	defer e.releaseScratch(scratch)
 	for n0 := int64(0); n0 < N; n0 += chunk {
 		c := min(chunk, N-n0)
 		if err := e.dequant(f, n.DType, wp+hip.DevPtr(n0*int64(rb)), scratch.ptr, c*int64(K)); err != nil {

@@ -137,7 +137,10 @@ func (e *Executor) download(blk *block, dt dtype.DType, shape []int) (*tensor.Te
 	if blk.n < int64(len(dst)) {
 		return nil, fmt.Errorf("rocm: download %v%v: %d bytes of device memory for %d bytes", dt, shape, blk.n, len(dst))
 	}
-	if err := e.dev.MemcpyDtoH(unsafe.Pointer(&dst[0]), blk.ptr, uint64(len(dst)), e.stream); err != nil {
+	leave := e.enter(nil)
+	err = e.dev.MemcpyDtoH(unsafe.Pointer(&dst[0]), blk.ptr, uint64(len(dst)), e.stream)
+	leave()
+	if err != nil {
 		return nil, fmt.Errorf("rocm: download %v%v: %w", dt, shape, err)
 	}
 	return t, nil

@@ -76,12 +76,14 @@ func (e *Executor) DeviceTimeSpin(cycles int64, f func() error) (float64, error)
 	defer e.dev.DestroyEvent(end)
 	var args hip.Args
 	args.I64(cycles)
+	leave := e.enter(nil)
 	e.launchMu.Lock()
 	err = e.dev.Launch(t.spin, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, e.stream, &args)
 	if err == nil {
 		err = e.dev.Record(t.start, e.stream)
 	}
 	e.launchMu.Unlock()
+	leave()
 	if err != nil {
 		return 0, fmt.Errorf("rocm: device timing: %w", err)
 	}

@@ -97,6 +97,7 @@ func loadAMD() (*amdPlatform, error) {
 	if err := b.err(); err != nil {
 		return nil, err
 	}
+	p.api.graph.bind(h, path, hipGraphNames)
 	p.api.status = newStatusFunc(hipGetErrorName.fn)
 	p.initErr = p.api.status(hipInit.name, hipInit.fn(0))
 	return p, nil

@@ -42,6 +42,8 @@ type runtimeAPI struct {
 	eventElapsed      cfunc[func(ms *float32, start, end Event) int32]
 	eventDestroy      cfunc[func(e Event) int32]
 	memGetInfo        cfunc[func(free, total *uint64) int32]
+
+	graph graphAPI // optional (graph.go)
 }
 
 // runtimeNames are the symbols behind runtimeAPI on one platform.

@@ -67,6 +67,7 @@ func loadNVIDIA() (*nvidiaPlatform, error) {
 	if err := b.err(); err != nil {
 		return nil, err
 	}
+	p.api.graph.bind(h, path, cudaGraphNames)
 	p.api.status = newStatusFunc(func(rc int32) string {
 		var name *byte
 		if cuGetErrorName.fn(rc, &name) != 0 {
