@@ -40,9 +40,17 @@ type rowOptions struct {
 	// registers per thread); AMD ignores it (HIP gives that argument
 	// another meaning).
 	minBlocks int
+	// fewBlocks: a kernel whose rows would fill fewer blocks than this
+	// gets wider groups (down to one chunk per thread), so that more
+	// threads share the few rows. A decode step's rows are few and short
+	// (a softmax of 32 rows of 1024, an RMS norm of one row of 2048):
+	// with the bandwidth-tuned groups they filled 1–2 blocks of a GPU
+	// with 100+ multiprocessors and took 6–18 µs where a load's latency
+	// or two would do.
+	fewBlocks int
 }
 
-var defaultRowOptions = rowOptions{vecsPerThread: 4, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8}
+var defaultRowOptions = rowOptions{vecsPerThread: 4, maxGroup: 1024, cacheWords: 64, splitRows: 512, splitBlock: 256, splitVecs: 8, fewBlocks: 64}
 
 // Rows renders one planned row kernel (RowAxes > 0) for t. It fails, naming
 // the op and dtype, for anything it cannot render.

@@ -138,6 +138,13 @@ func newRowGen(k *plan.Kernel, t Target, opt rowOptions) (*rowGen, error) {
 		g.main = newGroupLaunch(g.rows, 1, 1, 1, wave)
 	} else {
 		g.main = newGroupLaunch(g.rows, g.nv, opt.vecsPerThread, opt.maxGroup, wave)
+		for g.main.blocks < opt.fewBlocks && g.main.group < min(opt.maxGroup, 1024) && g.main.group < g.nv {
+			wider := newGroupLaunch(g.rows, g.nv, (g.nv+2*g.main.group-1)/(2*g.main.group), opt.maxGroup, wave)
+			if wider.group <= g.main.group {
+				break
+			}
+			g.main = wider
+		}
 	}
 	// Two stages: one reduction, read in the one pass, whose row value
 	// (and what follows from it) is the output.

@@ -53,6 +53,8 @@ type replays struct {
 
 // ReplayStats counts what RunSteps did.
 type ReplayStats struct {
+	Runs     int64 // runs handed to RunSteps
+	Bindings int64 // runs with a binding not seen before (run step by step)
 	Recorded int64 // recordings made
 	Replayed int64 // runs replayed from a recording
 	Failed   int64 // captures that failed (their plans run step by step)
@@ -132,6 +134,7 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 	}
 	r := &e.rp
 	r.mu.Lock()
+	r.n.Runs++
 	pr := r.use(e, p)
 	if i := slices.IndexFunc(pr.recs, func(x *recording) bool { return x.key == key }); i >= 0 {
 		rec := pr.recs[i]
@@ -142,6 +145,7 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 	}
 	if pr.broken != nil || !slices.Contains(pr.seen, key) {
 		if pr.broken == nil && !slices.Contains(pr.seen, key) {
+			r.n.Bindings++
 			pr.seen = append(pr.seen, key)
 			if len(pr.seen) > replayBindings {
 				pr.seen = pr.seen[1:]

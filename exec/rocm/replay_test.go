@@ -68,6 +68,50 @@ func TestGPUReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i, s := range p.Plan().Steps {
+		if err := e.Supports(s.Kernel); err != nil {
+			t.Fatalf("step %d (%s) is not run on the GPU: %v", i, s.Kernel.Name, err)
+		}
+	}
+	// The same resident inputs three times: the second run records, the
+	// third replays.
+	{
+		vals := map[string]exec.Value{}
+		for k, h := range map[string]*tensor.Tensor{"cache": zeros, "pos": u32(2), "ids": u32(7), "long": host(2, 1<<16)} {
+			v, err := e.FromHost(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.Free()
+			vals[k] = v
+		}
+		for k, v := range resident {
+			vals[k] = v
+		}
+		var first map[string]*tensor.Tensor
+		for i := range 3 {
+			out, err := p.RunValues(ctx, e, vals, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]*tensor.Tensor{}
+			for k, v := range out {
+				got[k] = v.(*tensor.Tensor)
+			}
+			if i == 0 {
+				first = got
+				continue
+			}
+			for k := range first {
+				if !slices.Equal(got[k].Float64s(), first[k].Float64s()) {
+					t.Fatalf("run %d: %s differs from the first run's", i, k)
+				}
+			}
+		}
+		if st := e.ReplayStats(); st.Recorded != 1 || st.Replayed != 2 {
+			t.Fatalf("three runs with one binding: %+v, want 1 recording and 2 replays", st)
+		}
+	}
 	// The references first, so that the replayed loop below allocates and
 	// frees the same way every step (its binding repeats).
 	const steps = 8
@@ -113,8 +157,11 @@ func TestGPUReplay(t *testing.T) {
 	}
 	st := e.ReplayStats()
 	t.Logf("replays after %d steps: %+v (before: %+v)", steps, st, before)
-	if st.Recorded-before.Recorded != 1 || st.Replayed-before.Replayed < steps-3 || st.Failed != before.Failed {
-		t.Fatalf("replay stats %+v (before %+v): want 1 recording and at least %d replays", st, before, steps-3)
+	// The caching allocator may hand a run's temporaries and outputs each
+	// other's blocks from one run to the next, so a loop can alternate
+	// between two bindings: each is recorded on its second run.
+	if n := st.Recorded - before.Recorded; n < 1 || n > 2 || st.Replayed-before.Replayed < steps-4 || st.Failed != before.Failed {
+		t.Fatalf("replay stats %+v (before %+v): want 1 or 2 recordings and at least %d replays", st, before, steps-4)
 	}
 	if err := e.ReplayBroken(p.Plan()); err != nil {
 		t.Fatalf("capture failed: %v", err)
