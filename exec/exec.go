@@ -136,53 +136,66 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		return nil, err
 	}
 	ctx, state := withRunState(ctx)
-	defer state.release()
 	mem := make([]Memory, len(p.Buffers))
 	var uploaded, allocated []Memory
 	outIndex := map[int]int{} // buffer ID → index in allocated
+	releaseSlots := func() {}
+	// Memory is taken in the order outputs, inputs, temporary slots (then
+	// the steps' own scratch) and given back in the reverse order, the
+	// outputs last (or by the caller, after the run): a caching allocator
+	// with last-in-first-out free lists then hands the next run of the plan
+	// the same blocks, so its binding repeats and can be replayed (see
+	// WithReplay); with another order the blocks of two kinds can swap
+	// from one run to the next.
 	defer func() {
-		for _, m := range uploaded {
+		state.release()
+		releaseSlots()
+		for _, m := range slices.Backward(uploaded) {
 			e.Release(m)
 		}
-		for _, m := range allocated {
+		for _, m := range slices.Backward(allocated) {
 			if m != nil {
 				e.Free(m)
 			}
 		}
 	}()
-	slots, releaseSlots, err := allocSlots(e, p)
+	aliases := donations(e, p, inputs, donatedNames, keep && into == nil)
+	for _, b := range p.Buffers {
+		if _, ok := aliases[b.ID]; ok || b.Kind != plan.BufOutput {
+			continue // aliases are bound below, to their inputs' memory
+		}
+		m, alias, err := bindOutput(e, b, into)
+		if err != nil {
+			return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
+		}
+		mem[b.ID] = m
+		if alias {
+			uploaded = append(uploaded, m)
+			continue
+		}
+		outIndex[b.ID] = len(allocated)
+		allocated = append(allocated, m)
+	}
+	for _, b := range p.Buffers {
+		if b.Kind != plan.BufInput {
+			continue
+		}
+		m, up, err := bindInput(e, inputs[b.Name])
+		if err != nil {
+			return nil, fmt.Errorf("loom: run on %s: input %q: %w", e.Name(), b.Name, err)
+		}
+		mem[b.ID] = m
+		if up {
+			uploaded = append(uploaded, m)
+		}
+	}
+	slots, release, err := allocSlots(e, p)
 	if err != nil {
 		return nil, err
 	}
-	defer releaseSlots()
-	aliases := donations(e, p, inputs, donatedNames, keep && into == nil)
+	releaseSlots = release
 	for _, b := range p.Buffers {
-		if _, ok := aliases[b.ID]; ok {
-			continue // bound below, to its input's memory
-		}
-		switch b.Kind {
-		case plan.BufInput:
-			m, up, err := bindInput(e, inputs[b.Name])
-			if err != nil {
-				return nil, fmt.Errorf("loom: run on %s: input %q: %w", e.Name(), b.Name, err)
-			}
-			mem[b.ID] = m
-			if up {
-				uploaded = append(uploaded, m)
-			}
-		case plan.BufOutput:
-			m, alias, err := bindOutput(e, b, into)
-			if err != nil {
-				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
-			}
-			mem[b.ID] = m
-			if alias {
-				uploaded = append(uploaded, m)
-				continue
-			}
-			outIndex[b.ID] = len(allocated)
-			allocated = append(allocated, m)
-		case plan.BufTemp:
+		if b.Kind == plan.BufTemp {
 			mem[b.ID] = slots[b.Slot]
 		}
 	}

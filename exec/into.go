@@ -116,8 +116,8 @@ func allocSlots(e Executor, p *plan.Plan) ([]Memory, func(), error) {
 		return slots, release, nil
 	}
 	slots := make([]Memory, len(p.SlotBytes))
-	release := func() {
-		for _, m := range slots {
+	release := func() { // in the reverse order of allocation (see run)
+		for _, m := range slices.Backward(slots) {
 			if m != nil {
 				e.Free(m)
 			}
