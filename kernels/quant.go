@@ -103,6 +103,44 @@ func QMVWordEntry(t quant.Type, x dtype.DType, m int) (name string, align int, o
 	return name, align, true
 }
 
+// Q8XEntry names the kernel quantizing activations of dtype x to the 8-bit
+// blocks the loom_qmvq_* mat-vecs read: x [M, K] (contiguous, K a
+// multiple of 32) → qa [M·K] int8, dx [M·K/32] f32 block steps, sx
+// [M·K/16] f32 sums of 16 values (Q8XBytes in all); a thread per 4 values
+// (FlatLaunch of M·K/4).
+func Q8XEntry(x dtype.DType) (string, bool) {
+	o, ok := halfName(x)
+	return "loom_q8x_" + o, ok
+}
+
+// Q8XBytes is the scratch Q8XEntry's output takes for n = M·K values,
+// laid out qa, dx, sx (for n a multiple of 32 each part starts 4-byte
+// aligned, as its floats need; qa at the start of the allocation, 16-byte
+// aligned for the mat-vecs' 16-byte loads).
+func Q8XBytes(n int64) int64 { return n + n/32*4 + n/16*4 }
+
+// QMVQEntry names the mat-vec of weight format t on 8-bit activations
+// (Q8XEntry's) with output dtype x, for m activation rows (one row has its
+// own kernel); ok is false where there is none (formats other than Q4_0,
+// Q8_0, Q4_K and Q6_K). Block size and weight alignment are the
+// word-load kernels' (QMVWordThreads, QMVWordEntry's align).
+func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
+	o, ok := halfName(x)
+	if !ok {
+		return "", false
+	}
+	switch t {
+	case quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K:
+	default:
+		return "", false
+	}
+	name = "loom_qmvq_" + t.String() + "_" + o
+	if m == 1 {
+		name += "_m1"
+	}
+	return name, true
+}
+
 // QuantEntries lists every entry point of QuantSource.
 func QuantEntries() []string {
 	var out []string
@@ -118,8 +156,15 @@ func QuantEntries() []string {
 				if n, _, ok := QMVWordEntry(t, d, m); ok {
 					out = append(out, n)
 				}
+				if n, ok := QMVQEntry(t, d, m); ok {
+					out = append(out, n)
+				}
 			}
 		}
+	}
+	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		n, _ := Q8XEntry(d)
+		out = append(out, n)
 	}
 	return out
 }

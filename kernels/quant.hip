@@ -250,16 +250,19 @@ struct qmvw_x_f32 {
     loom_ld16_f32(d + 4, p + 4);
   }
   static LOOM_DEV float st(float v) { return v; }
+  static LOOM_DEV float ld1(const float* p) { return *p; }
 };
 struct qmvw_x_f16 {
   typedef unsigned short T;
   static LOOM_DEV void ld8(float* d, const unsigned short* p) { loom_ld16_f16(d, p); }
   static LOOM_DEV unsigned short st(float v) { return loom_f32_to_f16(v); }
+  static LOOM_DEV float ld1(const unsigned short* p) { return loom_f16_to_f32(*p); }
 };
 struct qmvw_x_bf16 {
   typedef unsigned short T;
   static LOOM_DEV void ld8(float* d, const unsigned short* p) { loom_ld16_bf16(d, p); }
   static LOOM_DEV unsigned short st(float v) { return loom_f32_to_bf16(v); }
+  static LOOM_DEV float ld1(const unsigned short* p) { return loom_bf16_to_f32(*p); }
 };
 
 // dot16(q, x): Σ q[i]·x[i] over 16 values.
@@ -482,3 +485,280 @@ LOOM_QMVW3(q4_0)
 LOOM_QMVW3(q8_0)
 LOOM_QMVW3(q4_k)
 LOOM_QMVW3(q6_k)
+
+// ---- loom_q8x_<x> and loom_qmvq_<fmt>_<x>: the mat-vec on 8-bit activations ----
+//
+// The word-load kernels above are bound by instructions, not bytes: every
+// weight costs a nibble extraction, a conversion to f32, an activation
+// conversion and a multiply-add, ~6 operations, which held a Q4_K mat-vec
+// of W13's size at ~30 µs, a quarter of the copy bandwidth. As Candle and
+// ggml do (mmvq), these quantize the activations once per product to 8
+// bits per 32-value block, and multiply 4 weights by 4 activations in one
+// integer dot-product instruction (dp4a on NVIDIA, v_dot4_i32_i8 on AMD
+// where the target has it, four multiplies elsewhere); the block's scales
+// are applied once per 8, 16 or 32 products.
+//
+// loom_q8x_<x>: x [M, K] (contiguous) → qa [M, K] int8, qa = rint(x/d)
+// with d = amax/127 of each 32-value block (0 for a block of zeros), dx
+// [M, K/32] the blocks' d, sx [M, K/16] the sums of each 16 values of x
+// (f32, before quantization: a format with a minimum or an offset needs
+// Σx over its sub-blocks). A thread per 4 values; the 8 threads of a
+// block meet by shuffles with xor 1, 2, 4, which stay inside aligned
+// groups of 8 lanes on 32- and 64-lane waves. K is a multiple of 32.
+//
+// The result differs from the f32 product by the activations' rounding,
+// |error| ≤ Σ_k |w_k|·d_k/2 over the row (d_k the block's step): the
+// conformance tolerance of quantized products (tests/conformance/quant.go)
+// is the CPU's, which quantizes the same way (GGML's Q8_0/Q8_K).
+
+LOOM_DEV int loom_dp4a(int a, int b, int c) {
+#if defined(LOOM_NVIDIA)
+  int r;
+  asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1030__) || defined(__gfx1031__) ||  \
+    defined(__gfx1032__) || defined(__gfx1034__) || defined(__gfx1035__)
+  return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+#pragma unroll
+  for (int i = 0; i < 32; i += 8) c += ((a << (24 - i)) >> 24) * ((b << (24 - i)) >> 24);
+  return c;
+#endif
+}
+
+template <class X>
+LOOM_DEV void q8x(const typename X::T* __restrict__ x, int* __restrict__ qa, float* __restrict__ dx,
+                  float* __restrict__ sx, long long n4) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const bool valid = i < n4;
+  const typename X::T* p = x + 4 * (valid ? i : 0);
+  float v[4], amax = 0.f, sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[j] = X::ld1(p + j);
+    amax = fmaxf(amax, fabsf(v[j]));
+    sum += v[j];
+  }
+#pragma unroll
+  for (int s = 1; s < 8; s <<= 1) amax = fmaxf(amax, loom_shfl_xor(amax, s));
+#pragma unroll
+  for (int s = 1; s < 4; s <<= 1) sum += loom_shfl_xor(sum, s);
+  const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+  unsigned int packed = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
+  if (valid) {
+    qa[i] = (int)packed;
+    if ((i & 3) == 0) sx[i >> 2] = sum;
+    if ((i & 7) == 0) dx[i >> 3] = d;
+  }
+}
+
+#define LOOM_Q8X(X, NAME)                                                                          \
+  extern "C" __global__ void __launch_bounds__(256) NAME(const X::T* __restrict__ x, int* __restrict__ qa, \
+                                                         float* __restrict__ dx, float* __restrict__ sx,   \
+                                                         long long n4) {                          \
+    q8x<X>(x, qa, dx, sx, n4);                                                                     \
+  }
+LOOM_Q8X(qmvw_x_f32, loom_q8x_f32)
+LOOM_Q8X(qmvw_x_f16, loom_q8x_f16)
+LOOM_Q8X(qmvw_x_bf16, loom_q8x_bf16)
+
+// qmvq_<fmt>(row, c, qa, dx, sx, K, M, acc): chunk c of a weight row (the
+// same chunks as the word-load kernels) times the quantized activations,
+// added into acc[0..M). Activation element e of row m is byte m·K + e of
+// qa; its block's step dx[(m·K + e)/32]; sx[(m·K + e)/16] the sum of its
+// 16 values.
+LOOM_DEV unsigned int qmvq_w32(const unsigned char* p) { return qmvw_u16(p) | (qmvw_u16(p + 2) << 16); }
+
+// Q4_0 block c: d, 16 bytes: weight i (low nibble of byte i) and i + 16
+// (high nibble), each q − 8: Σ = d·(dx·Σ q·a − 8·Σx).
+template <int MAXM>
+LOOM_DEV void qmvq_q4_0(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  const unsigned char* b = row + 18 * c;
+  const float d = qmvw_h(b);
+  int lo[4], hi[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const unsigned int w = qmvq_w32(b + 2 + 4 * k);
+    lo[k] = (int)(w & 0x0F0F0F0Fu);
+    hi[k] = (int)((w >> 4) & 0x0F0F0F0Fu);
+  }
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) {
+    if (m < M) {
+      const long long e = m * K + 32 * c;
+      const uint4 a = *reinterpret_cast<const uint4*>(qa + e / 4);
+      const uint4 a2 = *reinterpret_cast<const uint4*>(qa + e / 4 + 4);
+      int s = loom_dp4a(lo[0], (int)a.x, 0);
+      s = loom_dp4a(lo[1], (int)a.y, s);
+      s = loom_dp4a(lo[2], (int)a.z, s);
+      s = loom_dp4a(lo[3], (int)a.w, s);
+      s = loom_dp4a(hi[0], (int)a2.x, s);
+      s = loom_dp4a(hi[1], (int)a2.y, s);
+      s = loom_dp4a(hi[2], (int)a2.z, s);
+      s = loom_dp4a(hi[3], (int)a2.w, s);
+      acc[m] = fmaf(d, dx[e / 32] * (float)s - 8.f * (sx[e / 16] + sx[e / 16 + 1]), acc[m]);
+    }
+  }
+}
+
+// Q8_0 block c: d, 32 signed bytes: Σ = d·dx·Σ q·a.
+template <int MAXM>
+LOOM_DEV void qmvq_q8_0(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  const unsigned char* b = row + 34 * c;
+  const float d = qmvw_h(b);
+  int q[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) q[k] = (int)qmvq_w32(b + 2 + 4 * k);
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) {
+    if (m < M) {
+      const long long e = m * K + 32 * c;
+      const uint4 a = *reinterpret_cast<const uint4*>(qa + e / 4);
+      const uint4 a2 = *reinterpret_cast<const uint4*>(qa + e / 4 + 4);
+      int s = loom_dp4a(q[0], (int)a.x, 0);
+      s = loom_dp4a(q[1], (int)a.y, s);
+      s = loom_dp4a(q[2], (int)a.z, s);
+      s = loom_dp4a(q[3], (int)a.w, s);
+      s = loom_dp4a(q[4], (int)a2.x, s);
+      s = loom_dp4a(q[5], (int)a2.y, s);
+      s = loom_dp4a(q[6], (int)a2.z, s);
+      s = loom_dp4a(q[7], (int)a2.w, s);
+      acc[m] = fmaf(d * dx[e / 32], (float)s, acc[m]);
+    }
+  }
+}
+
+// Q4_K chunk c (part h of quarter j of super-block c/8, as qmvw_q4_k):
+// low nibbles are 16 weights of sub-block 2j, high nibbles 16 of 2j + 1;
+// Σ = d·sc·dx·Σ q·a − dmin·m·Σx per sub-block's 16.
+template <int MAXM>
+LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  const long long sb = c >> 3;
+  const int t = (int)(c & 7), j = t >> 1, h = t & 1;
+  const unsigned char* b = row + 144 * sb;
+  const unsigned int dm = qmvw_u32(b);
+  const float d = loom_f16_to_f32((unsigned short)(dm & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(dm >> 16));
+  unsigned int s[3];
+  s[0] = qmvw_u32(b + 4);
+  s[1] = qmvw_u32(b + 8);
+  s[2] = qmvw_u32(b + 12);
+  float sc0, m0, sc1, m1;
+  qmvw_scale_min_k4(s, 2 * j, &sc0, &m0);
+  qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &m1);
+  const uint4 qw = *reinterpret_cast<const uint4*>(b + 16 + 32 * j + 16 * h);
+  const unsigned int qs[4] = {qw.x, qw.y, qw.z, qw.w};
+  int lo[4], hi[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
+    hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
+  }
+  const float d0 = d * sc0, d1 = d * sc1, n0 = dmin * m0, n1 = dmin * m1;
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) {
+    if (m < M) {
+      const long long e = m * K + 256 * sb + 64 * j + 16 * h;
+      const uint4 a = *reinterpret_cast<const uint4*>(qa + e / 4);
+      const uint4 a2 = *reinterpret_cast<const uint4*>(qa + e / 4 + 8);
+      int s0 = loom_dp4a(lo[0], (int)a.x, 0);
+      s0 = loom_dp4a(lo[1], (int)a.y, s0);
+      s0 = loom_dp4a(lo[2], (int)a.z, s0);
+      s0 = loom_dp4a(lo[3], (int)a.w, s0);
+      int s1 = loom_dp4a(hi[0], (int)a2.x, 0);
+      s1 = loom_dp4a(hi[1], (int)a2.y, s1);
+      s1 = loom_dp4a(hi[2], (int)a2.z, s1);
+      s1 = loom_dp4a(hi[3], (int)a2.w, s1);
+      float v = acc[m];
+      v = fmaf(d0 * dx[e / 32], (float)s0, v);
+      v = fmaf(-n0, sx[e / 16], v);
+      v = fmaf(d1 * dx[e / 32 + 1], (float)s1, v);
+      acc[m] = fmaf(-n1, sx[e / 16 + 2], v);
+    }
+  }
+}
+
+// Q6_K chunk c (as qmvw_q6_k): 8 positions of each of four 32-weight
+// quarters r, one scale each; the 6-bit q (0…63) go into the dot product
+// as they are and the offset 32 comes off as 32·Σa (a dot product with
+// ones): Σ = d·scale·dx·(Σ q·a − 32·Σ a).
+template <int MAXM>
+LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  const long long sb = c >> 3;
+  const int t = (int)(c & 7), hf = t >> 2, l0 = 8 * (t & 3);
+  const unsigned char* b = row + 210 * sb;
+  const unsigned char* ql = b + 64 * hf + l0;
+  const unsigned char* qh = b + 128 + 32 * hf + l0;
+  const signed char* scl = reinterpret_cast<const signed char*>(b + 192 + 8 * hf + (l0 >> 4));
+  const float d = qmvw_h(b + 208);
+  int q[4][2];
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const unsigned int L = qmvq_w32(ql + 4 * w), L2 = qmvq_w32(ql + 32 + 4 * w), H = qmvq_w32(qh + 4 * w);
+    q[0][w] = (int)((L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4));
+    q[1][w] = (int)((L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4));
+    q[2][w] = (int)(((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4));
+    q[3][w] = (int)(((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4));
+  }
+  float ds[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) ds[r] = d * (float)scl[2 * r];
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) {
+    if (m < M) {
+      float v = acc[m];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const long long e = m * K + 256 * sb + 128 * hf + 32 * r + l0;
+        const uint2 a = *reinterpret_cast<const uint2*>(qa + e / 4);
+        const int s = loom_dp4a(q[r][1], (int)a.y, loom_dp4a(q[r][0], (int)a.x, 0));
+        const int n = loom_dp4a(0x01010101, (int)a.y, loom_dp4a(0x01010101, (int)a.x, 0));
+        v = fmaf(ds[r] * dx[e / 32], (float)(s - 32 * n), v);
+      }
+      acc[m] = v;
+    }
+  }
+}
+
+#define LOOM_QMVQ(FMT, X, MAXM, NAME)                                                                  \
+  extern "C" __global__ void __launch_bounds__(QMVW_THREADS) NAME(                                 \
+      const unsigned char* __restrict__ w, const int* __restrict__ qa, const float* __restrict__ dx, \
+      const float* __restrict__ sx, X::T* __restrict__ y, int M, long long K, long long N,          \
+      long long rowBytes, long long ldy) {                                                        \
+    const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
+    const int groups = QMVW_THREADS / QMV_GROUP;                                                  \
+    const long long chunks = K / 32;                                                              \
+    for (long long base = (long long)blockIdx.x * groups; base < N; base += (long long)gridDim.x * groups) { \
+      const long long n = base + group;                                                           \
+      const bool valid = n < N;                                                                   \
+      const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
+      float acc[MAXM];                                                                            \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
+      for (long long c = lane; c < chunks; c += QMV_GROUP) qmvq_##FMT<MAXM>(row, c, qa, dx, sx, K, M, acc); \
+      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
+        if (m < M) {                                                                              \
+          float v = acc[m];                                                                       \
+          _Pragma("unroll") for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s); \
+          if (valid && lane == 0) y[m * ldy + n] = X::st(v);                                      \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+#define LOOM_QMVQ2(FMT, X, NAME)           \
+  LOOM_QMVQ(FMT, X, QMV_MAXM, NAME)         \
+  LOOM_QMVQ(FMT, X, 1, NAME##_m1)
+#define LOOM_QMVQ3(FMT)                                    \
+  LOOM_QMVQ2(FMT, qmvw_x_f32, loom_qmvq_##FMT##_f32)        \
+  LOOM_QMVQ2(FMT, qmvw_x_f16, loom_qmvq_##FMT##_f16)        \
+  LOOM_QMVQ2(FMT, qmvw_x_bf16, loom_qmvq_##FMT##_bf16)
+
+LOOM_QMVQ3(q4_0)
+LOOM_QMVQ3(q8_0)
+LOOM_QMVQ3(q4_k)
+LOOM_QMVQ3(q6_k)

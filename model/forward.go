@@ -51,6 +51,11 @@ const (
 	inRopeCos = "rope.cos" // [MaxSeqLen, HeadDim/2]
 	inRopeSin = "rope.sin"
 	outLogits = "logits" // f32 [B, V] (last position) or [B, T, V]
+	// Decode programs also pick the greedy token on the device, so that a
+	// greedy step copies 8 bytes a sequence to the host instead of the
+	// logits (513 KB for a vocabulary of 128256) and scans nothing there.
+	outArgmax = "argmax"    // u32 [B]: the first index of the largest logit
+	outMaxLog = "max_logit" // f32 [B]: that logit (NaN when a logit is NaN)
 )
 
 func inCache(kv string, layer int) string  { return fmt.Sprintf("cache.%s.%d", kv, layer) }
@@ -294,6 +299,9 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		x = x.Add(f.linear(f.attend(q, ka, va, keep), p+"attn_output"))
 		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
 	}
-	g.Output(outLogits, f.logits(x.Reshape(b, c.Hidden)))
+	lg := f.logits(x.Reshape(b, c.Hidden))
+	g.Output(outLogits, lg)
+	g.Output(outArgmax, lg.Argmax(1, false))
+	g.Output(outMaxLog, lg.Max(false, 1))
 	return g.Compile(graph.Options{})
 }

@@ -152,6 +152,16 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 			gen.StopReason = StopContextFull
 			return gen, nil
 		}
+		if sampler.temperature == 0 {
+			// Greedy: the executor picks the token (Session.decodeGreedy).
+			next, err := s.decodeGreedy(ctx, []int{id})
+			if err != nil {
+				return nil, err
+			}
+			gen.DecodeSteps++
+			id = next[0]
+			continue
+		}
 		if logits, err = s.Decode(ctx, []int{id}); err != nil {
 			return nil, err
 		}

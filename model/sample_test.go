@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -180,5 +181,55 @@ func TestSamplerErrors(t *testing.T) {
 	}
 	if _, err := s.Sample(nil); err == nil {
 		t.Error("no logits accepted")
+	}
+}
+
+// TestDecodeGreedy: the greedy token a decode step picks on the executor
+// (decodeGreedy: the program's argmax and max outputs) is the host
+// sampler's pick from the same step's logits, over several steps of two
+// sessions fed alike.
+func TestDecodeGreedy(t *testing.T) {
+	dir, _, _ := tiny(t)
+	m := load(t, dir, Options{})
+	ctx := context.Background()
+	a, err := m.NewSession(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := m.NewSession(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	prompt := randomIDs(5, 7, m.Config().Vocab)
+	if _, err := a.Prefill(ctx, [][]int{prompt}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Prefill(ctx, [][]int{prompt}); err != nil {
+		t.Fatal(err)
+	}
+	greedy, err := NewSampler(GenerateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := prompt[len(prompt)-1]
+	for step := range 6 {
+		logits, err := a.Decode(ctx, []int{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sample(greedy, logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.decodeGreedy(ctx, []int{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("step %d: decodeGreedy %v, host argmax %d", step, got, want)
+		}
+		id = want
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -101,12 +103,12 @@ func (s *Session) prefill(ctx context.Context, prompts [][]int, all bool) (*tens
 		return nil, err
 	}
 	ids, _ := tensor.New(flat, s.batch*t)
-	out, err := s.run(ctx, prog, map[string]exec.Value{inIDs: ids})
+	out, err := s.run(ctx, prog, map[string]exec.Value{inIDs: ids}, outLogits)
 	if err != nil {
 		return nil, err
 	}
 	s.pos = t
-	return out, nil
+	return out[outLogits], nil
 }
 
 // Decode appends one token to each sequence (ids[b] to sequence b) and
@@ -114,6 +116,42 @@ func (s *Session) prefill(ctx context.Context, prompts [][]int, all bool) (*tens
 // have been prefilled and hold fewer than MaxSeqLen positions. On error the
 // session is unchanged.
 func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error) {
+	out, err := s.decode(ctx, ids, outLogits)
+	if err != nil {
+		return nil, err
+	}
+	return out[outLogits], nil
+}
+
+// decodeGreedy is Decode that returns each sequence's greedy token (the
+// first id of the largest logit), picked on the executor: only the ids and
+// their logits come to the host. A NaN logit is an error, as in Sampler.
+func (s *Session) decodeGreedy(ctx context.Context, ids []int) ([]int, error) {
+	out, err := s.decode(ctx, ids, outArgmax, outMaxLog)
+	if err != nil {
+		return nil, err
+	}
+	am, err := tensor.Values[uint32](out[outArgmax])
+	if err != nil {
+		return nil, err
+	}
+	mx, err := tensor.Values[float32](out[outMaxLog])
+	if err != nil {
+		return nil, err
+	}
+	next := make([]int, len(am))
+	for i, a := range am {
+		if mx[i] != mx[i] {
+			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a)
+		}
+		next[i] = int(a)
+	}
+	return next, nil
+}
+
+// decode runs a decode step and returns the outputs named in want on the
+// host.
+func (s *Session) decode(ctx context.Context, ids []int, want ...string) (map[string]*tensor.Tensor, error) {
 	const op = "decode"
 	switch {
 	case len(s.cache) == 0:
@@ -138,7 +176,7 @@ func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error)
 	}
 	idt, _ := tensor.New(idv, s.batch)
 	post, _ := tensor.New(posv, s.batch)
-	out, err := s.run(exec.WithReplay(ctx, s.m.replay), prog, map[string]exec.Value{inIDs: idt, inPos: post})
+	out, err := s.run(exec.WithReplay(ctx, s.m.replay), prog, map[string]exec.Value{inIDs: idt, inPos: post}, want...)
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +185,11 @@ func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error)
 }
 
 // run executes prog with the model's resident inputs, the session's cache
-// and extra, then swaps in the new cache and returns the logits on the
-// host.
-func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string]exec.Value) (*tensor.Tensor, error) {
+// and extra, then swaps in the new cache and returns the outputs named in
+// want on the host. The other outputs are freed in the reverse of the
+// order the runner allocated them, so that the next step's run gets the
+// same memory and can be replayed (exec.WithReplay).
+func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string]exec.Value, want ...string) (map[string]*tensor.Tensor, error) {
 	m := s.m
 	m.mu.Lock()
 	closed := m.closed
@@ -180,12 +220,22 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	logits, err := hostValue(out[outLogits])
-	freeValue(out[outLogits])
-	if err != nil {
-		for _, v := range out {
-			freeValue(v)
+	host := map[string]*tensor.Tensor{}
+	for _, name := range want {
+		if host[name], err = hostValue(out[name]); err != nil {
+			break
 		}
+	}
+	isCache := map[string]bool{}
+	for l := range m.cfg.Layers {
+		isCache[outCache("k", l)], isCache[outCache("v", l)] = true, true
+	}
+	for _, b := range slices.Backward(prog.Plan().Buffers) {
+		if b.Kind == plan.BufOutput && (!isCache[b.Name] || err != nil) {
+			freeValue(out[b.Name])
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	for l := range m.cfg.Layers {
@@ -196,7 +246,7 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 			s.cache[inCache(kv, l)] = out[outCache(kv, l)]
 		}
 	}
-	return logits, nil
+	return host, nil
 }
 
 func (m *Model) checkID(op string, id int) error {

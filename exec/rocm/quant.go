@@ -20,16 +20,22 @@ import (
 //   - dequantize: one kernel, one thread per output element, GGML's
 //     formulas (bit-exact with package quant's Go twins);
 //   - qmatmul with at most kernels.QMVMaxRows activation rows (decode):
-//     the mat-vec kernel, reading each weight block once and multiplying
-//     the dequantized weights with the activations in f32;
+//     for Q4_0, Q8_0, Q4_K and Q6_K the activations are quantized to 8
+//     bits per 32-value block (loom_q8x_*, into scratch) and the mat-vec
+//     multiplies 4 weights by 4 activations per integer dot product
+//     (loom_qmvq_*), as Candle's and ggml's mmvq do; the other formats
+//     (and LOOM_QMV=word or bytewise) take a mat-vec that reads each
+//     weight block once and multiplies the dequantized weights with the
+//     activations in f32;
 //   - qmatmul with more rows (prefill): the weight rows are dequantized to
 //     the activations' dtype in chunks of at most qmatmulScratch bytes and
 //     multiplied on the GEMM engine of matmul steps (cuBLAS, rocBLAS or the
 //     portable GEMM), accumulating in f32.
 //
-// Unlike the CPU (GGML's algorithm, activations quantized to Q8), the GPU
-// never quantizes activations: results differ from the CPU's by the
-// activations' quantization error, as Candle's CUDA and CPU results do.
+// Decode products on the 8-bit path differ from the f32 product by the
+// activations' rounding, as the CPU's (GGML's Q8 activations) do; the two
+// round differently (per 32 values on the GPU, GGML's block sizes on the
+// CPU), as Candle's CUDA and CPU results do.
 
 // qmatmulScratch bounds the dequantized weight chunk of a prefill qmatmul.
 var qmatmulScratch int64 = 256 << 20
@@ -85,9 +91,14 @@ func (e *Executor) quantFunction(name string) (hip.Function, error) {
 // set it directly.
 var qmvBytewise = os.Getenv("LOOM_QMV") == "bytewise"
 
-// qmvWordLaunches counts word-load mat-vec launches (tests check the path
-// they mean to test was taken).
-var qmvWordLaunches atomic.Int64
+// qmvF32 makes decode-sized quantized products multiply in f32 (the
+// word-load or byte-wise kernels) instead of on 8-bit activations:
+// LOOM_QMV=word (or bytewise). Tests set it directly.
+var qmvF32 = qmvBytewise || os.Getenv("LOOM_QMV") == "word"
+
+// qmvWordLaunches and qmvQ8Launches count word-load and 8-bit mat-vec
+// launches (tests check the path they mean to test was taken).
+var qmvWordLaunches, qmvQ8Launches atomic.Int64
 
 // runQuant queues a quantized step.
 func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
@@ -132,6 +143,11 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
 	}
 	if M <= kernels.QMVMaxRows {
+		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
+			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
+				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
+			}
+		}
 		name, err := kernels.QMVEntry(f, n.DType)
 		if err != nil {
 			return err
@@ -177,6 +193,47 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 			return fmt.Errorf("rocm: %s (%s): %w", k.Name, e.GEMMBackend(), err)
 		}
 	}
+	return nil
+}
+
+// qmvQ8 queues a decode product on 8-bit activations: x [M, K] quantized
+// into scratch (loom_q8x_*), then the mat-vec qname over it.
+func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.DevPtr, M, K, N, rowBytes int64) error {
+	xname, _ := kernels.Q8XEntry(dt)
+	qx, err := e.quantFunction(xname)
+	if err != nil {
+		return err
+	}
+	fn, err := e.quantFunction(qname)
+	if err != nil {
+		return err
+	}
+	n := M * K
+	scratch, err := e.alloc.alloc(kernels.Q8XBytes(n))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: 8-bit activations: %w", step, err)
+	}
+	defer e.releaseScratch(scratch) // stream-ordered: reused only by later work
+	qa := scratch.ptr
+	dx := qa + hip.DevPtr(n)
+	sx := dx + hip.DevPtr(n/32*4)
+	var a hip.Args
+	a.Ptr(xp).Ptr(qa).Ptr(dx).Ptr(sx).I64(n / 4)
+	grid, blk := kernels.FlatLaunch(int(n / 4))
+	var b hip.Args
+	b.Ptr(wp).Ptr(qa).Ptr(dx).Ptr(sx).Ptr(out).I32(int32(M)).I64(K).I64(N).I64(rowBytes).I64(N)
+	rows := int64(kernels.QMVWordRowsPerBlock)
+	qgrid := [3]uint32{uint32(min((N+rows-1)/rows, 65535*16)), 1, 1}
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(qx, grid, blk, 0, e.stream, &a); err != nil {
+		return fmt.Errorf("rocm: %s: launch %s: %w", step, xname, err)
+	}
+	if err := e.dev.Launch(fn, qgrid, [3]uint32{kernels.QMVWordThreads, 1, 1}, 0, e.stream, &b); err != nil {
+		return fmt.Errorf("rocm: %s: launch %s: %w", step, qname, err)
+	}
+	e.launches.Add(2)
+	qmvQ8Launches.Add(1)
 	return nil
 }
 
