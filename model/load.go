@@ -187,9 +187,9 @@ func Load(path string, opts Options) (*Model, error) {
 		e = cpu.New()
 	}
 	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
-		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0",
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
-		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{}}
+		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
+		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0"}
 	if err := m.place(found, inv); err != nil {
 		m.free()
 		return fail(err)
