@@ -98,11 +98,12 @@ func noFallback(t *testing.T, m *Model) {
 }
 
 // TestGPUQuantized: a Q4_K file on the GPU against the dequantized
-// reference. Unlike the CPU (GGML's algorithm, activations quantized to
-// Q8_K), the GPU never quantizes activations (exec/rocm/quant.go): prefill
-// dequantizes weight chunks and multiplies in f32, decode's mat-vec
-// multiplies dequantized weights with f32 activations. So the error is
-// float32 rounding only, and the f32 tolerance applies.
+// reference. Prefill dequantizes weight chunks and multiplies in f32
+// (exec/rocm/quant.go), so the prompt's positions have float32 rounding
+// only and the f32 tolerance applies. Decode's mat-vecs quantize the
+// activations to 8 bits per 32 values, as the CPU does (GGML's Q8_K), so
+// the decoded positions get the CPU's Q4_K tolerance
+// (TestGGUFQuantized).
 func TestGPUQuantized(t *testing.T) {
 	e := openGPU(t)
 	_, w, _ := tiny(t)
@@ -116,8 +117,12 @@ func TestGPUQuantized(t *testing.T) {
 	got := prefillDecode(t, m, prompt, more)
 	noFallback(t, m)
 	for p := range got {
-		if err := relErr(got[p], want[p]); err > tolF32 {
-			t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tolF32)
+		tol := tolF32
+		if p >= len(prompt) {
+			tol = 4e-2
+		}
+		if err := relErr(got[p], want[p]); err > tol {
+			t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tol)
 		}
 	}
 }

@@ -136,8 +136,11 @@ func TestGPUQMVQ8(t *testing.T) {
 						t.Fatal(err)
 					}
 					xv := make([]float64, c.m*c.k)
-					for i := range xv {
-						xv[i] = (r.Float64()*2 - 1) * math.Exp(3*r.NormFloat64()) // blocks of very different scales
+					for b := 0; b < len(xv); b += 32 { // blocks of very different scales
+						scale := math.Ldexp(1, r.IntN(12)-8)
+						for i := b; i < b+32; i++ {
+							xv[i] = (r.Float64()*2 - 1) * scale
+						}
 					}
 					for i := range 32 { // one block of zeros
 						xv[(c.m-1)*c.k+i] = 0

@@ -39,9 +39,12 @@ func TestGPUReplay(t *testing.T) {
 	long := g.Input("long", dtype.F32, 2, 1<<16)
 	nw := g.Input("nw", dtype.F32, 256)
 	x := table.IndexSelect(ids, 0) // [1, 64]
-	g.Output("next", cache.Scatter(pos.Reshape(1, 1, 1).BroadcastTo(2, 1, 64), x.Reshape(1, 1, 64).BroadcastTo(2, 1, 64), 1))
+	// The scatter's output is read on (not its input), so the cache can be
+	// donated: it stays in one block from step to step, as a model's.
+	next := cache.Scatter(pos.Reshape(1, 1, 1).BroadcastTo(2, 1, 64), x.Reshape(1, 1, 64).BroadcastTo(2, 1, 64), 1)
+	g.Output("next", next)
 	g.Output("mv", x.Matmul(w).Softmax(1)) // gemv + softmax
-	g.Output("mm", cache.Reshape(16, 64).Matmul(big).RmsNorm(nw, 1e-5))
+	g.Output("mm", next.Reshape(16, 64).Matmul(big).RmsNorm(nw, 1e-5))
 	g.Output("sum", long.Sum(1)) // two-stage row reduction
 	p, err := g.Compile(graph.Options{})
 	if err != nil {
@@ -138,9 +141,13 @@ func TestGPUReplay(t *testing.T) {
 		for k, v := range resident {
 			vals[k] = v
 		}
+		blk := dc.blk
 		out, err := p.RunValues(ctx, e, vals, true)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
+		}
+		if out["next"].(*Tensor).blk != blk {
+			t.Fatalf("step %d: the cache was not donated", step)
 		}
 		for _, name := range []string{"next", "mv", "mm", "sum"} {
 			got, err := out[name].(*Tensor).ToHost()
