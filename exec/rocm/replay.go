@@ -76,6 +76,13 @@ type recording struct {
 	flags    *flagPool // error flags the recorded steps set (nil: none)
 	launches int64     // kernel launches recorded (counted per replay)
 	qmvw     int64     // of which word-load quantized mat-vecs
+	qmvq     int64     // and 8-bit ones
+	// users counts the runs replaying rec whose final checks have not
+	// run yet; a dropped recording is destroyed when the last one ends
+	// (its graph may be queued and its flags are read after the run's
+	// wait). Both are guarded by replays.mu.
+	users   int
+	dropped bool
 }
 
 // captureKey marks the context of the steps a capture records, with the
@@ -140,6 +147,7 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 		rec := pr.recs[i]
 		pr.recs = append(slices.Delete(pr.recs, i, i+1), rec)
 		r.n.Replayed++
+		rec.users++
 		r.mu.Unlock()
 		return e.replay(ctx, rec)
 	}
@@ -177,6 +185,7 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 		pr.recs = pr.recs[1:]
 	}
 	r.n.Replayed++
+	rec.users++
 	r.mu.Unlock()
 	return e.replay(ctx, rec)
 }
@@ -213,7 +222,7 @@ func (e *Executor) record(ctx context.Context, key string, steps func(context.Co
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	rec := &recording{key: key}
-	launches, qmvw := e.launches.Load(), qmvWordLaunches.Load()
+	launches, qmvw, qmvq := e.launches.Load(), qmvWordLaunches.Load(), qmvQ8Launches.Load()
 	if err := e.dev.BeginCapture(e.stream); err != nil {
 		return nil, fmt.Errorf("rocm: begin capture: %w", err)
 	}
@@ -223,8 +232,10 @@ func (e *Executor) record(ctx context.Context, key string, steps func(context.Co
 	graph, cerr := e.dev.EndCapture(e.stream)
 	rec.launches = e.launches.Load() - launches
 	rec.qmvw = qmvWordLaunches.Load() - qmvw
+	rec.qmvq = qmvQ8Launches.Load() - qmvq
 	e.launches.Add(-rec.launches) // nothing ran: replays count them
 	qmvWordLaunches.Add(-rec.qmvw)
+	qmvQ8Launches.Add(-rec.qmvq)
 	if serr != nil || cerr != nil {
 		if graph != 0 {
 			e.dev.DestroyGraph(graph)
@@ -243,29 +254,58 @@ func (e *Executor) record(ctx context.Context, key string, steps func(context.Co
 }
 
 // replay queues rec's work and, for its error flags, the checks after the
-// run's final wait.
+// run's final wait; the run holds rec (rec.users, taken by the caller
+// under replays.mu) until then.
 func (e *Executor) replay(ctx context.Context, rec *recording) error {
+	done := func() {
+		e.rp.mu.Lock()
+		defer e.rp.mu.Unlock()
+		if rec.users--; rec.users == 0 && rec.dropped {
+			e.destroyRecording(rec)
+		}
+	}
 	leave := e.enter(ctx)
 	e.launchMu.Lock()
 	err := e.dev.LaunchGraph(rec.graph, e.stream)
 	e.launchMu.Unlock()
 	leave()
 	if err != nil {
+		done()
 		return fmt.Errorf("loom: run on rocm: replaying a recorded run of %d launches: %w", rec.launches, err)
 	}
 	e.launches.Add(rec.launches)
 	qmvWordLaunches.Add(rec.qmvw)
+	qmvQ8Launches.Add(rec.qmvq)
+	var check func() error
 	if p := rec.flags; p != nil {
-		exec.DeferCheck(ctx, func() error { return e.checkFlags(p) }, nil)
+		check = func() error { return e.checkFlags(p) }
+	}
+	if !exec.DeferCheck(ctx, check, done) {
+		// Not inside a runner: wait here, then check and let go.
+		err := e.Sync()
+		if err == nil && check != nil {
+			err = check()
+		}
+		done()
+		return err
 	}
 	return nil
 }
 
-// dropRecording destroys rec's graph and returns its scratch, once the
+// dropRecording drops rec: at once, or when the last run replaying it
+// ends. replays.mu is held (or rec was never shared).
+func (e *Executor) dropRecording(rec *recording) {
+	rec.dropped = true
+	if rec.users == 0 {
+		e.destroyRecording(rec)
+	}
+}
+
+// destroyRecording destroys rec's graph and returns its scratch, once the
 // work queued so far is done with it (the one stream orders later users
 // of the blocks after it; the runtime finishes a destroyed graph's queued
 // launches).
-func (e *Executor) dropRecording(rec *recording) {
+func (e *Executor) destroyRecording(rec *recording) {
 	if rec.graph != 0 {
 		e.dev.DestroyGraphExec(rec.graph)
 		rec.graph = 0
