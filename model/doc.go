@@ -75,10 +75,22 @@
 // its own (at most log₂(MaxSeqLen/16) + 1), compiled on first use
 // (Generate compiles those it will need before its clock starts).
 //
+// Cost of launching: a decode step of the 1B shape is ~235 kernels. Each
+// decode run is made under exec.WithReplay, so an executor that records
+// (the GPU: CUDA/HIP graphs, exec/rocm/replay.go) launches the whole step
+// with one call from the second step of a session on; the session frees a
+// step's outputs in the reverse of the runner's order so that the next
+// step's run gets the same memory and replays. Options.NoReplay (or
+// LOOM_REPLAY=0) runs kernel by kernel. On an H200, bf16 1B-shaped decode:
+// 329 tokens/s step by step, 493 with replays, 716 with replays and the
+// greedy token picked on the device (below), all at batch 1.
+//
 // # Generation
 //
 // Generate runs one prefill, then one decode step per token: greedy at
-// temperature 0; otherwise temperature, top-k and top-p sampling (Hugging
+// temperature 0 (decode programs also output the argmax and the largest
+// logit, so a greedy step copies 8 bytes to the host instead of the
+// logits, and a NaN logit is still an error); otherwise temperature, top-k and top-p sampling (Hugging
 // Face's order) in float64 on the host from the float32 logits, with a
 // seeded PCG generator (Sampler). It stops at MaxTokens, at a stop token
 // (by default the tokenizer's: EOS, GGUF's end-of-turn tokens, or

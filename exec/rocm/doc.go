@@ -22,6 +22,26 @@
 // Launches are serialised by a mutex; the executor is safe for concurrent
 // use, and concurrent runs interleave on the one stream.
 //
+// # Replays
+//
+// A run under exec.WithReplay (a model's decode steps use it) is handed to
+// RunSteps (replay.go): the second run of a plan with the same binding —
+// every buffer at the same address with the same size — is recorded into a
+// CUDA/HIP graph by stream capture, and every later run with that binding
+// launches the graph, one driver call instead of one per kernel. The
+// runner takes and gives back memory in an order (outputs, inputs, slots;
+// the reverse on release) under which the caching allocator hands a
+// plan's next run the same blocks, so a loop's binding repeats. Scratch
+// memory and error flags of the recorded steps belong to the recording;
+// each replay zeroes the flags (a recorded memset) and reads them after the
+// run's wait. While a capture is open the other users of the stream wait
+// at a gate. A capture that fails marks its plan, which then runs step by
+// step. Recordings are kept per plan (4 bindings, 64 plans, least recently
+// used dropped first); Forget and DropReplays free them, Close too.
+// ReplayStats counts runs, new bindings, recordings and replays. On an H200
+// the 1B-shaped model's bf16 decode went from 329 to 493 tokens/s with
+// replays alone (same call).
+//
 // # Memory
 //
 // Device memory comes from a caching allocator. A request is rounded up to
@@ -82,8 +102,13 @@
 // Loom's skinny-product kernels (kernels/gemv.hip) rather than the vendor
 // BLAS, whose per-call host cost dominated a decode step
 // (LOOM_GPU_GEMV=off turns them off). Quantized weights in Q4_0, Q8_0,
-// Q4_K and Q6_K use word-load mat-vec kernels (loom_qmvw_*); the other
-// formats, unaligned operands and LOOM_QMV=bytewise the byte-wise ones.
+// Q4_K and Q6_K: the activations are quantized to 8 bits per 32 values
+// (loom_q8x_*) and multiplied with integer dot products (loom_qmvq_*:
+// dp4a, sdot4), as Candle's and ggml's mmvq; LOOM_QMV=word uses the f32
+// word-load kernels (loom_qmvw_*) instead, and the other formats,
+// unaligned operands and LOOM_QMV=bytewise the byte-wise ones. W13 on an
+// H200 (x[1,4096] · W[14336,4096]ᵀ): Q4_0 0.025 → 0.018 ms, Q4_K 0.030 →
+// 0.021 ms, Q8_0 0.032 → 0.026 ms, Q6_K 0.031 → 0.029 ms.
 //
 // # Profiling
 //
