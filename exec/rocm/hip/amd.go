@@ -18,7 +18,7 @@ var hipNames = runtimeNames{
 	moduleLoadData: "hipModuleLoadData", moduleGetFunction: "hipModuleGetFunction",
 	moduleUnload: "hipModuleUnload", launchKernel: "hipModuleLaunchKernel",
 	eventCreate: "hipEventCreateWithFlags", eventRecord: "hipEventRecord", eventSync: "hipEventSynchronize",
-	eventElapsed: "hipEventElapsedTime", eventDestroy: "hipEventDestroy",
+	eventElapsed: "hipEventElapsedTime", eventDestroy: "hipEventDestroy", eventQuery: "hipEventQuery",
 	memGetInfo: "hipMemGetInfo",
 }
 

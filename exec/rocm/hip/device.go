@@ -39,6 +39,7 @@ type runtimeAPI struct {
 	eventCreate       cfunc[func(e *Event, flags uint32) int32]
 	eventRecord       cfunc[func(e Event, s Stream) int32]
 	eventSync         cfunc[func(e Event) int32]
+	eventQuery        cfunc[func(e Event) int32]
 	eventElapsed      cfunc[func(ms *float32, start, end Event) int32]
 	eventDestroy      cfunc[func(e Event) int32]
 	memGetInfo        cfunc[func(free, total *uint64) int32]
@@ -52,6 +53,7 @@ type runtimeNames struct {
 	streamCreate, streamSync, streamDestroy                         string
 	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel   string
 	eventCreate, eventRecord, eventSync, eventElapsed, eventDestroy string
+	eventQuery                                                      string
 	memGetInfo                                                      string
 }
 
@@ -73,6 +75,7 @@ func (a *runtimeAPI) bind(b *binder, n runtimeNames) {
 	bind(b, &a.eventCreate, n.eventCreate)
 	bind(b, &a.eventRecord, n.eventRecord)
 	bind(b, &a.eventSync, n.eventSync)
+	bind(b, &a.eventQuery, n.eventQuery)
 	bind(b, &a.eventElapsed, n.eventElapsed)
 	bind(b, &a.eventDestroy, n.eventDestroy)
 	bind(b, &a.memGetInfo, n.memGetInfo)
@@ -323,6 +326,27 @@ func (d *Device) Record(e Event, s Stream) error {
 func (d *Device) EventSynchronize(e Event) error {
 	return d.do(func(a *runtimeAPI) error { return a.status(a.eventSync.name, a.eventSync.fn(e)) })
 }
+
+// EventQuery reports whether e has completed, without waiting
+// (cuEventQuery, hipEventQuery: "not ready" is false, not an error).
+func (d *Device) EventQuery(e Event) (bool, error) {
+	var done bool
+	err := d.do(func(a *runtimeAPI) error {
+		switch rc := a.eventQuery.fn(e); rc {
+		case 0:
+			done = true
+			return nil
+		case errNotReady:
+			return nil
+		default:
+			return a.status(a.eventQuery.name, rc)
+		}
+	})
+	return done, err
+}
+
+// errNotReady is CUDA_ERROR_NOT_READY and hipErrorNotReady (both 600).
+const errNotReady = 600
 
 // ElapsedMs is the time in milliseconds between two completed events.
 func (d *Device) ElapsedMs(start, end Event) (float32, error) {

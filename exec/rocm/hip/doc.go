@@ -9,6 +9,12 @@
 //     looked up through the dynamic loader first, then in
 //     /usr/local/cuda/lib64.
 //
+// Beside the platform, the vendor libraries each capability needs are
+// loaded the same way when first used, each optional (its absence is an
+// error the caller falls back from): BLAS (cuBLAS, rocBLAS: blas.go), the
+// convolution library (cuDNN: dnn.go), graphs for replays (graph.go) and
+// the collective library for several GPUs (NCCL, RCCL: nccl.go).
+//
 // The libraries are opened with purego, so the package builds with
 // CGO_ENABLED=0 and needs no GPU SDK at build time. The binary is still
 // dynamically linked against glibc (dlopen needs the dynamic loader), so it

@@ -13,7 +13,7 @@ var cudaNames = runtimeNames{
 	moduleLoadData: "cuModuleLoadData", moduleGetFunction: "cuModuleGetFunction",
 	moduleUnload: "cuModuleUnload", launchKernel: "cuLaunchKernel",
 	eventCreate: "cuEventCreate", eventRecord: "cuEventRecord", eventSync: "cuEventSynchronize",
-	eventElapsed: "cuEventElapsedTime", eventDestroy: "cuEventDestroy_v2",
+	eventElapsed: "cuEventElapsedTime", eventDestroy: "cuEventDestroy_v2", eventQuery: "cuEventQuery",
 	memGetInfo: "cuMemGetInfo_v2",
 }
 
