@@ -80,7 +80,15 @@ func DeferCheck(ctx context.Context, check func() error, release func()) bool {
 	return true
 }
 
-// Local returns the run's value for key, creating it with mk on first use.
+// Value returns the run's value for key, nil if Local never made one.
+func (s *RunState) Value(key any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.local[key]
+}
+
+// Local returns the run's value for key, creating it with mk on first use
+// (mk runs under the run state's lock: it must not call back into it).
 func (s *RunState) Local(key any, mk func() any) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,15 +14,15 @@ import (
 // broadcast over every batch dim — cost nothing: the GEMM reads them
 // through its transpose flags, leading dimensions and batch strides.
 //
-// Window ops (conv, pools, upsampling: ir.ClassWindow) and quantized ops
-// (ir.ClassQuant) read each operand
+// Window ops (conv, pools, upsampling: ir.ClassWindow), quantized ops
+// (ir.ClassQuant) and collectives (ir.ClassCollective) read each operand
 // as a packed row-major array at an offset (plan.WindowOperandOf), which is
 // what the vendor convolution libraries and Loom's own window kernels take;
 // any other view (a transpose, a narrowed channel range, a broadcast) is
 // copied the same way.
 func matmulOperands(s *State) error {
 	s.Graph = s.Graph.Rebuild(func(ng *ir.Graph, v *ir.Node, args []*ir.Node) *ir.Node {
-		if c := v.Info().Class; c == ir.ClassWindow || c == ir.ClassQuant {
+		if c := v.Info().Class; c == ir.ClassWindow || c == ir.ClassQuant || c == ir.ClassCollective {
 			return windowOperands(s, ng, v, args)
 		}
 		if v.Op != ir.OpMatmul {

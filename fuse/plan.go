@@ -175,6 +175,10 @@ func kernelName(k *plan.Kernel) string {
 	if k.IsWindow() {
 		return "W_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}
+	if k.IsCollective() {
+		n := k.Instrs[0].Node
+		return "C_" + n.Op.String() + "_" + n.Name + "_" + fmt.Sprint(k.Numel())
+	}
 	if k.IsQuant() {
 		f, _ := k.Instrs[0].Node.QuantFormat()
 		return "Q_" + strings.Join(ops, "_") + "_" + f.String() + "_" + fmt.Sprint(k.Numel())

@@ -104,6 +104,13 @@ const (
 	OpDequantize // (raw u8 [..., R, rowBytes]) Params: format, k → float [..., R, k]
 	OpQMatmul    // (x [..., M, k], raw u8 [N, rowBytes]) Params: format, k → x·Wᵀ [..., M, N]
 
+	// Collectives over a group of ranks (see collective.go): each its own
+	// step; Name is the group's name.
+	OpAllReduce     // (x) Params: CollParams.Encode → op over ranks of x
+	OpAllGather     // (x) Params: CollParams.Encode → [size, ...x]: rank r's x at r
+	OpReduceScatter // (x [size, ...]) Params: CollParams.Encode → [...]: op over ranks of x[rank]
+	OpBroadcast     // (x) Params: CollParams.Encode → root's x
+
 	NumOps
 )
 
@@ -120,10 +127,11 @@ const (
 	ClassMatmul                   // matrix products: one GEMM step each, a barrier to fusion
 	ClassWindow                   // conv, pools, upsampling over NCHW: one step each, a barrier to fusion
 	ClassQuant                    // GGML block formats: dequantize, quantized matmul; one step each, a barrier
+	ClassCollective               // all-reduce, all-gather, reduce-scatter, broadcast over a group: one step each, a barrier
 )
 
 func (c Class) String() string {
-	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul", "window", "quant"}[c]
+	return [...]string{"source", "view", "elementwise", "reduce", "index", "matmul", "window", "quant", "collective"}[c]
 }
 
 // DTypeSet is a set of dtypes.
@@ -312,6 +320,11 @@ var opTable = [NumOps]OpInfo{
 
 	OpDequantize: {Name: "dequantize", Arity: 1, Class: ClassQuant, In: SetOf(dtype.U8), Out: OutDeclared, Params: []string{"format", "k"}},
 	OpQMatmul:    {Name: "qmatmul", Arity: 2, Class: ClassQuant, In: QuantActDTypes, Params: []string{"format", "k"}},
+
+	OpAllReduce:     collectiveOp("all_reduce"),
+	OpAllGather:     collectiveOp("all_gather"),
+	OpReduceScatter: collectiveOp("reduce_scatter"),
+	OpBroadcast:     collectiveOp("broadcast"),
 
 	// Random sources (random.go): floats only.
 	OpRandUniform: {Name: "rand", Class: ClassSource, In: RandDTypes, Out: OutDeclared, Params: randParamNames("lo", "hi")},

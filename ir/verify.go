@@ -94,6 +94,8 @@ func Verify(g *Graph) error {
 			verifyWindow(n, info, bad)
 		case ClassQuant:
 			verifyQuant(n, bad)
+		case ClassCollective:
+			verifyCollective(n, bad)
 		}
 	}
 	if cyc := findCycle(g); cyc != nil {

@@ -158,6 +158,13 @@ func (k *Kernel) IsQuant() bool {
 	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassQuant
 }
 
+// IsCollective reports whether the kernel is one collective step
+// (ir.ClassCollective): its operand is a packed array at an offset, its
+// group is Instrs[0].Node.Name.
+func (k *Kernel) IsCollective() bool {
+	return len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassCollective
+}
+
 // HasMatmul reports whether any step of the plan is a matmul.
 func (p *Plan) HasMatmul() bool {
 	for _, s := range p.Steps {

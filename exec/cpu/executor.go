@@ -170,6 +170,9 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsQuant() {
 		return e.runQuant(ctx, k, mem)
 	}
+	if k.IsCollective() {
+		return e.runCollective(ctx, k, mem)
+	}
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}

@@ -312,6 +312,11 @@ func (e *Executor) Sync() error {
 // queued later on the same stream, behind the abandoned kernels; the
 // waiting goroutine ends when the stream drains.
 func (e *Executor) Wait(ctx context.Context) error {
+	if st := exec.RunStateOf(ctx); st != nil {
+		if u, _ := st.Value(runCommsKey{e}).(*runComms); u != nil {
+			return e.waitCollectives(ctx, u)
+		}
+	}
 	if ctx.Done() == nil {
 		return e.Sync()
 	}
@@ -403,6 +408,9 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	}
 	if k.IsQuant() {
 		return e.runQuant(k, mem)
+	}
+	if k.IsCollective() {
+		return e.runCollective(ctx, k, mem)
 	}
 	kp, err := e.prepare(k)
 	if err != nil {

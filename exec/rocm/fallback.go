@@ -35,6 +35,9 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsQuant() {
 		return e.supportsQuant(k)
 	}
+	if k.IsCollective() {
+		return e.supportsCollective()
+	}
 	if k.IsMatmul() || k.RowAxes == 0 {
 		return nil
 	}

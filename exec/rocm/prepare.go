@@ -68,6 +68,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 				err = e.prepareWindow(k, p.AllowTF32)
 			case k.IsQuant():
 				err = e.prepareQuant(k)
+			case k.IsCollective():
+				err = e.supportsCollective()
 			default:
 				_, err = e.prepare(k)
 			}
@@ -113,6 +115,9 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 	if k.IsQuant() {
 		_, ok := k.Cache.Load(plan.KeyOf(e, quantKey{}))
 		return ok
+	}
+	if k.IsCollective() {
+		return e.supportsCollective() == nil
 	}
 	_, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	return ok

@@ -135,6 +135,11 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 	if e.prof.Load() != nil || e.dev.CanCapture() != nil || ctx.Value(captureKey{}) != nil {
 		return steps(ctx)
 	}
+	for _, s := range p.Steps {
+		if s.Kernel.IsCollective() {
+			return steps(ctx) // not replayed: see collective.go
+		}
+	}
 	key, ok := e.bindingKey(mem)
 	if !ok {
 		return steps(ctx)
