@@ -114,6 +114,27 @@ func (f *fwd) linear(x *graph.Tensor, name string) *graph.Tensor {
 	return y
 }
 
+// rowLinear is linear for a weight whose input features are split over
+// the ranks of a tensor-parallel model (attn_output, ffn_down: see
+// parallel.go): the ranks' partial products are summed (AllReduce) before
+// the bias is added, once. Without tensor parallelism it is linear.
+func (f *fwd) rowLinear(x *graph.Tensor, name string) *graph.Tensor {
+	if !f.m.parallel() {
+		return f.linear(x, name)
+	}
+	var y *graph.Tensor
+	if q, ok := f.q[name+".weight"]; ok {
+		y = x.QMatmul(q)
+	} else {
+		y = graph.Linear(x, f.w[name+".weight"], nil)
+	}
+	y = y.AllReduce(f.m.tpGroup(), graph.ReduceSum)
+	if b, ok := f.w[name+".bias"]; ok {
+		y = y.Add(b)
+	}
+	return y
+}
+
 // embed picks the embedding rows of ids (1-D): [len(ids), Hidden].
 func (f *fwd) embed(ids *graph.Tensor) *graph.Tensor {
 	if q, ok := f.q["token_embd.weight"]; ok {
@@ -160,14 +181,14 @@ func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.T
 // mlp is SwiGLU: down(silu(gate(h))·up(h)).
 func (f *fwd) mlp(h *graph.Tensor, p string) *graph.Tensor {
 	gu := f.linears(h, p+"ffn_gate_up", p+"ffn_gate", p+"ffn_up")
-	return f.linear(gu[0].Silu().Mul(gu[1]), p+"ffn_down")
+	return f.rowLinear(gu[0].Silu().Mul(gu[1]), p+"ffn_down")
 }
 
 // qkv projects h [B, T, C] to rotated queries [B, H, T, D], rotated keys
 // [B, KV, T, D] and values [B, KV, T, D] (a view). cos and sin are the
 // rope tables Rope takes: [≥ T, D/2], or [B, T, D/2] per sequence.
 func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *graph.Tensor) {
-	c := f.m.cfg
+	c := f.m.lc
 	s := h.Shape()
 	b, t := s[0], s[1]
 	// Rotated in the projections' own (b, t, h, d) layout (RopeThd), then
@@ -203,7 +224,7 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *g
 // [B, KV, G, T, S]) marks the pairs that may attend. It returns
 // [B, T, H·D].
 func (f *fwd) attend(q, k, v, keep *graph.Tensor) *graph.Tensor {
-	c := f.m.cfg
+	c := f.m.lc
 	qs, ks := q.Shape(), k.Shape()
 	b, t, s := qs[0], qs[2], ks[2]
 	g := c.group()
@@ -227,7 +248,7 @@ func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, g := m.cfg, f.g
+	c, g := m.lc, f.g
 	b, t := k.batch, k.tokens
 	ids := g.Input(inIDs, dtype.U32, b*t)
 	x := f.embed(ids).Reshape(b, t, c.Hidden)
@@ -239,7 +260,7 @@ func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
 		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, f.cos, f.sin)
 		g.Output(outCache("k", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(kk, 2, 0))
 		g.Output(outCache("v", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(v, 2, 0))
-		x = x.Add(f.linear(f.attend(q, kk, v, keep), p+"attn_output"))
+		x = x.Add(f.rowLinear(f.attend(q, kk, v, keep), p+"attn_output"))
 		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
 	}
 	if !k.all {
@@ -274,7 +295,7 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, g := m.cfg, f.g
+	c, g := m.lc, f.g
 	ids := g.Input(inIDs, dtype.U32, b)
 	pos := g.Input(inPos, dtype.U32, b)
 	x := f.embed(ids).Reshape(b, 1, c.Hidden)
@@ -296,7 +317,7 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		if w < m.maxSeq {
 			ka, va = kc.Narrow(2, 0, w), vc.Narrow(2, 0, w)
 		}
-		x = x.Add(f.linear(f.attend(q, ka, va, keep), p+"attn_output"))
+		x = x.Add(f.rowLinear(f.attend(q, ka, va, keep), p+"attn_output"))
 		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))

@@ -51,6 +51,12 @@ type Options struct {
 	// results are the same; NoReplay (or LOOM_REPLAY=0 in the environment)
 	// is there to measure the difference and to debug.
 	NoReplay bool
+	// Comm makes the model one rank of a tensor-parallel group (see
+	// parallel.go): it keeps its shard of the attention heads and the MLP,
+	// and its runs all-reduce through Comm, which must be of Executor's
+	// kind (cpu.NewGroup, rocm.NewGroup or JoinGroup). Every rank loads
+	// the same checkpoint and runs the same calls. nil: the whole model.
+	Comm exec.Comm
 }
 
 // Model is a loaded llama-architecture decoder: its weights resident on an
@@ -61,7 +67,9 @@ type Model struct {
 	dt     dtype.DType
 	e      exec.Executor
 	maxSeq int
-	replay bool // decode steps run under exec.WithReplay
+	replay bool      // decode steps run under exec.WithReplay
+	comm   exec.Comm // tensor parallel: this rank's communicator (nil: none)
+	lc     Config    // the rank's share of cfg: heads and intermediate divided by the group's size
 
 	weights []wspec               // the graph's weight inputs, in load order
 	quant   map[string]quant.Type // block format of each quantized weight input
@@ -190,6 +198,9 @@ func Load(path string, opts Options) (*Model, error) {
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
 		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
 		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0"}
+	if err := m.setParallel(opts.Comm); err != nil {
+		return fail(err)
+	}
 	if err := m.place(found, inv); err != nil {
 		m.free()
 		return fail(err)
@@ -314,7 +325,11 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 					f = quant.F32 // every float format is converted to the compute dtype
 				}
 				formats = append(formats, f)
-				parts = append(parts, part{p + n + ".weight", s.shape[0]})
+				rows := s.shape[0]
+				if m.parallel() && shardOf(p+n+".weight") == shardRows {
+					rows /= m.comm.Size()
+				}
+				parts = append(parts, part{p + n + ".weight", rows})
 			}
 			if len(parts) != len(fu.parts) || slices.ContainsFunc(formats, func(f quant.Type) bool { return f != formats[0] }) {
 				continue
@@ -341,6 +356,9 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		}
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", s.name, err)
+		}
+		if t, w.shape, err = m.shard(w.name, t, w.shape, s.format, quantized); err != nil {
+			return err
 		}
 		name := w.name
 		if fu, ok := groupOf[w.name]; ok {

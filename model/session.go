@@ -47,7 +47,7 @@ func (s *Session) CacheBytes() int64 {
 	if len(s.cache) == 0 {
 		return 0
 	}
-	c := s.m.cfg
+	c := s.m.lc
 	return int64(2*c.Layers*s.batch*c.KVHeads*s.m.maxSeq*c.HeadDim) * int64(s.m.dt.Size())
 }
 
@@ -215,6 +215,9 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 			return nil, fmt.Errorf("model: internal error: no value for program input %q", b.Name)
 		}
 		in[b.Name] = v
+	}
+	if m.comm != nil {
+		ctx = exec.WithComms(ctx, m.comm)
 	}
 	out, err := prog.RunValues(ctx, m.e, in, true)
 	if err != nil {
