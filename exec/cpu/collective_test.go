@@ -204,12 +204,20 @@ func TestCPUCollectiveErrors(t *testing.T) {
 		build func(x *graph.Tensor) *graph.Tensor
 		want  string
 	}{
-		{func(x *graph.Tensor) *graph.Tensor { return x.AllReduce(graph.Group{Name: "", Size: 2}, graph.ReduceSum) }, `all_reduce: f32[4 6]: group name ""`},
-		{func(x *graph.Tensor) *graph.Tensor { return x.AllReduce(graph.Group{Name: "a/b", Size: 2}, graph.ReduceSum) }, `group name "a/b"`},
-		{func(x *graph.Tensor) *graph.Tensor { return x.AllReduce(graph.Group{Name: "tp", Size: 0}, graph.ReduceSum) }, `group "tp": size 0`},
+		{func(x *graph.Tensor) *graph.Tensor {
+			return x.AllReduce(graph.Group{Name: "", Size: 2}, graph.ReduceSum)
+		}, `all_reduce: f32[4 6]: group name ""`},
+		{func(x *graph.Tensor) *graph.Tensor {
+			return x.AllReduce(graph.Group{Name: "a/b", Size: 2}, graph.ReduceSum)
+		}, `group name "a/b"`},
+		{func(x *graph.Tensor) *graph.Tensor {
+			return x.AllReduce(graph.Group{Name: "tp", Size: 0}, graph.ReduceSum)
+		}, `group "tp": size 0`},
 		{func(x *graph.Tensor) *graph.Tensor { return x.AllReduce(g, graph.Reduce(7)) }, "unknown reduction 7"},
 		{func(x *graph.Tensor) *graph.Tensor { return x.Broadcast(g, 2) }, "root 2 outside the group's 2 ranks"},
-		{func(x *graph.Tensor) *graph.Tensor { return x.ReduceScatter(graph.Group{Name: "tp", Size: 4}, 1, graph.ReduceSum) }, "dim 1 of size 6 does not split into 4 ranks"},
+		{func(x *graph.Tensor) *graph.Tensor {
+			return x.ReduceScatter(graph.Group{Name: "tp", Size: 4}, 1, graph.ReduceSum)
+		}, "dim 1 of size 6 does not split into 4 ranks"},
 		{func(x *graph.Tensor) *graph.Tensor { return x.AllGather(g, 2) }, "all_gather: dim 2 out of range"},
 		{func(x *graph.Tensor) *graph.Tensor { return x.Cast(dtype.F8E4M3).AllReduce(g, graph.ReduceSum) }, "dtype f8e4m3 not in"},
 	} {
