@@ -79,7 +79,21 @@ func init() {
 // Open opens the first GPU of the first platform with a device (hip.Load:
 // AMD, then NVIDIA) and its runtime compiler. The error says why no GPU
 // could be used.
-func Open() (*Executor, error) {
+func Open() (*Executor, error) { return OpenDevice(0) }
+
+// DeviceCount is the number of GPUs of the first platform with a device
+// (0 and the reason when there is none).
+func DeviceCount() (int, error) {
+	p, err := hip.Load()
+	if err != nil {
+		return 0, fmt.Errorf("rocm: %w", err)
+	}
+	return p.DeviceCount()
+}
+
+// OpenDevice opens GPU i (0 … DeviceCount()−1) of the first platform with
+// a device: one executor per GPU, for a group over several (NewGroup).
+func OpenDevice(i int) (*Executor, error) {
 	p, err := hip.Load()
 	if err != nil {
 		return nil, fmt.Errorf("rocm: %w", err)
@@ -88,9 +102,12 @@ func Open() (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rocm: %s platform has a device but no runtime compiler: %w", p.Name(), err)
 	}
-	dev, err := p.OpenDevice(0)
+	if n, err := p.DeviceCount(); err == nil && (i < 0 || i >= n) {
+		return nil, fmt.Errorf("rocm: device %d of the %s platform's %d", i, p.Name(), n)
+	}
+	dev, err := p.OpenDevice(i)
 	if err != nil {
-		return nil, fmt.Errorf("rocm: open %s device 0: %w", p.Name(), err)
+		return nil, fmt.Errorf("rocm: open %s device %d: %w", p.Name(), i, err)
 	}
 	e, err := newExecutor(dev, comp)
 	if err != nil {
