@@ -24,10 +24,11 @@ import (
 //   - qmatmul: GGML's CPU algorithm — each activation row is quantized to
 //     the weight format's activation type (quant.ActivationType: Q8_0,
 //     Q8_1 or Q8_K), and each output is the integer block dot product
-//     quant.VecDot, so results equal GGML's CPU backend (and differ from
-//     the GPU's, which multiplies dequantized weights by unquantized
-//     activations, by the activation's quantization error). Work is split
-//     over output columns in chunks across the workers.
+//     quant.VecDot, so results equal GGML's CPU backend. (The GPU also
+//     quantizes decode activations, per 32 values for every format, so
+//     the two differ by their activations' rounding, as Candle's CUDA and
+//     CPU backends do.) Work is split over output columns in chunks across
+//     the workers.
 
 // runQuant executes a dequantize or qmatmul step.
 func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
