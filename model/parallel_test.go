@@ -8,8 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // TestTensorParallel: the tiny model split over 2 CPU ranks (heads, key/
@@ -122,4 +125,91 @@ func prefillDecodeNoFatal(m *Model, prompt, more []int, errp *error) [][]float32
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// TestTensorParallelVariant: the variant config (biases on every
+// projection, so attn_output's and ffn_down's are added once after the
+// all-reduce; 4 key/value heads; tied embeddings) over 2 and 4 CPU ranks
+// against its float64 reference.
+func TestTensorParallelVariant(t *testing.T) {
+	cfg := variantConfig()
+	w, err := RandomWeights(cfg, 3, dtype.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteHF(dir, cfg, w); err != nil {
+		t.Fatal(err)
+	}
+	prompt, more := randomIDs(33, 10, 1024), randomIDs(34, 3, 1024)
+	want := newRef(cfg, w).forward(append(slices.Clone(prompt), more...))
+	for _, size := range []int{2, 4} {
+		comms, _ := cpu.NewGroup("tp", size)
+		ms := make([]*Model, size)
+		for r := range ms {
+			ms[r] = load(t, dir, Options{Comm: comms[r]})
+		}
+		rows := make([][][]float32, size)
+		errs := make([]error, size)
+		var wg sync.WaitGroup
+		for r := range ms {
+			wg.Go(func() { rows[r] = prefillDecodeNoFatal(ms[r], prompt, more, &errs[r]) })
+		}
+		wg.Wait()
+		for r := range ms {
+			if errs[r] != nil {
+				t.Fatalf("%d ranks, rank %d: %v", size, r, errs[r])
+			}
+			for p := range want {
+				if e := relErr(rows[r][p], want[p]); e > tolF32 {
+					t.Errorf("%d ranks, rank %d, position %d: error %.3g", size, r, p, e)
+				}
+			}
+		}
+	}
+}
+
+// TestShardQuantizedColumns: a block-format matrix split by columns keeps
+// whole blocks: each rank's part dequantizes to exactly its columns of the
+// whole matrix; a split that would cut a block is refused.
+func TestShardQuantizedColumns(t *testing.T) {
+	const R, K = 6, 1024
+	v := make([]float32, R*K)
+	for i := range v {
+		v[i] = float32(i%97) / 13
+	}
+	ft, _ := tensor.New(v, R, K)
+	raw, err := graph.QuantizeValue(quant.Q4_K, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := make([]float32, R*K)
+	if err := quant.Dequantize(quant.Q4_K, raw.Bytes(), whole); err != nil {
+		t.Fatal(err)
+	}
+	raw2, _ := tensor.New(slices.Clone(raw.Bytes()), R, len(raw.Bytes())/R)
+	comms, _ := cpu.NewGroup("tp", 4)
+	for r, c := range comms {
+		m := &Model{comm: c}
+		part, shape, err := m.shard("blk.0.ffn_down.weight", raw2, []int{R, K}, quant.Q4_K, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(shape, []int{R, K / 4}) {
+			t.Fatalf("rank %d: shape %v", r, shape)
+		}
+		got := make([]float32, R*K/4)
+		if err := quant.Dequantize(quant.Q4_K, part.Bytes(), got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range R {
+			if !slices.Equal(got[i*K/4:(i+1)*K/4], whole[i*K+r*K/4:i*K+(r+1)*K/4]) {
+				t.Fatalf("rank %d row %d: the part is not the whole's columns", r, i)
+			}
+		}
+	}
+	eight, _ := cpu.NewGroup("tp", 8)
+	if _, _, err := (&Model{comm: eight[0]}).shard("blk.0.ffn_down.weight", raw2, []int{R, K}, quant.Q4_K, true); err == nil || !strings.Contains(err.Error(), "not a whole number of q4_k blocks") {
+		t.Errorf("a split inside a block: %v", err)
+	}
 }
