@@ -7,7 +7,7 @@
 //	loom dump [-format text|dot|plan|log] [-o FILE] [-fusion=true|false] [-graph demo|linear|W1…]
 //	loom gguf inspect [-tensor NAME] FILE
 //	loom gguf quantize -type TYPE IN OUT
-//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids] [-profile]
+//	loom generate -model PATH (-prompt TEXT | -ids 1,17,42) [-n N] [-temp 0] [-top-k K] [-top-p P] [-seed S] [-device auto|cpu|rocm] [-print-ids] [-profile] [-tp N]
 //	loom help [SUBCOMMAND]
 //
 // demo builds one elementwise graph,
@@ -81,7 +81,11 @@
 // the model (size on the device, quantized weights, load time) go to
 // stderr. On the GPU, -profile adds to stderr the device time of the
 // run's steps by kind (ops and shapes: the 16 layers' gate products add
-// up under one line), the slowest first.
+// up under one line), the slowest first. -tp N splits the model over N
+// ranks (tensor parallel: model.Options.Comm): N GPUs with -device rocm
+// (one executor each, NCCL or RCCL), N CPU executors sharing the cores
+// with -device cpu, and with auto the GPUs when there are N; every rank
+// generates alike and rank 0 prints.
 //
 // Exit status: 0 on success, 1 when a command fails (including a demo
 // mismatch), 2 on a usage error (unknown subcommand, bad flag or value).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loomgraph/loom/dtype"
@@ -29,6 +30,7 @@ type generateFlags struct {
 	maxSeq   *int
 	dtype    *string
 	profile  *bool
+	tp       *int
 }
 
 func newGenerateFlags(w io.Writer) *generateFlags {
@@ -48,6 +50,7 @@ func newGenerateFlags(w io.Writer) *generateFlags {
 		maxSeq:   fs.Int("max-seq", 0, fmt.Sprintf("the KV cache's length in positions (0: the model's context, at most %d)", model.DefaultMaxSeqLen)),
 		dtype:    fs.String("dtype", "", "the compute dtype: f32, f16 or bf16 (default: the weights')"),
 		profile:  fs.Bool("profile", false, "GPU: after the rates, print the device time of the run's steps by kind (ops and shapes), the slowest first; the timing events slow the rates a little"),
+		tp:       fs.Int("tp", 1, "split the model over N ranks (tensor parallel: attention heads and MLP columns): N GPUs with -device rocm (one per rank, NCCL or RCCL), or N CPU executors with -device cpu"),
 	}
 }
 
@@ -66,6 +69,10 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		return usageErr(f.fs, "give the prompt as one of -prompt TEXT or -ids 1,17,42")
 	case *f.n < 0:
 		return usageErr(f.fs, "-n %d: want ≥ 0", *f.n)
+	case *f.tp < 1:
+		return usageErr(f.fs, "-tp %d: want ≥ 1", *f.tp)
+	case *f.tp > 1 && *f.profile:
+		return usageErr(f.fs, "-profile profiles one GPU: it does not go with -tp %d", *f.tp)
 	}
 	var ids []int
 	if *f.ids != "" {
@@ -94,21 +101,28 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 
-	e, why, err := openExecutor(*f.device)
+	es, why, err := openExecutors(*f.device, *f.tp)
 	if err != nil {
 		return fail(err)
 	}
+	defer closeExecutors(es)
+	e := es[0]
 	fmt.Fprintf(stderr, "executor: %s\n", why)
 	prof, canProfile := e.(*rocm.Executor)
 	if *f.profile && !canProfile {
 		return usageErr(f.fs, "-profile needs the GPU executor (this run is on %s)", e.Name())
 	}
 	start := time.Now()
-	m, err := model.Load(*f.model, model.Options{Executor: e, MaxSeqLen: *f.maxSeq, DType: dt})
+	ms, err := loadRanks(*f.model, es, model.Options{MaxSeqLen: *f.maxSeq, DType: dt})
 	if err != nil {
 		return fail(err)
 	}
-	defer m.Close()
+	defer func() {
+		for _, m := range ms {
+			m.Close()
+		}
+	}()
+	m := ms[0]
 	c := m.Config()
 	fmt.Fprintf(stderr, "model: %d layers, hidden %d, %d heads (%d key/value), vocabulary %d; %v, %d quantized weights; %.1f MiB on %s; loaded in %s\n",
 		c.Layers, c.Hidden, c.Heads, c.KVHeads, c.Vocab, m.DType(), len(m.Quantized()), float64(m.WeightBytes())/(1<<20), e.Name(), time.Since(start).Round(time.Millisecond))
@@ -138,7 +152,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			}
 			return true
 		}
-		g, err := generate(m, ids, opts, *f.profile, prof, stderr)
+		g, err := generate(ms, ids, opts, *f.profile, prof, stderr)
 		if err != nil {
 			return fail(err)
 		}
@@ -149,7 +163,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, stats(g))
 		return exitOK
 	}
-	g, err := generate(m, ids, opts, *f.profile, prof, stderr)
+	g, err := generate(ms, ids, opts, *f.profile, prof, stderr)
 	if err != nil {
 		return fail(err)
 	}
@@ -162,10 +176,33 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// generate runs m.Generate; with profile, under step profiling on e
-// (rocm.Executor.ProfileSteps), and writes the device time by kind of step
-// to w as soon as the generation ends.
-func generate(m *model.Model, ids []int, opts model.GenerateOptions, profile bool, e *rocm.Executor, w io.Writer) (*model.Generation, error) {
+// generate runs Generate on every rank (ms[r] in its own goroutine, the
+// ranks of a tensor-parallel group; one model otherwise) and returns rank
+// 0's generation, which alone calls opts.OnToken; with profile (one
+// model), under step profiling on e (rocm.Executor.ProfileSteps), and
+// writes the device time by kind of step to w as soon as the generation
+// ends.
+func generate(ms []*model.Model, ids []int, opts model.GenerateOptions, profile bool, e *rocm.Executor, w io.Writer) (*model.Generation, error) {
+	m := ms[0]
+	if len(ms) > 1 {
+		gens := make([]*model.Generation, len(ms))
+		errs := make([]error, len(ms))
+		var wg sync.WaitGroup
+		for r, m := range ms {
+			o := opts
+			if r > 0 {
+				o.OnToken = nil
+			}
+			wg.Go(func() { gens[r], errs[r] = m.Generate(context.Background(), ids, o) })
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				return nil, fmt.Errorf("rank %d: %w", r, err)
+			}
+		}
+		return gens[0], nil
+	}
 	if !profile {
 		return m.Generate(context.Background(), ids, opts)
 	}

@@ -133,3 +133,37 @@ func TestGenerateErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateTensorParallel: -tp 2 on the CPU (two CPU executors, the
+// tiny model's heads and MLP split between them) prints the ids the whole
+// model does, greedy and sampled with a seed; -tp 3 (8 heads and 2 key/
+// value heads do not split into 3) fails naming why; -tp 0 and -tp with
+// -profile are usage errors.
+func TestGenerateTensorParallel(t *testing.T) {
+	dir := tinyModel(t, false)
+	for _, extra := range [][]string{nil, {"-temp", "0.8", "-seed", "9"}} {
+		base := append([]string{"generate", "-model", dir, "-ids", "1,17,42", "-n", "12", "-print-ids", "-device", "cpu"}, extra...)
+		status, want, errs := loom(t, base...)
+		if status != exitOK {
+			t.Fatalf("exit %d\nstderr:\n%s", status, errs)
+		}
+		status, got, errs := loom(t, append(base, "-tp", "2")...)
+		if status != exitOK {
+			t.Fatalf("-tp 2: exit %d\nstderr:\n%s", status, errs)
+		}
+		if got != want {
+			t.Errorf("-tp 2 %v: ids %q, the whole model's %q", extra, got, want)
+		}
+		if !strings.Contains(errs, "2 ranks on CPU executors") {
+			t.Errorf("-tp 2: stderr lacks the executors:\n%s", errs)
+		}
+	}
+	if status, _, errs := loom(t, "generate", "-model", dir, "-ids", "1", "-device", "cpu", "-tp", "3"); status != exitFail || !strings.Contains(errs, "do not split into 3") {
+		t.Errorf("-tp 3: exit %d, stderr:\n%s", status, errs)
+	}
+	for _, args := range [][]string{{"-tp", "0"}, {"-tp", "2", "-profile"}} {
+		if status, _, _ := loom(t, append([]string{"generate", "-model", dir, "-ids", "1", "-device", "cpu"}, args...)...); status != exitUsage {
+			t.Errorf("%v: exit %d, want a usage error", args, status)
+		}
+	}
+}
