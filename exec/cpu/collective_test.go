@@ -303,4 +303,7 @@ func TestCollectiveDump(t *testing.T) {
 	if steps < 8 {
 		t.Errorf("%d collective steps, want at least 8", steps)
 	}
+	if pl := p.Placement(cpu.New()); !strings.Contains(pl, "C_all_reduce_tp_") || !strings.Contains(pl, "C_reduce_scatter_tp_") {
+		t.Errorf("the placement dump lacks the collective steps:\n%s", pl)
+	}
 }

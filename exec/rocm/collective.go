@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -148,6 +149,7 @@ func redOp(r ir.Reduce) hip.RedOp {
 type runComms struct {
 	mu    sync.Mutex
 	comms []*Comm
+	steps map[*Comm][]string // the steps that used each, for errors
 }
 
 type runCommsKey struct{ e *Executor }
@@ -184,7 +186,7 @@ func (e *Executor) runCollective(ctx context.Context, k *plan.Kernel, mem []exec
 		if fresh {
 			exec.DeferCheck(ctx, used.asyncErrors, nil)
 		}
-		used.add(rc)
+		used.add(rc, fmt.Sprintf("step %d (%s)", st.Step(), k.Name))
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
@@ -206,15 +208,27 @@ func (e *Executor) runCollective(ctx context.Context, k *plan.Kernel, mem []exec
 	return nil
 }
 
-func (u *runComms) add(c *Comm) {
+func (u *runComms) add(c *Comm, step string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for _, o := range u.comms {
-		if o == c {
-			return
-		}
+	if u.steps == nil {
+		u.steps = map[*Comm][]string{}
 	}
-	u.comms = append(u.comms, c)
+	if _, ok := u.steps[c]; !ok {
+		u.comms = append(u.comms, c)
+	}
+	u.steps[c] = append(u.steps[c], step)
+}
+
+// stepsOf names the steps of the run that used c.
+func (u *runComms) stepsOf(c *Comm) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.steps[c]
+	if len(s) > 3 {
+		return fmt.Sprintf("%s, … %d more", strings.Join(s[:3], ", "), len(s)-3)
+	}
+	return strings.Join(s, ", ")
 }
 
 func (u *runComms) list() []*Comm {
@@ -227,7 +241,7 @@ func (u *runComms) asyncErrors() error {
 	var errs []error
 	for _, c := range u.list() {
 		if err := c.c.AsyncError(); err != nil {
-			errs = append(errs, fmt.Errorf("group %q: %w", c.name, err))
+			errs = append(errs, fmt.Errorf("group %q, used by %s: %w", c.name, u.stepsOf(c), err))
 		}
 	}
 	return errors.Join(errs...)
