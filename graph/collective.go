@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loomgraph/loom/ir"
 )
@@ -56,13 +57,11 @@ func (t *Tensor) AllGather(g Group, dim int) *Tensor {
 		return t.g.fail(err)
 	}
 	y := t.collective(ir.OpAllGather, name, g, ir.CollParams{Size: g.Size}) // [Size, ...t]
-	if y.err != nil || d == 0 {
-		if y.err != nil {
-			return y
-		}
-		return y.Reshape(append([]int{g.Size * t.n.Shape[0]}, t.n.Shape[1:]...)...)
+	if y.err != nil {
+		return y
 	}
-	// Bring the rank axis next to dim, then merge the two.
+	// Bring the rank axis next to dim (for dim 0 it is there), then merge
+	// the two.
 	perm := make([]int, 0, len(t.n.Shape)+1)
 	for i := range d {
 		perm = append(perm, i+1)
@@ -71,7 +70,7 @@ func (t *Tensor) AllGather(g Group, dim int) *Tensor {
 	for i := d; i < len(t.n.Shape); i++ {
 		perm = append(perm, i+1)
 	}
-	shape := append([]int(nil), t.n.Shape...)
+	shape := slices.Clone(t.n.Shape)
 	shape[d] *= g.Size
 	return y.Permute(perm...).Reshape(shape...)
 }

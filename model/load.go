@@ -70,6 +70,9 @@ type Model struct {
 	replay bool      // decode steps run under exec.WithReplay
 	comm   exec.Comm // tensor parallel: this rank's communicator (nil: none)
 	lc     Config    // the rank's share of cfg: heads and intermediate divided by the group's size
+	// cacheOut marks the programs' cache outputs (outCache), which a run
+	// hands to the session rather than freeing.
+	cacheOut map[string]bool
 
 	weights []wspec               // the graph's weight inputs, in load order
 	quant   map[string]quant.Type // block format of each quantized weight input
@@ -198,6 +201,10 @@ func Load(path string, opts Options) (*Model, error) {
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
 		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
 		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0"}
+	m.cacheOut = map[string]bool{}
+	for l := range cfg.Layers {
+		m.cacheOut[outCache("k", l)], m.cacheOut[outCache("v", l)] = true, true
+	}
 	if err := m.setParallel(opts.Comm); err != nil {
 		return fail(err)
 	}

@@ -56,7 +56,7 @@ func TestTensorParallel(t *testing.T) {
 			var wg sync.WaitGroup
 			for r := range ms {
 				wg.Go(func() {
-					rows[r] = prefillDecodeNoFatal(ms[r], prompt, more, &errs[r])
+					rows[r], errs[r] = prefillDecodeRows(ms[r], prompt, more)
 					if errs[r] == nil {
 						gens[r], errs[r] = ms[r].Generate(context.Background(), prompt, GenerateOptions{MaxTokens: 24, StopTokens: []int{}})
 					}
@@ -87,46 +87,6 @@ func TestTensorParallel(t *testing.T) {
 	}
 }
 
-// prefillDecodeNoFatal is prefillDecode for a goroutine: errors go to
-// *err instead of failing the test.
-func prefillDecodeNoFatal(m *Model, prompt, more []int, errp *error) [][]float32 {
-	s, err := m.NewSession(1)
-	if err != nil {
-		*errp = err
-		return nil
-	}
-	defer s.Close()
-	all, err := s.PrefillAll(context.Background(), [][]int{prompt})
-	if err != nil {
-		*errp = err
-		return nil
-	}
-	v := all.Float64s()
-	V := m.Config().Vocab
-	var rows [][]float32
-	for p := range prompt {
-		r := make([]float32, V)
-		for i := range r {
-			r[i] = float32(v[p*V+i])
-		}
-		rows = append(rows, r)
-	}
-	for _, id := range more {
-		l, err := s.Decode(context.Background(), []int{id})
-		if err != nil {
-			*errp = err
-			return nil
-		}
-		lv := l.Float64s()
-		r := make([]float32, V)
-		for i := range r {
-			r[i] = float32(lv[i])
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
 // TestTensorParallelVariant: the variant config (biases on every
 // projection, so attn_output's and ffn_down's are added once after the
 // all-reduce; 4 key/value heads; tied embeddings) over 2 and 4 CPU ranks
@@ -153,7 +113,7 @@ func TestTensorParallelVariant(t *testing.T) {
 		errs := make([]error, size)
 		var wg sync.WaitGroup
 		for r := range ms {
-			wg.Go(func() { rows[r] = prefillDecodeNoFatal(ms[r], prompt, more, &errs[r]) })
+			wg.Go(func() { rows[r], errs[r] = prefillDecodeRows(ms[r], prompt, more) })
 		}
 		wg.Wait()
 		for r := range ms {

@@ -229,12 +229,8 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 			break
 		}
 	}
-	isCache := map[string]bool{}
-	for l := range m.cfg.Layers {
-		isCache[outCache("k", l)], isCache[outCache("v", l)] = true, true
-	}
 	for _, b := range slices.Backward(prog.Plan().Buffers) {
-		if b.Kind == plan.BufOutput && (!isCache[b.Name] || err != nil) {
+		if b.Kind == plan.BufOutput && (!m.cacheOut[b.Name] || err != nil) {
 			freeValue(out[b.Name])
 		}
 	}

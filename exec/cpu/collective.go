@@ -247,21 +247,10 @@ func reduceRanks(dt dtype.DType, op ir.Reduce, parts [][]byte, out []byte) error
 		}
 		return nil
 	case dtype.F32, dtype.F16, dtype.BF16, dtype.F64:
-		get := func(b []byte, i int) float64 {
-			switch dt {
-			case dtype.F32:
-				return float64(math.Float32frombits(le.Uint32(b[4*i:])))
-			case dtype.F16:
-				return dtype.Float16(le.Uint16(b[2*i:])).Float64()
-			case dtype.BF16:
-				return dtype.BFloat16(le.Uint16(b[2*i:])).Float64()
-			}
-			return math.Float64frombits(le.Uint64(b[8*i:]))
-		}
 		for i := range n {
-			acc := get(parts[0], i)
+			acc := loadFloat(dt, parts[0], i)
 			for _, p := range parts[1:] {
-				v := get(p, i)
+				v := loadFloat(dt, p, i)
 				switch op {
 				case ir.ReduceSum:
 					acc += v
@@ -274,16 +263,7 @@ func reduceRanks(dt dtype.DType, op ir.Reduce, parts [][]byte, out []byte) error
 					acc = -maxNaN(-acc, -v)
 				}
 			}
-			switch dt {
-			case dtype.F32:
-				le.PutUint32(out[4*i:], math.Float32bits(float32(acc)))
-			case dtype.F16:
-				le.PutUint16(out[2*i:], uint16(dtype.ToF16(float32(acc))))
-			case dtype.BF16:
-				le.PutUint16(out[2*i:], uint16(dtype.ToBF16(float32(acc))))
-			default:
-				le.PutUint64(out[8*i:], math.Float64bits(acc))
-			}
+			storeFloat(dt, out, i, acc)
 		}
 		return nil
 	}

@@ -28,15 +28,7 @@ func TestGPUQMVWord(t *testing.T) {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
 			for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}} {
 				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d", f, dt, c.m, c.n, c.k), func(t *testing.T) {
-					v := make([]float32, c.n*c.k)
-					for i := range v {
-						v[i] = float32(r.NormFloat64())
-					}
-					ft, _ := tensor.New(v, c.n, c.k)
-					raw, err := graph.QuantizeValue(f, ft)
-					if err != nil {
-						t.Fatal(err)
-					}
+					raw := randomQuantized(t, r, f, c.n, c.k)
 					xv := make([]float64, c.m*c.k+1) // xv[0] pads the offset input
 					for i := range xv {
 						xv[i] = r.Float64()*2 - 1
@@ -126,15 +118,7 @@ func TestGPUQMVQ8(t *testing.T) {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
 			for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}} {
 				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d", f, dt, c.m, c.n, c.k), func(t *testing.T) {
-					v := make([]float32, c.n*c.k)
-					for i := range v {
-						v[i] = float32(r.NormFloat64())
-					}
-					ft, _ := tensor.New(v, c.n, c.k)
-					raw, err := graph.QuantizeValue(f, ft)
-					if err != nil {
-						t.Fatal(err)
-					}
+					raw := randomQuantized(t, r, f, c.n, c.k)
 					xv := make([]float64, c.m*c.k)
 					for b := 0; b < len(xv); b += 32 { // blocks of very different scales
 						scale := math.Ldexp(1, r.IntN(12)-8)
@@ -191,4 +175,20 @@ func TestGPUQMVQ8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomQuantized is an n×k matrix of standard normal values quantized
+// to f (raw u8 rows).
+func randomQuantized(t *testing.T, r *rand.Rand, f quant.Type, n, k int) *tensor.Tensor {
+	t.Helper()
+	v := make([]float32, n*k)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	ft, _ := tensor.New(v, n, k)
+	raw, err := graph.QuantizeValue(f, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -66,6 +66,9 @@ type planReplays struct {
 	seen   []string     // bindings run once, not recorded (most recent last)
 	recs   []*recording // most recently used last
 	broken error        // why a capture of this plan failed: no more tries
+	// collective: the plan has collective steps, which are not replayed
+	// (collective.go).
+	collective bool
 }
 
 // recording is a captured run of a plan's steps for one binding.
@@ -135,11 +138,6 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 	if e.prof.Load() != nil || e.dev.CanCapture() != nil || ctx.Value(captureKey{}) != nil {
 		return steps(ctx)
 	}
-	for _, s := range p.Steps {
-		if s.Kernel.IsCollective() {
-			return steps(ctx) // not replayed: see collective.go
-		}
-	}
 	key, ok := e.bindingKey(mem)
 	if !ok {
 		return steps(ctx)
@@ -155,6 +153,10 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 		rec.users++
 		r.mu.Unlock()
 		return e.replay(ctx, rec)
+	}
+	if pr.collective {
+		r.mu.Unlock()
+		return steps(ctx) // not replayed: see collective.go
 	}
 	if pr.broken != nil || !slices.Contains(pr.seen, key) {
 		if pr.broken == nil && !slices.Contains(pr.seen, key) {
@@ -203,7 +205,7 @@ func (r *replays) use(e *Executor, p *plan.Plan) *planReplays {
 	}
 	pr := r.plans[p]
 	if pr == nil {
-		pr = &planReplays{}
+		pr = &planReplays{collective: slices.ContainsFunc(p.Steps, func(s *plan.Step) bool { return s.Kernel.IsCollective() })}
 		r.plans[p] = pr
 	} else {
 		r.lru = slices.DeleteFunc(r.lru, func(q *plan.Plan) bool { return q == p })
