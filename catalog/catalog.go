@@ -277,6 +277,20 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 			{"cumsum tile", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 9, 1000).Cumsum(1) }},
 			{"cumsum rows", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 1024, 8192).Cumsum(1) }},
 			{"cumsum lookback strided", ir.OpCumsum, func(g *graph.Graph) *graph.Tensor { return g.Input("x", dt, 100000, 3).Cumsum(0) }},
+			// attention: a decode step over a cache (GQA, a window of the
+			// cache's keys), and a prompt's causal attention on
+			// transposed views.
+			{"attention decode", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
+				k := g.Input("k", dt, 2, 2, 512, 64).Narrow(2, 0, 300)
+				v := g.Input("v", dt, 2, 2, 512, 64).Narrow(2, 0, 300)
+				return graph.CausalAttention(g.Input("q", dt, 2, 8, 1, 64), k, v, g.Input("start", dtype.U32, 2), 0.125)
+			}},
+			{"attention prompt", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
+				q := g.Input("q", dt, 1, 37, 4, 24).Transpose(1, 2)
+				k := g.Input("k", dt, 1, 37, 2, 24).Transpose(1, 2)
+				v := g.Input("v", dt, 1, 37, 2, 40).Transpose(1, 2)
+				return graph.CausalAttention(q, k, v, g.Input("start", dtype.U32, 1), 0.2)
+			}},
 		}
 		for _, m := range more {
 			if !m.op.Info().In.Has(dt) {

@@ -87,6 +87,7 @@ const (
 	OpSliceAssign // (dst, src) Params: dim, start; out = dst with src written at [start, start+len)
 	OpArgsort     // (x) Params: descending (0|1); u32 indices along the last dim, stable
 	OpCumsum      // (x) Params: dim; inclusive prefix sums along dim, in scan.go's order
+	OpAttention   // (q, k, v, start) Params: scale; causal attention with per-sequence offsets (attention.go)
 
 	// Matrix product: its own step (a GEMM).
 	OpMatmul // (a, b): a [..., M, K] · b [..., K, N] → [..., M, N]
@@ -302,6 +303,11 @@ var opTable = [NumOps]OpInfo{
 	// others. Every dtype: floats add in the order scan.go defines (f16 and
 	// bf16 in float32, each output rounded once), integers wrap.
 	OpCumsum: func() OpInfo { i := indexOp("cumsum", 1, OutSame, "dim"); i.In = ScanDTypes; return i }(),
+	// attention, like cumsum, is classed with the indexing ops: its own
+	// step, operands read through their layouts, the GPU kernel planned by
+	// package kernels. q, k, v and the output share a wide float dtype;
+	// start is u32 (attention.go).
+	OpAttention: func() OpInfo { i := indexOp("attention", 4, OutSame, "scale"); i.In = WideFloatDTypes; return i }(),
 
 	// matmul follows Candle's matmul/broadcast_matmul: the last two dims
 	// are contracted (a [..., M, K] · b [..., K, N] → [..., M, N]); the

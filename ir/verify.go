@@ -87,6 +87,10 @@ func Verify(g *Graph) error {
 		case ClassReduce:
 			verifyReduce(n, info, bad)
 		case ClassIndex:
+			if n.Op == OpAttention {
+				verifyAttention(n, bad)
+				break
+			}
 			verifyIndex(n, info, bad)
 		case ClassMatmul:
 			verifyMatmul(n, info, bad)

@@ -8,21 +8,31 @@
 // call measured on an H100, 145 calls in a 1B llama decode step) was most
 // of the step.
 //
-// A group of <lanes> lanes (32 or 8; groups tile a 64-wide wave too) owns
-// one row n of B and walks it in spans of <lanes>·VEC elements, lane l
-// loading elements VEC·l … VEC·l+VEC−1 of each span, so the group's loads
-// are consecutive bytes; the M rows of A (small, read by every group) come
-// through the cache. Sums are f32 (fmaf in k order within a lane, then the
-// lanes' partial sums by xor-shuffles), rounded once to C's dtype. The
-// 'v' kernels load 16 bytes at a time (VEC = 16 / sizeof(T)); they need
-// A, B, their leading dimensions and batch strides 16-byte aligned and K a
-// multiple of VEC; the 's' kernels load one element at a time and take any
-// layout. 8 lanes suit K ≤ 8·VEC·2 (attention heads of 64–128), 32 lanes
-// longer rows. Control flow is uniform up to the shuffles (groups past N
-// compute and drop); the grid's y walks the batch.
+// A group of <lanes> lanes (8, 32, 64, 128 or 256) owns one row n of B
+// and walks it in spans of <lanes>·VEC elements, lane l loading elements
+// VEC·l … VEC·l+VEC−1 of each span, so the group's loads are consecutive
+// bytes; the M rows of A (small, read by every group) come through the
+// cache. Sums are f32 (fmaf in k order within a lane), then the lanes'
+// partial sums meet in a butterfly: xor-shuffles with 1, 2, 4, … inside a
+// wave, and, for a group wider than the wave, the waves' sums through
+// shared memory in the same pairing (wave w with w ^ 1, then pairs of
+// pairs), so the result does not depend on the wave size; rounded once to
+// C's dtype. The 'v' kernels load 16 bytes at a time (VEC = 16 / sizeof(T));
+// they need A, B, their leading dimensions and batch strides 16-byte
+// aligned and K a multiple of VEC; the 's' kernels load one element at a
+// time and take any layout. The width is the host's choice (gemv.go): 8
+// lanes for short rows (attention heads of 64–128), 32 for long rows when
+// there are rows enough to fill the device, and wider groups for few long
+// rows (a decode step's 2048 × 8192 down projection), so that each lane
+// has a few loads in flight at once instead of a long chain of them.
+// Control flow is uniform up to the shuffles (groups past N compute and
+// drop); the grid's y walks the batch.
 
 #define GEMV_THREADS 256
 #define GEMV_MAXM 8
+// GEMV_NW(L): waves in a group of L lanes (1 for a group within a wave).
+#define GEMV_NW(L) ((L) > LOOM_WAVE ? (L) / LOOM_WAVE : 1)
+#define GEMV_W(L) ((L) > LOOM_WAVE ? LOOM_WAVE : (L))
 
 LOOM_DEV void gemv_ld1_f32(float* d, const float* p) { d[0] = *p; }
 LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_to_f32(*p); }
@@ -58,10 +68,30 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
         }                                                                                             \
       }                                                                                               \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                         \
-        if (m < M) {                                                                                  \
-          float v = acc[m];                                                                           \
-          _Pragma("unroll") for (int s = LANES / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);         \
-          if (valid && lane == 0) c[m * ldc + n] = ST(v);                                             \
+        _Pragma("unroll") for (int s = 1; s < GEMV_W(LANES); s <<= 1) acc[m] += loom_shfl_xor(acc[m], s); \
+      }                                                                                               \
+      if (GEMV_NW(LANES) > 1) {                                                                       \
+        __shared__ float part[MAXM][GEMV_THREADS / LOOM_WAVE];                                        \
+        const int wave = threadIdx.x / LOOM_WAVE, first = group * GEMV_NW(LANES);                    \
+        if (threadIdx.x % LOOM_WAVE == 0) {                                                           \
+          _Pragma("unroll") for (int m = 0; m < MAXM; ++m) part[m][wave] = acc[m];                    \
+        }                                                                                             \
+        __syncthreads();                                                                              \
+        if (lane == 0) {                                                                              \
+          _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
+            float p[GEMV_NW(LANES)];                                                                  \
+            _Pragma("unroll") for (int j = 0; j < GEMV_NW(LANES); ++j) p[j] = part[m][first + j];     \
+            _Pragma("unroll") for (int st = 1; st < GEMV_NW(LANES); st <<= 1) {                       \
+              _Pragma("unroll") for (int j = 0; j < GEMV_NW(LANES); j += 2 * st) p[j] += p[j + st];   \
+            }                                                                                         \
+            acc[m] = p[0];                                                                            \
+          }                                                                                           \
+        }                                                                                             \
+        __syncthreads();                                                                              \
+      }                                                                                               \
+      if (valid && lane == 0) {                                                                       \
+        _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                            \
+          if (m < M) c[m * ldc + n] = ST(acc[m]);                                                     \
         }                                                                                             \
       }                                                                                               \
     }                                                                                                 \
@@ -74,8 +104,14 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
   LOOM_GEMV(T, LD, VEC, ST, LANES, GEMV_MAXM, NAME) \
   LOOM_GEMV(T, LD, VEC, ST, LANES, 1, NAME##_m1)
 #define LOOM_GEMV4(DT, T, LD16, LD1, VEC, ST)                  \
+  LOOM_GEMV2(T, LD16, VEC, ST, 256, loom_gemv_##DT##_v256)       \
+  LOOM_GEMV2(T, LD16, VEC, ST, 128, loom_gemv_##DT##_v128)       \
+  LOOM_GEMV2(T, LD16, VEC, ST, 64, loom_gemv_##DT##_v64)         \
   LOOM_GEMV2(T, LD16, VEC, ST, 32, loom_gemv_##DT##_v32)         \
   LOOM_GEMV2(T, LD16, VEC, ST, 8, loom_gemv_##DT##_v8)           \
+  LOOM_GEMV2(T, LD1, 1, ST, 256, loom_gemv_##DT##_s256)          \
+  LOOM_GEMV2(T, LD1, 1, ST, 128, loom_gemv_##DT##_s128)          \
+  LOOM_GEMV2(T, LD1, 1, ST, 64, loom_gemv_##DT##_s64)            \
   LOOM_GEMV2(T, LD1, 1, ST, 32, loom_gemv_##DT##_s32)            \
   LOOM_GEMV2(T, LD1, 1, ST, 8, loom_gemv_##DT##_s8)
 

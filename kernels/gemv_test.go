@@ -22,7 +22,7 @@ func TestGemvTwin(t *testing.T) {
 		for i := range b {
 			b[i] = float32(rng.NormFloat64())
 		}
-		for _, lv := range [][2]int{{32, 1}, {8, 1}, {32, 4}, {8, 8}} {
+		for _, lv := range [][2]int{{32, 1}, {8, 1}, {32, 4}, {8, 8}, {64, 4}, {128, 8}, {256, 1}} {
 			if k%lv[1] != 0 {
 				continue
 			}
@@ -54,9 +54,12 @@ func TestPlanGemv(t *testing.T) {
 		aligned bool
 		want    string
 	}{
-		{dtype.BF16, func(*blas.Call) {}, true, "loom_gemv_bf16_v32_m1"},
-		{dtype.BF16, func(*blas.Call) {}, false, "loom_gemv_bf16_s32_m1"},
-		{dtype.BF16, func(c *blas.Call) { c.M = 2 }, true, "loom_gemv_bf16_v32"},
+		{dtype.BF16, func(*blas.Call) {}, true, "loom_gemv_bf16_v64_m1"},
+		{dtype.BF16, func(*blas.Call) {}, false, "loom_gemv_bf16_s64_m1"},
+		{dtype.BF16, func(c *blas.Call) { c.M = 2 }, true, "loom_gemv_bf16_v64"},
+		{dtype.BF16, func(c *blas.Call) { c.N = 14336; c.K = 4096; c.LDA, c.LDB = 4096, 4096 }, true, "loom_gemv_bf16_v32_m1"},
+		{dtype.BF16, func(c *blas.Call) { c.N = 2048; c.K = 8192; c.LDA, c.LDB = 8192, 8192 }, true, "loom_gemv_bf16_v128_m1"},
+		{dtype.F32, func(c *blas.Call) { c.N = 64; c.K = 8192; c.LDA, c.LDB = 8192, 8192 }, true, "loom_gemv_f32_v256_m1"},
 		{dtype.F32, func(c *blas.Call) { c.K, c.LDA, c.LDB = 64, 64, 64; c.M = 4; c.Batch = 8 }, true, "loom_gemv_f32_v8"},
 		{dtype.F16, func(c *blas.Call) { c.K, c.LDA, c.LDB = 64, 64, 64 }, true, "loom_gemv_f16_v8_m1"},
 		{dtype.F16, func(c *blas.Call) { c.M = 9 }, true, ""},

@@ -133,6 +133,8 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 		p, err = planWindow(n, ops)
 	case ir.OpCumsum:
 		p, err = planCumsum(n, ops) // scan.go
+	case ir.OpAttention:
+		p, err = planAttention(n, ops) // attention.go
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}

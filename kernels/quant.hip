@@ -740,7 +740,7 @@ LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long c, const int* qa, co
       const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
       float acc[MAXM];                                                                            \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
-      for (long long c = lane; c < chunks; c += QMV_GROUP) qmvq_##FMT<MAXM>(row, c, qa, dx, sx, K, M, acc); \
+      _Pragma("unroll 4") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvq_##FMT<MAXM>(row, c, qa, dx, sx, K, M, acc); \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
         if (m < M) {                                                                              \
           float v = acc[m];                                                                       \

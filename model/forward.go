@@ -237,6 +237,23 @@ func (f *fwd) attend(q, k, v, keep *graph.Tensor) *graph.Tensor {
 	return out.Reshape(b, c.Heads, t, c.HeadDim).Transpose(1, 2).Reshape(b, t, c.qDim())
 }
 
+// attendCache is a decode step's attention: q [B, H, T, D] over the cache's
+// first W positions k, v [B, KV, W, D], sequence b's query t seeing the
+// positions ≤ pos[b] + t, as one CausalAttention step (one pass over the
+// keys in blocks on the GPU, where attend's product, masked softmax and
+// product were three launches with the scores and probabilities written
+// out in between). It computes the scores and probabilities in float32
+// without rounding them to the compute dtype (attend and transformers'
+// eager attention round both to bf16), so bf16 decode logits differ
+// from prefill's in those roundings. Returns [B, T, H·D].
+func (f *fwd) attendCache(q, k, v, pos *graph.Tensor) *graph.Tensor {
+	c := f.m.lc
+	qs := q.Shape()
+	b, t := qs[0], qs[2]
+	out := graph.CausalAttention(q, k, v, pos, 1/math.Sqrt(float64(c.HeadDim)))
+	return out.Transpose(1, 2).Reshape(b, t, c.qDim())
+}
+
 // logits applies the final norm and the LM head to x [..., C]: f32 [..., V].
 func (f *fwd) logits(x *graph.Tensor) *graph.Tensor {
 	return f.linear(f.rmsNorm(x, "output_norm"), f.head).Cast(dtype.F32)
@@ -304,8 +321,6 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	sin := f.sin.IndexSelect(pos, 0).Reshape(b, 1, c.HeadDim/2)
 	// Where the new key and value go: the position along the time axis.
 	at := pos.Reshape(b, 1, 1, 1).BroadcastTo(b, c.KVHeads, 1, c.HeadDim)
-	// keep[b, t] = t ≤ pos[b], viewed as [B, 1, 1, 1, W].
-	keep := g.Arange(dtype.U32, 0, float64(w), 1).Reshape(1, w).Le(pos.Reshape(b, 1)).Reshape(b, 1, 1, 1, w)
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
@@ -317,7 +332,7 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		if w < m.maxSeq {
 			ka, va = kc.Narrow(2, 0, w), vc.Narrow(2, 0, w)
 		}
-		x = x.Add(f.rowLinear(f.attend(q, ka, va, keep), p+"attn_output"))
+		x = x.Add(f.rowLinear(f.attendCache(q, ka, va, pos), p+"attn_output"))
 		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))

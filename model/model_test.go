@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"github.com/loomgraph/loom/ir"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -427,7 +428,8 @@ func TestConcurrentSessions(t *testing.T) {
 
 // TestFusedProjections: the tiny model's q/k/v and gate/up matrices are
 // stacked into one weight each per layer (the parts are not graph inputs),
-// the decode step runs 6 products a layer plus the LM head, and the
+// the decode step runs 4 products a layer plus the LM head and one
+// attention step a layer (CausalAttention), and the
 // logits are those of the reference (TestDecodeMatchesReference checks
 // every position; here one decode step of a fresh session).
 func TestFusedProjections(t *testing.T) {
@@ -448,14 +450,17 @@ func TestFusedProjections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	products := 0
+	products, attention := 0, 0
 	for _, s := range p.Plan().Steps {
 		if s.Kernel.IsMatmul() {
 			products++
 		}
+		if in := s.Kernel.Instrs; len(in) == 1 && in[0].Node.Op == ir.OpAttention {
+			attention++
+		}
 	}
-	if want := 6*cfg.Layers + 1; products != want {
-		t.Errorf("%d products in a decode step, want %d", products, want)
+	if want := 4*cfg.Layers + 1; products != want || attention != cfg.Layers {
+		t.Errorf("%d products and %d attention steps in a decode step, want %d and %d", products, attention, want, cfg.Layers)
 	}
 	seq := randomIDs(9, 6, cfg.Vocab)
 	want := ref.forward(seq)

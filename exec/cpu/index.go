@@ -64,6 +64,8 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 		cat(out, vals, n)
 	case ir.OpSliceAssign:
 		sliceAssign(out, argOf(0), argOf(1), n)
+	case ir.OpAttention:
+		err = attention(ctx, n, out, argOf(0), argOf(1), argOf(2), argOf(3), e.workers) // attention.go
 	default:
 		err = indexOp(ctx, n, out, argOf)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -73,6 +74,10 @@ func gemmCases() []gemmCase {
 			// One row (the _m1 kernels): short rows in a batch, unaligned.
 			cs = append(cs, gemmCase{d, call(1, 33, 64, 3, false, true, 0, false, false)})
 			cs = append(cs, gemmCase{d, call(1, 65, 129, 2, false, true, 1, false, true)})
+			// Few long rows: groups of 64–256 lanes over several waves
+			// (kernels.GemvLanes).
+			cs = append(cs, gemmCase{d, call(2, 100, 1024, 2, false, true, 0, false, false)})
+			cs = append(cs, gemmCase{d, call(3, 37, 2048, 1, false, true, 3, false, false)})
 		}
 	}
 	cs = append(cs, gemmCase{dtype.F32, call(64, 64, 16384, 1, false, false, 0, false, false)})
@@ -256,10 +261,13 @@ func TestGPUGemmSpeed(t *testing.T) {
 func checkGemvTwin(t *testing.T, name string, c blas.Call, l kernels.GemmLaunch, a, b, got []float64) {
 	t.Helper()
 	aligned := strings.Contains(l.Name, "_f32_v") // fresh allocations: aligned iff the dims are
-	lanes, vec := 32, 1
-	if strings.Contains(l.Name, "_v8") || strings.Contains(l.Name, "_s8") {
-		lanes = 8
+	// loom_gemv_<dt>_<v|s><lanes>[_m1]
+	kind := strings.Split(strings.TrimPrefix(l.Name, "loom_gemv_"), "_")[1]
+	lanes, err := strconv.Atoi(kind[1:])
+	if err != nil {
+		t.Fatalf("%s: launch %s: no lane count", name, l.Name)
 	}
+	vec := 1
 	if aligned {
 		vec = 4
 	}

@@ -80,4 +80,5 @@ func All(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Optio
 	t.Run("Matmul", func(t *testing.T) { Matmul(t, newExec, opts) })
 	t.Run("Quant", func(t *testing.T) { Quant(t, newExec, opts) })
 	t.Run("Conv", func(t *testing.T) { Conv(t, newExec, opts) })
+	t.Run("Attention", func(t *testing.T) { Attention(t, newExec, opts) })
 }

@@ -1,0 +1,151 @@
+package kernels
+
+import (
+	_ "embed"
+	"fmt"
+	"math"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
+)
+
+//go:embed attention.hip
+var attentionHIP string
+
+// attentionThreads is the block of both attention launches.
+const attentionThreads = 256
+
+// attentionShared bounds the part kernel's shared memory: queries G·D,
+// scores G·split and 2·G maxima and sums, in elements of the compute type
+// (48 KiB of float32: the static limit on both platforms).
+const attentionShared = 12 << 10
+
+// attentionFill is the number of part blocks a split size aims for: a
+// few per multiprocessor of a large GPU, so that a decode step's few rows
+// (B·KV blocks of queries) spread over the device.
+const attentionFill = 264
+
+// AttentionSplit is the number of keys a part block of the attention
+// kernel takes: 256, halved (down to 32) while rows·⌈S/split⌉ blocks are
+// fewer than attentionFill or the shared memory of G·(D + split + 2)
+// elements exceeds attentionShared. ok is false when even 32 keys do not
+// fit (a group of query heads too wide for one block's shared memory).
+func AttentionSplit(rows, s, g, d int) (split int, ok bool) {
+	split = 256
+	for split > 32 && (rows*((s+split-1)/split) < attentionFill || g*(max(d, 1)+split+2) > attentionShared) {
+		split /= 2
+	}
+	return split, g*(max(d, 1)+split+2) <= attentionShared
+}
+
+// planAttention plans ir.OpAttention (q, k, v, start): the part launch over
+// (rows, splits) and the merge launch over rows (attention.hip), with the
+// partial results in one scratch buffer.
+func planAttention(n *ir.Node, ops []operand) (*planned, error) {
+	q, k, v, st := ops[0], ops[1], ops[2], ops[3]
+	shape, why := ir.AttentionShape(q.l.Dims, k.l.Dims, v.l.Dims, st.l.Dims, q.dt, k.dt, v.dt, st.dt)
+	if why != "" {
+		return nil, fmt.Errorf("%s", why)
+	}
+	if n.DType != q.dt || !sliceEq(n.Shape, shape) {
+		return nil, fmt.Errorf("output %v%v, want %v%v", n.DType, n.Shape, q.dt, shape)
+	}
+	B, H, T, D := shape[0], shape[1], shape[2], q.l.Dims[3]
+	KV, S, Dv := k.l.Dims[1], k.l.Dims[2], v.l.Dims[3]
+	G := H / KV
+	rows := B * KV * T
+	split, ok := AttentionSplit(rows, S, G, D)
+	if !ok {
+		return nil, fmt.Errorf("%d query heads a key head with head dim %d do not fit one block's shared memory (G·(D + 34) ≤ %d)", G, D, attentionShared)
+	}
+	nsplit := (S + split - 1) / split
+	if nsplit > 65535 {
+		return nil, fmt.Errorf("%d keys need %d blocks of %d along the grid's y (at most 65535)", S, nsplit, split)
+	}
+	acc := "float"
+	if q.dt == dtype.F64 {
+		acc = "double"
+	}
+	accBytes := int64(4)
+	if q.dt == dtype.F64 {
+		accBytes = 8
+	}
+	scratch := int64(rows) * int64(nsplit) * int64(G) * int64(Dv+2) * accBytes
+	c := &config{wide: true}
+	c.header()
+	c.valueMacros("V", q.dt)
+	ct := ctypes[q.dt]
+	c.line("typedef %s AT_A;", acc)
+	widen, narrow := ct.widen, ct.narrow
+	if widen == "" {
+		widen, narrow = "", ""
+	}
+	c.line("#define AT_WIDEN(x) ((AT_A)%s(x))", widen)
+	c.line("#define AT_NARROW(x) %s(x)", narrow)
+	if acc == "double" {
+		c.line("#define AT_EXP(x) exp(x)")
+		c.line("#define AT_NEG_INF (-__longlong_as_double(0x7ff0000000000000ll))")
+	} else {
+		c.line("#define AT_EXP(x) expf(x)")
+		c.line("#define AT_NEG_INF (-__int_as_float(0x7f800000))")
+	}
+	c.line("#define AT_SCALE %s", cFloat(n.Params[0], acc))
+	c.line("#define AT_THREADS %d", attentionThreads)
+	for _, kv := range []struct {
+		name string
+		v    int
+	}{{"AT_ROWS", rows}, {"AT_T", T}, {"AT_H", H}, {"AT_KV", KV}, {"AT_G", G}, {"AT_S", S}, {"AT_D", D},
+		{"AT_DQ", max(D, 1)}, {"AT_DV", Dv}, {"AT_SPLIT", split}, {"AT_NSPLIT", nsplit}} {
+		c.line("#define %s %dll", kv.name, kv.v)
+	}
+	for _, o := range []struct {
+		p string
+		l ir.Layout
+	}{{"AT_Q", q.l}, {"AT_K", k.l}, {"AT_V", v.l}} {
+		c.line("#define %s_OFF %dll", o.p, o.l.Offset)
+		for i, sfx := range []string{"SB", "SH", "ST", "SD"} {
+			name := sfx
+			if o.p != "AT_Q" && sfx == "ST" {
+				name = "SS" // keys and values: the key axis
+			}
+			c.line("#define %s_%s %dll", o.p, name, o.l.Strides[i])
+		}
+	}
+	c.line("#define AT_S_OFF %dll", st.l.Offset)
+	c.line("#define AT_S_SB %dll", st.l.Strides[0])
+	p := &planned{
+		base:   fmt.Sprintf("attention_%v", q.dt),
+		config: c.String(),
+		body:   attentionHIP,
+		entries: fmt.Sprintf(`
+extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part) {
+  attention_part(q, k, v, start, part);
+}
+extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) {
+  attention_merge(part, y);
+}
+`, namePlaceholder),
+		scratch: []ScratchBuf{{Bytes: scratch}},
+	}
+	bs := [3]uint32{attentionThreads, 1, 1}
+	gx := uint32(min(rows, maxGrid))
+	p.launch = []Launch{
+		{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
+			Args: []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}},
+		{Name: "_merge", Grid: [3]uint32{gx, 1, 1}, Block: bs,
+			Args: []Arg{{Kind: Scratch, Index: 0}, {Kind: Output}}},
+	}
+	return p, nil
+}
+
+// cFloat is v as a C literal of type acc ("float" or "double") that
+// rounds to v's value in that type.
+func cFloat(v float64, acc string) string {
+	if acc == "float" {
+		return fmt.Sprintf("%.9ef", float32(v))
+	}
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.17e", v)
+}
