@@ -285,6 +285,10 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 				v := g.Input("v", dt, 2, 2, 512, 64).Narrow(2, 0, 300)
 				return graph.CausalAttention(g.Input("q", dt, 2, 8, 1, 64), k, v, g.Input("start", dtype.U32, 2), 0.125)
 			}},
+			{"attention many splits", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
+				k, v := g.Input("k", dt, 1, 1, 5000, 8), g.Input("v", dt, 1, 1, 5000, 8)
+				return graph.CausalAttention(g.Input("q", dt, 1, 16, 1, 8), k, v, g.Input("start", dtype.U32, 1), 0.3)
+			}},
 			{"attention prompt", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
 				q := g.Input("q", dt, 1, 37, 4, 24).Transpose(1, 2)
 				k := g.Input("k", dt, 1, 37, 2, 24).Transpose(1, 2)

@@ -20,6 +20,10 @@ const attentionThreads = 256
 // (48 KiB of float32: the static limit on both platforms).
 const attentionShared = 12 << 10
 
+// attentionMergeShared bounds the merge's shared weights: G·splits of
+// them (and as many sums); above it the merge reads them per element.
+const attentionMergeShared = 2048
+
 // attentionFill is the number of part blocks a split size aims for: a
 // few per multiprocessor of a large GPU, so that a decode step's few rows
 // (B·KV blocks of queries) spread over the device.
@@ -91,6 +95,7 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 	}
 	c.line("#define AT_SCALE %s", cFloat(n.Params[0], acc))
 	c.line("#define AT_THREADS %d", attentionThreads)
+	c.line("#define AT_MERGE_SHARED %d", attentionMergeShared)
 	for _, kv := range []struct {
 		name string
 		v    int

@@ -102,15 +102,19 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       }
     }
     __syncthreads();
-    // The weighted values: a thread per (head, value element).
+    // The weighted values: a thread per (head, value element), its loads
+    // issued together (the loop is unrolled over the block's keys,
+    // predicated on n).
     AT_A* out = part + (row * AT_NSPLIT + split) * (AT_G * (AT_DV + 2));
     for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
       const int g = i / AT_DV, d = i % AT_DV;
       const V_T* vc = v + AT_V_OFF + b * AT_V_SB + kh * AT_V_SH + s0 * AT_V_SS + d * AT_V_SD;
       const AT_A* p = ps + g * AT_SPLIT;
       AT_A acc = 0;
-#pragma unroll 8
-      for (int j = 0; j < n; ++j) acc += p[j] * AT_WIDEN(vc[j * AT_V_SS]);
+#pragma unroll 32
+      for (int j = 0; j < AT_SPLIT; ++j) {
+        if (j < n) acc += p[j] * AT_WIDEN(vc[j * AT_V_SS]);
+      }
       out[g * (AT_DV + 2) + d] = acc;
     }
     for (int g = tid; g < AT_G; g += AT_THREADS) {
@@ -122,9 +126,56 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
 }
 
 LOOM_DEV void attention_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) {
+#if AT_G * AT_NSPLIT <= AT_MERGE_SHARED
+  // Every split's weight e^(m − M) once per head, in shared memory (the
+  // maxima and sums read by one thread each, all at once), then a thread
+  // per (head, value element) sums the splits' weighted values.
+  __shared__ AT_A wt[AT_G * AT_NSPLIT];
+  __shared__ AT_A lt[AT_G * AT_NSPLIT];
+  __shared__ AT_A hm[AT_G];
+  __shared__ AT_A hl[AT_G];
+#endif
   for (long long row = blockIdx.x; row < AT_ROWS; row += gridDim.x) {
     const long long t = row % AT_T, kh = (row / AT_T) % AT_KV, b = row / (AT_T * AT_KV);
     const AT_A* p = part + row * AT_NSPLIT * (AT_G * (AT_DV + 2));
+#if AT_G * AT_NSPLIT <= AT_MERGE_SHARED
+    for (int i = threadIdx.x; i < AT_G * AT_NSPLIT; i += AT_THREADS) {
+      const int g = i / AT_NSPLIT, sp = i % AT_NSPLIT;
+      const AT_A* q = p + sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2);
+      wt[i] = q[AT_DV];
+      lt[i] = q[AT_DV + 1];
+    }
+    __syncthreads();
+    for (int g = threadIdx.x; g < AT_G; g += AT_THREADS) {
+      AT_A M = AT_NEG_INF;
+      for (int sp = 0; sp < AT_NSPLIT; ++sp) M = at_max(M, wt[g * AT_NSPLIT + sp]);
+      hm[g] = M;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < AT_G * AT_NSPLIT; i += AT_THREADS) {
+      const int g = i / AT_NSPLIT;
+      // A split with no visible key (or only −Inf scores): weight 0.
+      const bool skip = lt[i] == 0 && wt[i] == AT_NEG_INF;
+      wt[i] = skip ? (AT_A)0 : AT_EXP(wt[i] - hm[g]);
+    }
+    __syncthreads();
+    for (int g = threadIdx.x; g < AT_G; g += AT_THREADS) {
+      AT_A l = 0;
+      for (int sp = 0; sp < AT_NSPLIT; ++sp) l += lt[g * AT_NSPLIT + sp] * wt[g * AT_NSPLIT + sp];
+      hl[g] = l;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < AT_G * AT_DV; i += AT_THREADS) {
+      const int g = i / AT_DV, d = i % AT_DV;
+      AT_A acc = 0;
+#pragma unroll 16
+      for (int sp = 0; sp < AT_NSPLIT; ++sp) {
+        acc += p[sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2) + d] * wt[g * AT_NSPLIT + sp];
+      }
+      y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / hl[g]);
+    }
+    __syncthreads();
+#else
     for (int i = threadIdx.x; i < AT_G * AT_DV; i += AT_THREADS) {
       const int g = i / AT_DV, d = i % AT_DV;
       AT_A M = AT_NEG_INF;
@@ -139,5 +190,6 @@ LOOM_DEV void attention_merge(const AT_A* __restrict__ part, V_T* __restrict__ y
       }
       y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / l);
     }
+#endif
   }
 }

@@ -116,6 +116,7 @@ func (s *suite) attnShapes(t *testing.T) {
 		{B: 1, H: 2, KV: 1, T: 1, S: 3000, D: 64, Dv: 64, start: []int64{2999}, scale: 0.125},   // many key blocks
 		{B: 1, H: 4, KV: 2, T: 1, S: 2048, D: 64, Dv: 64, start: []int64{700}, scale: 0.125},    // masked blocks
 		{B: 1, H: 1, KV: 1, T: 1, S: 1, D: 1, Dv: 1, start: []int64{0}, scale: 1},               // one element
+		{B: 1, H: 16, KV: 1, T: 1, S: 5000, D: 8, Dv: 8, start: []int64{4990}, scale: 0.3},      // too many blocks for the merge's shared weights
 		{B: 1, H: 16, KV: 2, T: 2, S: 300, D: 128, Dv: 128, start: []int64{290}, scale: 0.09},   // wide heads
 		{B: 0, H: 4, KV: 2, T: 1, S: 5, D: 8, Dv: 8, start: []int64{}, scale: 1},                // empty batch
 		{B: 2, H: 2, KV: 1, T: 0, S: 5, D: 8, Dv: 8, start: []int64{1, 2}, scale: 1},            // no queries
