@@ -2,9 +2,11 @@
 // sorting and data-movement ops (index_select, gather, scatter, scatter_add,
 // index_add, cat, slice_assign, argsort) and for the pools and upsampling
 // (max_pool, avg_pool, upsample_nearest, upsample_bilinear: window.hip,
-// window.go) and the scan (cumsum), and plans their launches.
+// window.go), the scan (cumsum) and causal attention (attention.hip,
+// attention.go), and plans their launches.
 //
-// The kernels are HIP C++ (index.hip, argsort.hip, scan.hip, embedded with go:embed);
+// The kernels are HIP C++ (index.hip, argsort.hip, scan.hip,
+// attention.hip, embedded with go:embed);
 // the same text compiles with hiprtc (AMD) and NVRTC (NVIDIA) after
 // codegen.PreludeFor(target, text), which supplies the platform macros
 // (LOOM_AMD or LOOM_NVIDIA, LOOM_WAVE) and, of the f16/bf16 ↔ float
@@ -13,7 +15,11 @@
 // Their Go twins, the executable spec, are in exec/cpu/index.go and
 // exec/cpu/pool.go and exec/cpu/scan.go (and CumsumTwin here models
 // scan.hip's block structure); the GPU results equal the CPU's bit for bit
-// (float adds aside, where NaN payloads follow the hardware).
+// (float adds aside, where NaN payloads follow the hardware), except
+// attention, whose sums (like a matmul's) are defined up to their order:
+// exec/cpu/attention.go computes them in float64, the GPU in float32
+// blocks of keys, and the conformance group compares both with a float64
+// reference within the accumulation error.
 //
 // # Contract
 //
