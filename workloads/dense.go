@@ -28,6 +28,7 @@ var Dense = []Workload{
 	{ID: "W13-bf16", Desc: "decode mat-vec, W in bf16 (the peer's product)", Build: w13bf16},
 	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K)},
+	{ID: "W-attn", Desc: "decode attention bf16 (CausalAttention): q [1, 32, 1, 64] over 8 key/value heads, k and v [1, 8, 1024, 64], every key visible (bytes: the keys and values)", Build: wAttn},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 	{ID: "block-bcast", Desc: "the same block with every product a broadcast multiply and a sum (no Matmul)", Build: func(Size) (*graph.Graph, error) { return Block(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 }
@@ -139,4 +140,17 @@ func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
 		g.Output("out", w.Dequantize(dtype.BF16))
 		return g, g.Err()
 	}
+}
+
+// wAttn is a 1B llama's decode-step attention over a 1024-position window
+// of its cache, as one CausalAttention step (the model's decode path).
+// Its start input (Inputs: 2^31) lets every key be seen.
+func wAttn(Size) (*graph.Graph, error) {
+	const H, KV, S, D = 32, 8, 1024, 64
+	g := graph.New()
+	q := g.Input("q", dtype.BF16, 1, H, 1, D)
+	k := g.Input("k", dtype.BF16, 1, KV, S, D)
+	v := g.Input("v", dtype.BF16, 1, KV, S, D)
+	g.Output("out", graph.CausalAttention(q, k, v, g.Input("start", dtype.U32, 1), 1/math.Sqrt(D)))
+	return g, g.Err()
 }

@@ -148,7 +148,8 @@ func wCumsum(sz Size) (*graph.Graph, error) {
 // in (−4, 4), never zero; except that a u8 input named "wq_<format>" holds
 // such values quantized to that GGML format (rows of its raw shape), and an input named "mask" of square
 // trailing dims is a causal attention mask (0 on and below the diagonal,
-// −∞ above).
+// −∞ above), and a u32 input named "start" (an attention's offsets)
+// holds 2^31: past every key, so that every key is seen.
 func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	in := map[string]*tensor.Tensor{}
@@ -162,7 +163,11 @@ func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 			continue
 		}
 		vals := make([]float32, n.Numel())
-		if n.Name == "mask" && len(n.Shape) >= 2 && n.Shape[len(n.Shape)-1] == n.Shape[len(n.Shape)-2] {
+		if n.Name == "start" && n.DType == dtype.U32 {
+			for i := range vals {
+				vals[i] = 1 << 31
+			}
+		} else if n.Name == "mask" && len(n.Shape) >= 2 && n.Shape[len(n.Shape)-1] == n.Shape[len(n.Shape)-2] {
 			causalMask(vals, n.Shape[len(n.Shape)-1])
 		} else {
 			for i := range vals {

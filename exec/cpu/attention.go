@@ -16,24 +16,19 @@ import (
 // of kernels/attention.hip, which computes the same sums in float32 in
 // blocks of keys.
 func attention(ctx context.Context, n *ir.Node, out, q, k, v, start tile, workers int) error {
+	if out.f32 != nil {
+		return attentionRows(ctx, n, out.f32, q.f32, k.f32, v.f32, start.i64, workers)
+	}
+	return attentionRows(ctx, n, out.f64, q.f64, k.f64, v.f64, start.i64, workers)
+}
+
+// attentionRows is attention on one compute type's slices.
+func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q, k, v []F, start []int64, workers int) error {
 	qs, ks, vs := n.Args[0].Shape, n.Args[1].Shape, n.Args[2].Shape
 	B, H, T, D := qs[0], qs[1], qs[2], qs[3]
 	KV, S, Dv := ks[1], ks[2], vs[3]
 	G := H / KV
 	scale := n.Params[0]
-	at := func(t tile, i int) float64 {
-		if t.f32 != nil {
-			return float64(t.f32[i])
-		}
-		return t.f64[i]
-	}
-	put := func(i int, x float64) {
-		if out.f32 != nil {
-			out.f32[i] = float32(x)
-		} else {
-			out.f64[i] = x
-		}
-	}
 	rows := B * H * T
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -52,31 +47,30 @@ func attention(ctx context.Context, n *ir.Node, out, q, k, v, start tile, worker
 				kh := h / G
 				// Keys s ≤ start + t (and s < S) are visible; start is
 				// u32, so the bound is at least t ≥ 0: key 0 always is.
-				vis := min(int64(S), start.i64[b]+int64(t)+1)
+				vis := int(min(int64(S), start[b]+int64(t)+1))
 				m := math.Inf(-1)
-				qo := ((b*H+h)*T + t) * D
-				for s := range int(vis) {
-					ko := ((b*KV+kh)*S + s) * D
+				qr := q[((b*H+h)*T+t)*D:][:D]
+				for s := range vis {
+					kr := k[((b*KV+kh)*S+s)*D:][:D]
 					dot := 0.0
-					for d := range D {
-						dot += at(q, qo+d) * at(k, ko+d)
+					for d, qv := range qr {
+						dot += float64(qv) * float64(kr[d])
 					}
 					x[s] = scale * dot
 					m = math.Max(m, x[s])
 				}
 				clear(acc)
 				sum := 0.0
-				for s := range int(vis) {
+				for s := range vis {
 					p := math.Exp(x[s] - m) // NaN for every s when m is NaN or ±Inf
 					sum += p
-					vo := ((b*KV+kh)*S + s) * Dv
-					for d := range Dv {
-						acc[d] += p * at(v, vo+d)
+					for d, vv := range v[((b*KV+kh)*S+s)*Dv:][:Dv] {
+						acc[d] += p * float64(vv)
 					}
 				}
-				oo := ((b*H+h)*T + t) * Dv
-				for d := range Dv {
-					put(oo+d, acc[d]/sum)
+				o := out[((b*H+h)*T+t)*Dv:][:Dv]
+				for d := range o {
+					o[d] = F(acc[d] / sum)
 				}
 			}
 		}()
