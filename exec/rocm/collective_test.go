@@ -3,6 +3,7 @@ package rocm
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -94,5 +95,85 @@ func TestGPUCollectivesOneRank(t *testing.T) {
 	}
 	if _, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"x": x}); err == nil || !strings.Contains(err.Error(), "no communicator") {
 		t.Errorf("no communicator: %v", err)
+	}
+}
+
+// TestGPUShardedProgram: a block compiled by graph.CompileSharded (a
+// vocabulary-split embedding, a replicated norm, a column-parallel and a
+// row-parallel product) runs on a group of one GPU rank, and on groups of
+// 2, 4, … GPUs where the machine has them, and gives the single-GPU
+// program's outputs within the reduction order's rounding.
+func TestGPUShardedProgram(t *testing.T) {
+	e := freshGPU(t)
+	if err := e.supportsCollective(); err != nil {
+		t.Skipf("no collective library on this GPU machine: %v", err)
+	}
+	ctx := context.Background()
+	const T, C, F, V = 12, 64, 256, 128
+	gr := graph.New()
+	ids := gr.Input("ids", dtype.U32, T)
+	x := gr.Input("emb", dtype.F32, V, C).IndexSelect(ids, 0)
+	h := x.RmsNorm(gr.Input("norm", dtype.F32, C), 1e-5)
+	y := graph.Linear(graph.Linear(h, gr.Input("w1", dtype.F32, F, C), gr.Input("b1", dtype.F32, F)).Silu(), gr.Input("w2", dtype.F32, C, F), nil)
+	gr.Output("y", x.Add(y))
+	splits := map[string]int{"emb": 0, "w1": 0, "b1": 0, "w2": 1}
+	r := rand.New(rand.NewPCG(8, 9))
+	inputs := map[string]*tensor.Tensor{}
+	for _, n := range gr.IR().Inputs() {
+		vals := make([]float64, n.Numel())
+		for i := range vals {
+			if n.Name == "ids" {
+				vals[i] = float64(r.IntN(V))
+			} else {
+				vals[i] = r.Float64() - 0.5
+			}
+		}
+		inputs[n.Name], _ = tensor.FromFloat64s(n.DType, vals, n.Shape...)
+	}
+	p, err := gr.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(ctx, e, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, _ := DeviceCount()
+	for n := 1; n <= max(1, count); n *= 2 {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			es := []*Executor{e}
+			for i := 1; i < n; i++ {
+				d, err := OpenDevice(i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				es = append(es, d)
+			}
+			g := graph.Group{Name: "tp", Size: n}
+			sp, err := gr.CompileSharded(g, splits, graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			comms, err := NewGroup("tp", es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			execs, cs := make([]exec.Executor, n), make([]exec.Comm, n)
+			for i := range n {
+				execs[i], cs[i] = es[i], comms[i]
+				defer comms[i].Close()
+			}
+			got, err := sp.Run(ctx, execs, cs, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, gt := want["y"], got["y"]
+			for i := range w.Numel() {
+				if d := math.Abs(gt.Float64(i) - w.Float64(i)); !(d <= 1e-5*(1+math.Abs(w.Float64(i)))) {
+					t.Fatalf("%d ranks: y[%d] = %v, want %v", n, i, gt.Float64(i), w.Float64(i))
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,228 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// The block of TestShardedBlock: a llama layer (embedding, rms norms,
+// q/k/v projections, causal attention over grouped heads, output
+// projection, SwiGLU MLP with biases, LM head), written for one device.
+const (
+	shB, shT, shC, shH, shKV, shD, shF, shV = 2, 5, 32, 8, 4, 4, 48, 64
+)
+
+// shardedBlock builds the block and returns its graph and the inputs
+// split Megatron-style: the embedding by vocabulary rows, q/k/v, gate/up
+// and the head by output rows (columns of the products), the output and
+// down projections by input features; norms replicated.
+func shardedBlock() (*graph.Graph, map[string]int) {
+	g := graph.New()
+	f32 := dtype.F32
+	in := func(name string, shape ...int) *graph.Tensor { return g.Input(name, f32, shape...) }
+	ids := g.Input("ids", dtype.U32, shB*shT)
+	start := g.Input("start", dtype.U32, shB)
+	x := in("emb", shV, shC).IndexSelect(ids, 0).Reshape(shB, shT, shC)
+	h := x.RmsNorm(in("norm1", shC), 1e-5)
+	heads := func(w string, n int) *graph.Tensor {
+		return graph.Linear(h, in(w, n*shD, shC), nil).Reshape(shB, shT, n, shD).Transpose(1, 2)
+	}
+	a := graph.CausalAttention(heads("wq", shH), heads("wk", shKV), heads("wv", shKV), start, 0.5)
+	x = x.Add(graph.Linear(a.Transpose(1, 2).Reshape(shB, shT, shH*shD), in("wo", shC, shH*shD), nil))
+	h = x.RmsNorm(in("norm2", shC), 1e-5)
+	gate := graph.Linear(h, in("wg", shF, shC), in("bg", shF))
+	up := graph.Linear(h, in("wu", shF, shC), nil)
+	x = x.Add(graph.Linear(gate.Silu().Mul(up), in("wd", shC, shF), in("bd", shC)))
+	g.Output("logits", graph.Linear(x.RmsNorm(in("norm3", shC), 1e-5), in("head", shV, shC), nil))
+	g.Output("hidden", x)
+	return g, map[string]int{"emb": 0, "wq": 0, "wk": 0, "wv": 0, "wo": 1, "wg": 0, "bg": 0, "wu": 0, "wd": 1, "head": 0}
+}
+
+func shardInputs(g *graph.Graph, seed uint64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := map[string]*tensor.Tensor{}
+	for _, n := range g.IR().Inputs() {
+		vals := make([]float64, n.Numel())
+		for i := range vals {
+			switch n.Name {
+			case "ids":
+				vals[i] = float64(r.IntN(shV))
+			case "start":
+				vals[i] = float64(i * 2)
+			default:
+				vals[i] = r.Float64()*2 - 1
+			}
+		}
+		t, err := tensor.FromFloat64s(n.DType, vals, n.Shape...)
+		if err != nil {
+			panic(err)
+		}
+		out[n.Name] = t
+	}
+	return out
+}
+
+// TestShardedBlock: the block compiled for 1, 2 and 4 ranks gives the
+// single-device program's outputs (within the reduction order's rounding)
+// on a group of CPU executors; the compiler places one AllReduce for the
+// embedding, one after attention and one after the MLP, and one AllGather
+// for the column-split logits, and nothing else.
+func TestShardedBlock(t *testing.T) {
+	ctx := context.Background()
+	g, splits := shardedBlock()
+	inputs := shardInputs(g, 7)
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(ctx, cpu.New(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			grp := graph.Group{Name: "tp", Size: n}
+			sp, err := g.CompileSharded(grp, splits, graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Collectives["all_reduce"] != 3 || sp.Collectives["all_gather"] != 1 || len(sp.Collectives) != 2 {
+				t.Errorf("collectives placed: %v, want 3 all_reduce and 1 all_gather", sp.Collectives)
+			}
+			steps := map[string]int{}
+			for _, s := range sp.Plan().Steps {
+				if s.Kernel.IsCollective() {
+					steps[s.Kernel.Instrs[0].Node.Op.String()]++
+				}
+			}
+			if steps["all_reduce"] != 3 || steps["all_gather"] != 1 {
+				t.Errorf("collective steps in the plan: %v", steps)
+			}
+			comms, err := cpu.NewGroup("tp", n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			execs, cs := make([]exec.Executor, n), make([]exec.Comm, n)
+			for r := range n {
+				execs[r], cs[r] = cpu.New(), comms[r]
+			}
+			got, err := sp.Run(ctx, execs, cs, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range want {
+				compareShard(t, name, got[name], w, 2e-5)
+			}
+		})
+	}
+}
+
+func compareShard(t *testing.T, name string, got, want *tensor.Tensor, tol float64) {
+	t.Helper()
+	if got == nil || fmt.Sprint(got.Shape()) != fmt.Sprint(want.Shape()) {
+		t.Fatalf("%s: got %v, want shape %v", name, got, want.Shape())
+	}
+	scale := 0.0
+	for i := range want.Numel() {
+		scale = math.Max(scale, math.Abs(want.Float64(i)))
+	}
+	for i := range want.Numel() {
+		if d := math.Abs(got.Float64(i) - want.Float64(i)); !(d <= tol*scale) {
+			t.Fatalf("%s[%d] = %v, want %v (scale %v)", name, i, got.Float64(i), want.Float64(i), scale)
+		}
+	}
+}
+
+// TestShardedFallbacks: what the compiler cannot keep split is gathered
+// and computed whole (a cumsum along the split dim), a softmax over the
+// split dim reduces each part and all-reduces the max and the sum, and a
+// matmul by a row-split matrix keeps rows split; values match one device.
+func TestShardedFallbacks(t *testing.T) {
+	ctx := context.Background()
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 8, 6)
+	w := g.Input("w", dtype.F32, 6, 4)
+	g.Output("cumsum", x.Cumsum(0))
+	g.Output("softmax", x.Transpose(0, 1).Softmax(-1))
+	g.Output("rows", x.Matmul(w).Relu())
+	inputs := map[string]*tensor.Tensor{}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range g.IR().Inputs() {
+		vals := make([]float64, n.Numel())
+		for i := range vals {
+			vals[i] = r.NormFloat64()
+		}
+		inputs[n.Name], _ = tensor.FromFloat64s(n.DType, vals, n.Shape...)
+	}
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Run(ctx, cpu.New(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := g.CompileSharded(graph.Group{Name: "g", Size: 2}, map[string]int{"x": 0}, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Collectives["all_reduce"] != 2 {
+		t.Errorf("collectives %v: want the softmax's max and sum all-reduced", sp.Collectives)
+	}
+	comms, _ := cpu.NewGroup("g", 2)
+	got, err := sp.Run(ctx, []exec.Executor{cpu.New(), cpu.New()}, []exec.Comm{comms[0], comms[1]}, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		compareShard(t, name, got[name], w, 1e-6)
+	}
+}
+
+// TestShardedErrors: bad splits, graphs with their own collectives and
+// wrong run arguments are errors naming the problem.
+func TestShardedErrors(t *testing.T) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 6, 4)
+	g.Output("y", x.Exp())
+	grp := graph.Group{Name: "g", Size: 4}
+	for _, c := range []struct {
+		splits map[string]int
+		frag   string
+	}{
+		{map[string]int{"x": 0}, "cannot be split along dim 0 over 4 ranks"},
+		{map[string]int{"x": 2}, "cannot be split along dim 2"},
+		{map[string]int{"z": 0}, `"z" is not an input`},
+	} {
+		if _, err := g.CompileSharded(grp, c.splits, graph.Options{}); err == nil || !strings.Contains(err.Error(), c.frag) {
+			t.Errorf("splits %v: %v, want an error with %q", c.splits, err, c.frag)
+		}
+	}
+	g2 := graph.New()
+	g2.Output("y", g2.Input("x", dtype.F32, 4).AllReduce(graph.Group{Name: "g", Size: 2}, graph.ReduceSum))
+	if _, err := g2.CompileSharded(graph.Group{Name: "g", Size: 2}, nil, graph.Options{}); err == nil || !strings.Contains(err.Error(), "already has a collective") {
+		t.Errorf("a graph with a collective: %v", err)
+	}
+	sp, err := g.CompileSharded(graph.Group{Name: "g", Size: 2}, map[string]int{"x": 1}, graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xt, _ := tensor.Zeros(dtype.F32, 6, 4)
+	if _, err := sp.Run(context.Background(), []exec.Executor{cpu.New()}, nil, map[string]*tensor.Tensor{"x": xt}); err == nil || !strings.Contains(err.Error(), "1 executors and 0 communicators for a group of 2") {
+		t.Errorf("run with too few executors: %v", err)
+	}
+	bad, _ := tensor.Zeros(dtype.F32, 4, 6)
+	if _, err := sp.Shard("x", 0, bad); err == nil || !strings.Contains(err.Error(), "the program was built for [6 4]") {
+		t.Errorf("shard of the wrong shape: %v", err)
+	}
+}
