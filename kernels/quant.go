@@ -3,7 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"strings"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
@@ -142,15 +141,6 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	return name, true
 }
 
-// QMVSEntry names the staged form of QMVQEntry's kernel (loom_qmvs_*:
-// each row copied to shared memory in tiles with 16-byte loads, then the
-// same arithmetic), same arguments and launch; it needs the weight and its
-// rows (rowBytes) 16-byte aligned.
-func QMVSEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
-	name, ok = QMVQEntry(t, x, m)
-	return strings.Replace(name, "loom_qmvq_", "loom_qmvs_", 1), ok
-}
-
 // QuantEntries lists every entry point of QuantSource.
 func QuantEntries() []string {
 	var out []string
@@ -167,9 +157,6 @@ func QuantEntries() []string {
 					out = append(out, n)
 				}
 				if n, ok := QMVQEntry(t, d, m); ok {
-					out = append(out, n)
-				}
-				if n, ok := QMVSEntry(t, d, m); ok {
 					out = append(out, n)
 				}
 			}

@@ -565,11 +565,9 @@ LOOM_Q8X(qmvw_x_f32, loom_q8x_f32)
 LOOM_Q8X(qmvw_x_f16, loom_q8x_f16)
 LOOM_Q8X(qmvw_x_bf16, loom_q8x_bf16)
 
-// qmvq_<fmt>(row, cw, c, qa, dx, sx, K, M, acc): chunk c of a weight row
-// (the same chunks as the word-load kernels) times the quantized
-// activations, added into acc[0..M). The chunk's weights are read as
-// chunk cw of row (cw = c when row is the row in memory; the staged
-// kernels pass a tile of the row in shared memory and c's index in it). Activation element e of row m is byte m·K + e of
+// qmvq_<fmt>(row, c, qa, dx, sx, K, M, acc): chunk c of a weight row (the
+// same chunks as the word-load kernels) times the quantized activations,
+// added into acc[0..M). Activation element e of row m is byte m·K + e of
 // qa; its block's step dx[(m·K + e)/32]; sx[(m·K + e)/16] the sum of its
 // 16 values.
 LOOM_DEV unsigned int qmvq_w32(const unsigned char* p) { return qmvw_u16(p) | (qmvw_u16(p + 2) << 16); }
@@ -577,9 +575,9 @@ LOOM_DEV unsigned int qmvq_w32(const unsigned char* p) { return qmvw_u16(p) | (q
 // Q4_0 block c: d, 16 bytes: weight i (low nibble of byte i) and i + 16
 // (high nibble), each q − 8: Σ = d·(dx·Σ q·a − 8·Σx).
 template <int MAXM>
-LOOM_DEV void qmvq_q4_0(const unsigned char* row, long long cw, long long c, const int* qa, const float* dx, const float* sx,
+LOOM_DEV void qmvq_q4_0(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
-  const unsigned char* b = row + 18 * cw;
+  const unsigned char* b = row + 18 * c;
   const float d = qmvw_h(b);
   int lo[4], hi[4];
 #pragma unroll
@@ -609,9 +607,9 @@ LOOM_DEV void qmvq_q4_0(const unsigned char* row, long long cw, long long c, con
 
 // Q8_0 block c: d, 32 signed bytes: Σ = d·dx·Σ q·a.
 template <int MAXM>
-LOOM_DEV void qmvq_q8_0(const unsigned char* row, long long cw, long long c, const int* qa, const float* dx, const float* sx,
+LOOM_DEV void qmvq_q8_0(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
-  const unsigned char* b = row + 34 * cw;
+  const unsigned char* b = row + 34 * c;
   const float d = qmvw_h(b);
   int q[8];
 #pragma unroll
@@ -639,11 +637,11 @@ LOOM_DEV void qmvq_q8_0(const unsigned char* row, long long cw, long long c, con
 // low nibbles are 16 weights of sub-block 2j, high nibbles 16 of 2j + 1;
 // Σ = d·sc·dx·Σ q·a − dmin·m·Σx per sub-block's 16.
 template <int MAXM>
-LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long cw, long long c, const int* qa, const float* dx, const float* sx,
+LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
   const long long sb = c >> 3;
   const int t = (int)(c & 7), j = t >> 1, h = t & 1;
-  const unsigned char* b = row + 144 * (cw >> 3);
+  const unsigned char* b = row + 144 * sb;
   const unsigned int dm = qmvw_u32(b);
   const float d = loom_f16_to_f32((unsigned short)(dm & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(dm >> 16));
   unsigned int s[3];
@@ -690,11 +688,11 @@ LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long cw, long long c, con
 // as they are and the offset 32 comes off as 32·Σa (a dot product with
 // ones): Σ = d·scale·dx·(Σ q·a − 32·Σ a).
 template <int MAXM>
-LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long cw, long long c, const int* qa, const float* dx, const float* sx,
+LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
   const long long sb = c >> 3;
   const int t = (int)(c & 7), hf = t >> 2, l0 = 8 * (t & 3);
-  const unsigned char* b = row + 210 * (cw >> 3);
+  const unsigned char* b = row + 210 * sb;
   const unsigned char* ql = b + 64 * hf + l0;
   const unsigned char* qh = b + 128 + 32 * hf + l0;
   const signed char* scl = reinterpret_cast<const signed char*>(b + 192 + 8 * hf + (l0 >> 4));
@@ -742,7 +740,7 @@ LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long cw, long long c, con
       const unsigned char* row = w + (valid ? n : 0) * rowBytes;                                  \
       float acc[MAXM];                                                                            \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
-      _Pragma("unroll 4") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvq_##FMT<MAXM>(row, c, c, qa, dx, sx, K, M, acc); \
+      _Pragma("unroll 4") for (long long c = lane; c < chunks; c += QMV_GROUP) qmvq_##FMT<MAXM>(row, c, qa, dx, sx, K, M, acc); \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
         if (m < M) {                                                                              \
           float v = acc[m];                                                                       \
@@ -764,80 +762,3 @@ LOOM_QMVQ3(q4_0)
 LOOM_QMVQ3(q8_0)
 LOOM_QMVQ3(q4_k)
 LOOM_QMVQ3(q6_k)
-
-// ---- loom_qmvs_<fmt>_<x>: the 8-bit mat-vec with each row staged ----
-//
-// The qmvq kernels above read a row's blocks where they lie: 18- and
-// 34-byte blocks are only 2-byte aligned, so a lane loads its chunk in
-// 2- and 4-byte pieces (about a dozen loads for 18 bytes of Q4_0), each
-// lane's chunks one after another. These copy the row first, a tile of
-// QMVS_TILE_<fmt> bytes (whole blocks, a multiple of 16) at a time, into
-// shared memory with 16-byte loads, all of a group's loads issued at once
-// (a Q4_K row of K = 4096 is 144 of them, 4.5 a lane); then every lane
-// computes its chunks from shared memory with the same qmvq_<fmt>. They
-// need rows (rowBytes) and the weight 16-byte aligned; the host picks
-// qmvq otherwise. The block's groups take their rows in step (the tile
-// loop is the same for all), so __syncthreads orders the copies and the
-// reads on every wave size.
-
-#define QMVS_TILE_q4_0 2304  // 128 blocks of 18 bytes
-#define QMVS_TILE_q8_0 2176  // 64 blocks of 34 bytes
-#define QMVS_TILE_q4_k 2304  // 16 blocks of 144 bytes
-#define QMVS_TILE_q6_k 3360  // 16 blocks of 210 bytes
-#define QMVS_BB_q4_0 18
-#define QMVS_BB_q8_0 34
-#define QMVS_BB_q4_k 144
-#define QMVS_BB_q6_k 210
-#define QMVS_CPB_q4_0 1  // 32-value chunks per block
-#define QMVS_CPB_q8_0 1
-#define QMVS_CPB_q4_k 8
-#define QMVS_CPB_q6_k 8
-
-#define LOOM_QMVS(FMT, X, MAXM, NAME)                                                                  \
-  extern "C" __global__ void __launch_bounds__(QMVW_THREADS) NAME(                                 \
-      const unsigned char* __restrict__ w, const int* __restrict__ qa, const float* __restrict__ dx, \
-      const float* __restrict__ sx, X::T* __restrict__ y, int M, long long K, long long N,          \
-      long long rowBytes, long long ldy) {                                                        \
-    __shared__ uint4 stage[QMVW_THREADS / QMV_GROUP][QMVS_TILE_##FMT / 16];                       \
-    const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
-    const int groups = QMVW_THREADS / QMV_GROUP;                                                  \
-    const unsigned char* tile = reinterpret_cast<const unsigned char*>(stage[group]);             \
-    for (long long base = (long long)blockIdx.x * groups; base < N; base += (long long)gridDim.x * groups) { \
-      const long long n = base + group;                                                           \
-      const bool valid = n < N;                                                                   \
-      const uint4* row = reinterpret_cast<const uint4*>(w + (valid ? n : 0) * rowBytes);          \
-      float acc[MAXM];                                                                            \
-      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                              \
-      for (long long t0 = 0; t0 < rowBytes; t0 += QMVS_TILE_##FMT) {                              \
-        const int tb = (int)(rowBytes - t0 < QMVS_TILE_##FMT ? rowBytes - t0 : QMVS_TILE_##FMT);    \
-        if (valid) {                                                                              \
-          _Pragma("unroll 4") for (int i = lane; i < tb / 16; i += QMV_GROUP) stage[group][i] = row[t0 / 16 + i]; \
-        }                                                                                         \
-        __syncthreads();                                                                          \
-        const long long c0 = t0 / QMVS_BB_##FMT * QMVS_CPB_##FMT;                                  \
-        const int nc = tb / QMVS_BB_##FMT * QMVS_CPB_##FMT;                                        \
-        _Pragma("unroll 4") for (int c = lane; c < nc; c += QMV_GROUP)                             \
-          qmvq_##FMT<MAXM>(tile, c, c0 + c, qa, dx, sx, K, M, acc);                               \
-        __syncthreads();                                                                          \
-      }                                                                                           \
-      _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                          \
-        if (m < M) {                                                                              \
-          float v = acc[m];                                                                       \
-          _Pragma("unroll") for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s); \
-          if (valid && lane == 0) y[m * ldy + n] = X::st(v);                                      \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
-  }
-#define LOOM_QMVS2(FMT, X, NAME)           \
-  LOOM_QMVS(FMT, X, QMV_MAXM, NAME)         \
-  LOOM_QMVS(FMT, X, 1, NAME##_m1)
-#define LOOM_QMVS3(FMT)                                    \
-  LOOM_QMVS2(FMT, qmvw_x_f32, loom_qmvs_##FMT##_f32)        \
-  LOOM_QMVS2(FMT, qmvw_x_f16, loom_qmvs_##FMT##_f16)        \
-  LOOM_QMVS2(FMT, qmvw_x_bf16, loom_qmvs_##FMT##_bf16)
-
-LOOM_QMVS3(q4_0)
-LOOM_QMVS3(q8_0)
-LOOM_QMVS3(q4_k)
-LOOM_QMVS3(q6_k)

@@ -104,9 +104,7 @@ func TestGPUQMVWord(t *testing.T) {
 }
 
 // TestGPUQMVQ8: the mat-vecs on 8-bit activations (loom_q8x_* then
-// loom_qmvs_*, staged through shared memory where rows are 16-byte
-// multiples, one tile or several, the last one short; loom_qmvq_*
-// otherwise, and with LOOM_QMV=unstaged) against the float64 product of the dequantized weights and
+// loom_qmvq_*) against the float64 product of the dequantized weights and
 // x as stored. Their error is the activations' rounding: at most half a
 // step d = amax/127 of each 32-value block of x per weight, Σ_k |w_k|·d_k/2,
 // plus f32 sums and the output's rounding. Rows not a multiple of a
@@ -118,14 +116,8 @@ func TestGPUQMVQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
-			for _, c := range []struct {
-				m, n, k  int
-				unstaged bool
-			}{{1, 37, 768, false}, {3, 9, 4096, false}, {8, 64, 2048, false}, {1, 5, 256, false}, {5, 130, 512, false},
-				{2, 33, 8192, false}, {1, 7, 4352, false}, {1, 37, 768, true}, {2, 33, 8192, true}} {
-				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d/unstaged=%v", f, dt, c.m, c.n, c.k, c.unstaged), func(t *testing.T) {
-					qmvUnstaged = c.unstaged
-					defer func() { qmvUnstaged = false }()
+			for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}} {
+				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d", f, dt, c.m, c.n, c.k), func(t *testing.T) {
 					raw := randomQuantized(t, r, f, c.n, c.k)
 					xv := make([]float64, c.m*c.k)
 					for b := 0; b < len(xv); b += 32 { // blocks of very different scales
@@ -145,19 +137,13 @@ func TestGPUQMVQ8(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					q0, s0 := qmvQ8Launches.Load(), qmvStagedLaunches.Load()
+					q0 := qmvQ8Launches.Load()
 					out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
 					if err != nil {
 						t.Fatal(err)
 					}
 					if qmvQ8Launches.Load() == q0 {
 						t.Fatal("the 8-bit mat-vec was not used")
-					}
-					// Staged where the rows are 16-byte multiples (the
-					// weight's allocation is aligned), unless turned off.
-					staged := !c.unstaged && (raw.Numel()/c.n)%16 == 0
-					if got := qmvStagedLaunches.Load() != s0; got != staged {
-						t.Fatalf("staged kernel used: %v, want %v (row bytes %d)", got, staged, raw.Numel()/c.n)
 					}
 					got := out["y"].Float64s()
 					wq := make([]float32, c.n*c.k)

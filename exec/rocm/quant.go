@@ -96,15 +96,6 @@ var qmvBytewise = os.Getenv("LOOM_QMV") == "bytewise"
 // LOOM_QMV=word (or bytewise). Tests set it directly.
 var qmvF32 = qmvBytewise || os.Getenv("LOOM_QMV") == "word"
 
-// qmvUnstaged makes the 8-bit mat-vecs read rows where they lie
-// (loom_qmvq_*) even where the staged kernels (loom_qmvs_*: rows copied to
-// shared memory with 16-byte loads first) apply: LOOM_QMV=unstaged, for
-// comparing the two. Tests set it directly.
-var qmvUnstaged = os.Getenv("LOOM_QMV") == "unstaged"
-
-// qmvStagedLaunches counts staged 8-bit mat-vec launches.
-var qmvStagedLaunches atomic.Int64
-
 // qmvWordLaunches and qmvQ8Launches count word-load and 8-bit mat-vec
 // launches (tests check the path they mean to test was taken).
 var qmvWordLaunches, qmvQ8Launches atomic.Int64
@@ -154,10 +145,6 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	if M <= kernels.QMVMaxRows {
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
 			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
-				if sname, ok := kernels.QMVSEntry(f, n.DType, int(M)); ok && !qmvUnstaged && uint64(wp)%16 == 0 && rb%16 == 0 {
-					qname = sname
-					qmvStagedLaunches.Add(1)
-				}
 				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
 			}
 		}
