@@ -506,6 +506,13 @@ LOOM_QMVW3(q6_k)
 // block meet by shuffles with xor 1, 2, 4, which stay inside aligned
 // groups of 8 lanes on 32- and 64-lane waves. K is a multiple of 32.
 //
+// Tried and dropped (H200, W13, one call): staging each weight row in
+// shared memory with 16-byte loads before the same arithmetic (the 18- and
+// 34-byte blocks are only 2-byte aligned, so lanes load them in 2- and
+// 4-byte pieces) was no faster: Q4_0 41% of copy staged against 46% as
+// here, Q4_K 35% both, Q6_K 37% against 39%, Q8_0 51% against 55%. The
+// weight loads are not what holds these kernels near 40%.
+//
 // The result differs from the f32 product by the activations' rounding,
 // |error| ≤ Σ_k |w_k|·d_k/2 over the row (d_k the block's step): the
 // conformance tolerance of quantized products (tests/conformance/quant.go)
