@@ -190,3 +190,50 @@ func TestAsmDotsFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestVecDotRows: VecDotRows gives VecDot's bits row by row (the two-row
+// assembly for Q4_0 included), for odd and even row counts, block counts
+// that are and are not multiples of four, random and extreme codes; and
+// refuses rows that do not divide the bytes.
+func TestVecDotRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, typ := range []Type{Q4_0, Q8_0, Q4_K, Q6_K, Q4_1} {
+		tr, _ := typ.Traits()
+		act := ActivationType(typ)
+		for trial := range 40 {
+			nb := 1 + r.IntN(13)
+			rows := 1 + r.IntN(7)
+			n := nb * tr.Block
+			var w []byte
+			for i := range rows {
+				if trial%3 == 0 {
+					w = append(w, biasedCodes(typ, nb, uint64(trial*8+i))...)
+				} else {
+					w = append(w, fillCodes(typ, nb, -1, uint64(trial*8+i))...)
+				}
+			}
+			atr, _ := act.Traits()
+			a := fillCodes(act, n/atr.Block, -1, uint64(1000+trial))
+			if trial%3 == 0 {
+				a = biasedCodes(act, n/atr.Block, uint64(1000+trial))
+			}
+			out := make([]float32, rows)
+			if err := VecDotRows(typ, w, act, a, n, out); err != nil {
+				t.Fatal(err)
+			}
+			rb := len(w) / rows
+			for i := range rows {
+				want, err := VecDot(typ, w[i*rb:(i+1)*rb], act, a, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameBits(out[i], want) {
+					t.Fatalf("%v, %d rows of %d blocks: row %d = %v, VecDot %v", typ, rows, nb, i, out[i], want)
+				}
+			}
+		}
+	}
+	if err := VecDotRows(Q4_0, make([]byte, 37), Q8_0, make([]byte, 34), 32, make([]float32, 2)); err == nil {
+		t.Error("37 bytes as 2 rows: no error")
+	}
+}

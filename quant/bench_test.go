@@ -98,3 +98,27 @@ func BenchmarkVecDotTwin(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecDotRows is BenchmarkVecDot over 64 weight rows at once
+// (VecDotRows: the two-row assembly for Q4_0), bytes per weight row.
+func BenchmarkVecDotRows(b *testing.B) {
+	for _, t := range []Type{Q4_0, Q8_0} {
+		c := codecs[t]
+		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(c.act)
+			const rows = 64
+			ws := make([]byte, 0, rows*len(w))
+			for range rows {
+				ws = append(ws, w...)
+			}
+			out := make([]float32, rows)
+			b.SetBytes(int64(len(ws)))
+			for b.Loop() {
+				if err := VecDotRows(t, ws, c.act, a, benchN, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -200,6 +200,42 @@ func VecDot(w Type, wrow []byte, act Type, arow []byte, n int) (float32, error) 
 	return c.dot(wrow, arow, nb), nil
 }
 
+// VecDotRows is VecDot of every row of w (rows of rowBytes bytes, the
+// weight rows of an n-value product one after another) against arow, into
+// out[i] for row i: the same values, bit for bit. Where the CPU has a
+// two-row kernel for w's type (Q4_0 with AVX2), rows go through it in
+// pairs: the two rows' dependent float additions overlap, which a row at a
+// time cannot do without changing the twin's order.
+func VecDotRows(w Type, rows []byte, act Type, arow []byte, n int, out []float32) error {
+	if len(out) == 0 {
+		return nil
+	}
+	rb := len(rows) / len(out)
+	if rb*len(out) != len(rows) {
+		return fmt.Errorf("quant.VecDotRows(%v·%v): %d bytes are not %d rows", w, act, len(rows), len(out))
+	}
+	// The first row checks types, sizes and lengths for all of them.
+	v, err := VecDot(w, rows[:rb], act, arow, n)
+	if err != nil {
+		return err
+	}
+	out[0] = v
+	i := 1
+	if f, ok := asmDots2[w]; ok && hasDotAVX2 {
+		tr, _ := w.Traits()
+		nb := n / tr.Block
+		for ; i+1 < len(out); i += 2 {
+			out[i], out[i+1] = f(rows[i*rb:(i+1)*rb], rows[(i+1)*rb:(i+2)*rb], arow, nb)
+		}
+	}
+	dot := codecs[w].dot
+	tr, _ := w.Traits()
+	for ; i < len(out); i++ {
+		out[i] = dot(rows[i*rb:(i+1)*rb], arow, n/tr.Block)
+	}
+	return nil
+}
+
 // Plain float "codecs", so callers can treat every supported type alike.
 // F16 and BF16 round to nearest even exactly as GGML's
 // ggml_fp32_to_fp16_row and ggml_fp32_to_bf16_row_ref do.

@@ -11,6 +11,9 @@ var hasDotAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 func dotQ4_0Q8_0AVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
+
+//go:noescape
 func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
 
 //go:noescape
@@ -27,6 +30,17 @@ func dotQ4_0Q8_0Asm(x, y []byte, nb int) float32 {
 		return 0
 	}
 	return dotQ4_0Q8_0AVX2(&x[0], &y[0], nb)
+}
+
+// dotQ4_0Q8_0x2Asm is dotQ4_0Q8_0Asm of two weight rows against one
+// activation row.
+func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
+	if nb == 0 {
+		return 0, 0
+	}
+	var out [2]float32
+	dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
+	return out[0], out[1]
 }
 
 func dotQ8_0Q8_0Asm(x, y []byte, nb int) float32 {
@@ -72,10 +86,17 @@ var asmDots = map[Type]func(w, a []byte, nb int) float32{
 	Q6_K: dotQ6_KQ8_KAsm,
 }
 
+// asmDots2 are the two-row forms (two weight rows, one activation row)
+// where there is one; VecDotRows uses them when the CPU can run them.
+var asmDots2 = map[Type]func(w0, w1, a []byte, nb int) (float32, float32){
+	Q4_0: dotQ4_0Q8_0x2Asm,
+}
+
 func init() {
 	if !hasDotAVX2 {
 		return
 	}
+
 	for t, f := range asmDots {
 		c := codecs[t]
 		c.dot = f

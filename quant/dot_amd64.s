@@ -122,10 +122,38 @@ q80loop:
 	VZEROUPPER
 	RET
 
+// Q40INT computes the int32 lanes of Q4_0 block X+xoff · Q8_0 block
+// DI+yoff into DST (Σ q·y − 8·Σy, in eight partial sums), X the base
+// register of the weights. Clobbers Y0–Y4.
+#define Q40INT(X, xoff, yoff, DST) \
+	VMOVDQU     xoff+2(X), X0 \
+	VPSRLW      $4, X0, X1     \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPAND       Y15, Y0, Y0    \
+	VMOVDQU     yoff+2(DI), Y2 \
+	VPMADDUBSW  Y2, Y0, Y3     \
+	VPMADDUBSW  Y2, Y14, Y4    \
+	VPSUBW      Y4, Y3, Y3     \
+	VPMADDWD    Y13, Y3, DST
+
+// F16X4 loads the f16 at addr+0, +stride, +2·stride, +3·stride into the
+// four low float32 of X (R is a scratch GPR).
+#define F16X4(addr, o1, o2, o3, R, X) \
+	MOVWLZX   addr, R        \
+	VMOVD     R, X           \
+	VPINSRW   $1, o1, X, X   \
+	VPINSRW   $2, o2, X, X   \
+	VPINSRW   $3, o3, X, X   \
+	VCVTPH2PS X, X
+
 // func dotQ4_0Q8_0AVX2(x, y *byte, nb int) float32
 //
 // Per block: sumi = Σ q·y − 8·Σy with q the raw nibbles (elements 0…15 in
 // the low nibbles, 16…31 in the high ones); sumf += (float32(sumi)·dx)·dy.
+// Four blocks at a time: their integer sums side by side (VPHADDD), the
+// four products (float32(sumi)·dx)·dy as one VMULPS pair (the same
+// roundings lane by lane), then added to sumf one after another in block
+// order, as the twin does; the rest one block at a time.
 TEXT ·dotQ4_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
@@ -134,17 +162,43 @@ TEXT ·dotQ4_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	VMOVDQU eights<>(SB), Y14
 	VMOVDQU onesw<>(SB), Y13
 	VXORPS  X7, X7, X7
+	CMPQ    CX, $4
+	JLT     q40tail
+
+q40quad:
+	Q40INT(SI, 0, 0, Y8)
+	Q40INT(SI, 18, 34, Y9)
+	Q40INT(SI, 36, 68, Y10)
+	Q40INT(SI, 54, 102, Y11)
+	VPHADDD      Y9, Y8, Y8     // a01 a23 b01 b23 | a45 a67 b45 b67
+	VPHADDD      Y11, Y10, Y10  // c… d…
+	VPHADDD      Y10, Y8, Y8    // a0123 b0123 c0123 d0123 | a4567 …
+	VEXTRACTI128 $1, Y8, X9
+	VPADDD       X9, X8, X8     // the four blocks' sumi
+	VCVTDQ2PS    X8, X0
+	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
+	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)
+	VMULPS       X1, X0, X0     // sumi·dx
+	VMULPS       X2, X0, X0     // ·dy
+	VADDSS       X0, X7, X7
+	VMOVSHDUP    X0, X3
+	VADDSS       X3, X7, X7
+	VMOVHLPS     X0, X0, X4
+	VADDSS       X4, X7, X7
+	VPSHUFD      $3, X0, X5
+	VADDSS       X5, X7, X7
+	ADDQ         $72, SI
+	ADDQ         $136, DI
+	SUBQ         $4, CX
+	CMPQ         CX, $4
+	JGE          q40quad
+
+q40tail:
+	TESTQ CX, CX
+	JZ    q40done
 
 q40loop:
-	VMOVDQU     2(SI), X0
-	VPSRLW      $4, X0, X1
-	VINSERTI128 $1, X1, Y0, Y0
-	VPAND       Y15, Y0, Y0    // q, in element order
-	VMOVDQU     2(DI), Y2      // y
-	VPMADDUBSW  Y2, Y0, Y3     // q·y pairs
-	VPMADDUBSW  Y2, Y14, Y4    // 8·y pairs
-	VPSUBW      Y4, Y3, Y3
-	VPMADDWD    Y13, Y3, Y3
+	Q40INT(SI, 0, 0, Y3)
 	HSUM8(Y3, X3, X4)
 	VCVTDQ2PS   X3, X0         // float32(sumi)
 	F16((SI), AX, X1)
@@ -157,7 +211,106 @@ q40loop:
 	DECQ        CX
 	JNZ         q40loop
 
+q40done:
 	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q40QUAD leaves in X the four float32(sumi) of the Q4_0 blocks at
+// base+0, +18, +36, +54 against the Q8_0 blocks at DI+0, +34, +68, +102.
+// Clobbers Y0–Y4, Y8–Y11.
+#define Q40QUAD(base, X) \
+	Q40INT(base, 0, 0, Y8)       \
+	Q40INT(base, 18, 34, Y9)     \
+	Q40INT(base, 36, 68, Y10)    \
+	Q40INT(base, 54, 102, Y11)   \
+	VPHADDD      Y9, Y8, Y8      \
+	VPHADDD      Y11, Y10, Y10   \
+	VPHADDD      Y10, Y8, Y8     \
+	VEXTRACTI128 $1, Y8, X9      \
+	VPADDD       X9, X8, X8      \
+	VCVTDQ2PS    X8, X
+
+// func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
+//
+// dotQ4_0Q8_0AVX2 for two weight rows against one activation row, each
+// row's sum in its own order (out[0] for x0, out[1] for x1, bit for bit
+// the single-row results): the two chains of dependent additions overlap,
+// and the activations' scales are converted once for both.
+TEXT ·dotQ4_0Q8_0x2AVX2(SB), NOSPLIT, $0-40
+	MOVQ    x0+0(FP), SI
+	MOVQ    x1+8(FP), R8
+	MOVQ    y+16(FP), DI
+	MOVQ    nb+24(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU eights<>(SB), Y14
+	VMOVDQU onesw<>(SB), Y13
+	VXORPS  X7, X7, X7
+	VXORPS  X6, X6, X6
+	CMPQ    CX, $4
+	JLT     q42tail
+
+q42quad:
+	Q40QUAD(SI, X5)
+	Q40QUAD(R8, X12)
+	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
+	F16X4(0(R8), 18(R8), 36(R8), 54(R8), AX, X3)
+	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)
+	VMULPS    X1, X5, X5     // sumi·dx, row 0
+	VMULPS    X3, X12, X12   // row 1
+	VMULPS    X2, X5, X5     // ·dy
+	VMULPS    X2, X12, X12
+	VADDSS    X5, X7, X7
+	VADDSS    X12, X6, X6
+	VMOVSHDUP X5, X0
+	VMOVSHDUP X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	VMOVHLPS  X5, X5, X0
+	VMOVHLPS  X12, X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	VPSHUFD   $3, X5, X0
+	VPSHUFD   $3, X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	ADDQ      $72, SI
+	ADDQ      $72, R8
+	ADDQ      $136, DI
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JGE       q42quad
+
+q42tail:
+	TESTQ CX, CX
+	JZ    q42done
+
+q42loop:
+	Q40INT(SI, 0, 0, Y3)
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS X3, X5
+	Q40INT(R8, 0, 0, Y3)
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS X3, X12
+	F16((SI), AX, X1)
+	F16((R8), AX, X3)
+	F16((DI), BX, X2)
+	VMULSS    X1, X5, X5
+	VMULSS    X3, X12, X12
+	VMULSS    X2, X5, X5
+	VMULSS    X2, X12, X12
+	VADDSS    X5, X7, X7
+	VADDSS    X12, X6, X6
+	ADDQ      $18, SI
+	ADDQ      $18, R8
+	ADDQ      $34, DI
+	DECQ      CX
+	JNZ       q42loop
+
+q42done:
+	MOVQ   out+32(FP), AX
+	VMOVSS X7, (AX)
+	VMOVSS X6, 4(AX)
 	VZEROUPPER
 	RET
 

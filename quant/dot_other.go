@@ -6,3 +6,5 @@ package quant
 const hasDotAVX2 = false
 
 var asmDots = map[Type]func(w, a []byte, nb int) float32{}
+
+var asmDots2 = map[Type]func(w0, w1, a []byte, nb int) (float32, float32){}

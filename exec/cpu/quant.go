@@ -94,14 +94,16 @@ func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			return fmt.Errorf("cpu: %s: quantize activations to %v: %w", k.Name, act, err)
 		}
 		return e.parallelRows(ctx, N, func(n0, n1 int) error {
+			vals := make([]float32, n1-n0)
 			for m := range M {
 				arow := acts[int64(m)*arb : int64(m+1)*arb]
-				for j := n0; j < n1; j++ {
-					v, err := quant.VecDot(format, ws[j*rb:(j+1)*rb], act, arow, K)
-					if err != nil {
-						return fmt.Errorf("cpu: %s: %w", k.Name, err)
-					}
-					storeFloat(n.DType, out, m*N+j, float64(v))
+				// The chunk's rows at once: VecDot's bits, two rows at a
+				// time where the CPU has a two-row kernel (quant.VecDotRows).
+				if err := quant.VecDotRows(format, ws[n0*rb:n1*rb], act, arow, K, vals); err != nil {
+					return fmt.Errorf("cpu: %s: %w", k.Name, err)
+				}
+				for j, v := range vals {
+					storeFloat(n.DType, out, m*N+n0+j, float64(v))
 				}
 			}
 			return nil
