@@ -78,17 +78,9 @@ func shardInputs(g *graph.Graph, seed uint64) map[string]*tensor.Tensor {
 // embedding, one after attention and one after the MLP, and one AllGather
 // for the column-split logits, and nothing else.
 func TestShardedBlock(t *testing.T) {
-	ctx := context.Background()
 	g, splits := shardedBlock()
 	inputs := shardInputs(g, 7)
-	p, err := g.Compile(graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := p.Run(ctx, cpu.New(), inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := wholeOutputs(t, g, inputs)
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			grp := graph.Group{Name: "tp", Size: n}
@@ -108,23 +100,45 @@ func TestShardedBlock(t *testing.T) {
 			if steps["all_reduce"] != 3 || steps["all_gather"] != 1 {
 				t.Errorf("collective steps in the plan: %v", steps)
 			}
-			comms, err := cpu.NewGroup("tp", n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			execs, cs := make([]exec.Executor, n), make([]exec.Comm, n)
-			for r := range n {
-				execs[r], cs[r] = cpu.New(), comms[r]
-			}
-			got, err := sp.Run(ctx, execs, cs, inputs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := shardedOutputs(t, sp, inputs)
 			for name, w := range want {
 				compareShard(t, name, got[name], w, 2e-5)
 			}
 		})
 	}
+}
+
+// wholeOutputs runs g unsharded on the CPU.
+func wholeOutputs(t *testing.T, g *graph.Graph, inputs map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	t.Helper()
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Run(context.Background(), cpu.New(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// shardedOutputs runs sp on a group of CPU executors, one a rank.
+func shardedOutputs(t *testing.T, sp *graph.ShardedProgram, inputs map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	t.Helper()
+	n := sp.Group.Size
+	comms, err := cpu.NewGroup(sp.Group.Name, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execs, cs := make([]exec.Executor, n), make([]exec.Comm, n)
+	for r := range n {
+		execs[r], cs[r] = cpu.New(), comms[r]
+	}
+	out, err := sp.Run(context.Background(), execs, cs, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func compareShard(t *testing.T, name string, got, want *tensor.Tensor, tol float64) {
@@ -148,7 +162,6 @@ func compareShard(t *testing.T, name string, got, want *tensor.Tensor, tol float
 // split dim reduces each part and all-reduces the max and the sum, and a
 // matmul by a row-split matrix keeps rows split; values match one device.
 func TestShardedFallbacks(t *testing.T) {
-	ctx := context.Background()
 	g := graph.New()
 	x := g.Input("x", dtype.F32, 8, 6)
 	w := g.Input("w", dtype.F32, 6, 4)
@@ -164,14 +177,7 @@ func TestShardedFallbacks(t *testing.T) {
 		}
 		inputs[n.Name], _ = tensor.FromFloat64s(n.DType, vals, n.Shape...)
 	}
-	p, err := g.Compile(graph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := p.Run(ctx, cpu.New(), inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := wholeOutputs(t, g, inputs)
 	sp, err := g.CompileSharded(graph.Group{Name: "g", Size: 2}, map[string]int{"x": 0}, graph.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -179,11 +185,7 @@ func TestShardedFallbacks(t *testing.T) {
 	if sp.Collectives["all_reduce"] != 2 {
 		t.Errorf("collectives %v: want the softmax's max and sum all-reduced", sp.Collectives)
 	}
-	comms, _ := cpu.NewGroup("g", 2)
-	got, err := sp.Run(ctx, []exec.Executor{cpu.New(), cpu.New()}, []exec.Comm{comms[0], comms[1]}, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := shardedOutputs(t, sp, inputs)
 	for name, w := range want {
 		compareShard(t, name, got[name], w, 1e-6)
 	}
