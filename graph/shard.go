@@ -284,7 +284,7 @@ func (s *sharder) view(n *ir.Node) {
 func localView(l ir.Layout, bs []int, d, n int) (ir.Layout, int, bool) {
 	inner := ir.Numel(bs[d+1:]) // stride of d
 	outer := inner * bs[d]      // stride of the dim before d
-	if inner == 0 || (l.Offset%outer)/inner != 0 {
+	if inner == 0 || outer == 0 || (l.Offset%outer)/inner != 0 {
 		return ir.Layout{}, 0, false
 	}
 	j := -1
@@ -454,6 +454,9 @@ func (sp *ShardedProgram) Shard(name string, rank int, t *tensor.Tensor) (*tenso
 	shape, ok := sp.global[name]
 	if !ok {
 		return nil, fmt.Errorf("loom: shard: %q is not an input of the program", name)
+	}
+	if t == nil {
+		return nil, fmt.Errorf("loom: shard: input %q is nil", name)
 	}
 	if !slices.Equal(t.Shape(), shape) {
 		return nil, fmt.Errorf("loom: shard: input %q is %v%v, the program was built for %v", name, t.DType(), t.Shape(), shape)
