@@ -19,6 +19,17 @@
 // anything and reports bad input under its own name, never a part's; its
 // doc comment says which steps it costs where that is more than one pass.
 //
+// Ops of their own beyond the elementwise, reduction and view families:
+// Matmul and Linear, the indexing and sorting ops, Cumsum, CausalAttention
+// (attention.go), the convolutions, pools and upsampling, the quantized
+// ops (quant.go) and the collectives (collective.go), each a step of its
+// own.
+//
+// Several ranks: a program with collectives runs on every rank of a Group
+// (SPMD; parallel.go has Megatron's tensor-parallel layers); or
+// CompileSharded (shard.go) takes a single-device graph and the inputs to
+// split, and places the collectives itself.
+//
 // Scalars: Scalar(v) is an untyped constant that takes the dtype of the
 // tensor it meets, as in x.Gt(Scalar(0)). Arithmetic with scalars on integer
 // tensors converts the scalar with Rust `as` semantics (truncation toward
