@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loomgraph/loom/blas"
@@ -145,6 +146,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	results = append(results, benchResult{Workload: "copy", Device: e.Name(), GBps: copyGBps, Bytes: 2 * 4 * sz.Elems})
+	if !gpu {
+		// What a pass that only reads (a mat-vec streaming its weights)
+		// can reach: issue 14's CPU figure of merit.
+		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: measureRead(4*sz.Elems, *f.reps), Bytes: 4 * sz.Elems})
+	}
 	for _, id := range strings.Split(list, ",") {
 		w, err := workloads.ByID(strings.TrimSpace(id))
 		if err != nil {
@@ -289,11 +295,53 @@ func measureCopy(e exec.Executor, n, reps int) (float64, error) {
 	return 2 * float64(n) / times[len(times)/2] / 1e9, nil
 }
 
+// measureRead times a read of n bytes of host memory spread over all
+// cores (four independent sums of 8-byte words a core, more than a core's
+// share of the memory bandwidth can feed): GB/s of bytes read.
+func measureRead(n, reps int) float64 {
+	words := make([]uint64, n/8)
+	for i := range words {
+		words[i] = uint64(i)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	chunk := (len(words) + workers - 1) / workers
+	sums := make([]uint64, workers)
+	readAll := func() {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := words[min(w*chunk, len(words)):min((w+1)*chunk, len(words))]
+				var a, b, c, d uint64
+				for len(p) >= 4 {
+					a, b, c, d = a+p[0], b+p[1], c+p[2], d+p[3]
+					p = p[4:]
+				}
+				for _, v := range p {
+					a += v
+				}
+				sums[w] = a + b + c + d
+			}()
+		}
+		wg.Wait()
+	}
+	readAll()
+	times := make([]float64, reps)
+	for i := range times {
+		start := time.Now()
+		readAll()
+		times[i] = time.Since(start).Seconds()
+	}
+	slices.Sort(times)
+	return float64(len(words)*8) / times[len(times)/2] / 1e9
+}
+
 func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 	fmt.Fprintf(w, "%-11s %-6s %-6s %7s %10s %8s %7s %9s %8s\n", "workload", "device", "fusion", "kernels", "median_ms", "GB/s", "%copy", "speed-up", "TFLOP/s")
 	unfused := map[string]float64{}
 	for _, r := range rs {
-		if !r.Fusion && r.Skipped == "" && r.Workload != "copy" {
+		if !r.Fusion && r.Skipped == "" && r.Workload != "copy" && r.Workload != "read" {
 			unfused[r.Workload] = r.MedianMS
 		}
 	}
@@ -301,6 +349,8 @@ func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 		switch {
 		case r.Workload == "copy":
 			fmt.Fprintf(w, "%-11s %-6s %-6s %7s %10s %8.1f %7s %9s %8s\n", "copy", r.Device, "-", "-", "-", r.GBps, "100%", "-", "-")
+		case r.Workload == "read":
+			fmt.Fprintf(w, "%-11s %-6s %-6s %7s %10s %8.1f %6.0f%% %9s %8s\n", "read", r.Device, "-", "-", "-", r.GBps, 100*r.GBps/copyGBps, "-", "-")
 		case r.Skipped != "":
 			fmt.Fprintf(w, "%-11s %-6s skipped: %s\n", r.Workload, r.Device, r.Skipped)
 		default:
