@@ -79,8 +79,10 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 // machine (a read of memory: 19–21 GB/s), binaries with and without it run
 // alternately on W13: Q4_0 (two-row kernel) 12–14 GB/s against 8–9, Q8_0
 // 18–22 against 15–19; the hardware prefetcher alone left each core
-// waiting on its row. The Q4_K and Q6_K loops were slower with it (10
-// against 11–17 GB/s), so they go without.
+// waiting on its row. The two-row kernel advances each row 72 bytes an
+// iteration, more than a cache line, so it asks for two lines a row
+// (one more percent or so, A/B). The Q4_K and Q6_K loops were slower with
+// it (10 against 11–17 GB/s), so they go without.
 #define PF 4608
 
 // HSUM8 adds the eight int32 of Y into the low dword of X (T is scratch).
@@ -264,7 +266,9 @@ TEXT ·dotQ4_0Q8_0x2AVX2(SB), NOSPLIT, $0-40
 
 q42quad:
 	PREFETCHT0 PF(SI)
+	PREFETCHT0 PF+64(SI)
 	PREFETCHT0 PF(R8)
+	PREFETCHT0 PF+64(R8)
 	Q40QUAD(SI, X5)
 	Q40QUAD(R8, X12)
 	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
