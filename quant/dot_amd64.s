@@ -80,9 +80,9 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 // alternately on W13: Q4_0 (two-row kernel) 12–14 GB/s against 8–9, Q8_0
 // 18–22 against 15–19; the hardware prefetcher alone left each core
 // waiting on its row. The two-row kernel advances each row 72 bytes an
-// iteration, more than a cache line, so it asks for two lines a row
-// (a few percent more, A/B: 13–16 against 12–15 GB/s). The Q4_K and Q6_K loops were slower with
-// it (10 against 11–17 GB/s), so they go without.
+// iteration, more than a cache line, so it asks for two lines a row (a few
+// percent more, A/B: 13–16 against 12–15 GB/s). The Q4_K and Q6_K loops
+// were slower with it (10 against 11–17 GB/s), so they go without.
 #define PF 4608
 
 // HSUM8 adds the eight int32 of Y into the low dword of X (T is scratch).
