@@ -40,6 +40,11 @@ import (
 //     embedding (ParallelEmbedding: each rank picks the ids it holds,
 //     an AllReduce sums; the rank enters as the input ShardRankInput);
 //   - causal attention with q, k and v split by heads stays split;
+//   - convolutions stay split by batch (a replicated weight), or split
+//     by output channels (a weight split by rows, one group); pools and
+//     upsampling keep a batch or channel split; a cumsum or argsort along
+//     another dim than the split one, and a cat of parts split alike along
+//     another dim, stay split;
 //   - anything else computes replicated, its split arguments gathered
 //     first (AllGather): always correct, slower.
 //
@@ -183,6 +188,31 @@ func (s *sharder) node(n *ir.Node, splits map[string]int) error {
 		}
 	case n.Op == ir.OpIndexSelect:
 		s.indexSelect(n)
+	case n.Op == ir.OpConv:
+		x, w := s.m[n.Args[0].ID], s.m[n.Args[1].ID]
+		switch {
+		case x.dim == 0 && w.dim < 0: // the batch
+			s.split(n, 0, x.t, w.t)
+		case x.dim < 0 && w.dim == 0 && n.Conv().Groups == 1: // output channels
+			s.split(n, 1, x.t, w.t)
+		default:
+			s.replicated(n)
+		}
+	case n.Op == ir.OpConvTranspose:
+		x, w := s.m[n.Args[0].ID], s.m[n.Args[1].ID]
+		if x.dim == 0 && w.dim < 0 {
+			s.split(n, 0, x.t, w.t)
+		} else {
+			s.replicated(n)
+		}
+	case n.Op == ir.OpMaxPool || n.Op == ir.OpAvgPool || n.Op == ir.OpUpsampleNearest || n.Op == ir.OpUpsampleBilinear:
+		s.keep(n, func(d int) bool { return d <= 1 }) // batch or channels
+	case n.Op == ir.OpCumsum:
+		s.keep(n, func(d int) bool { return d != int(n.Params[0]) })
+	case n.Op == ir.OpArgsort:
+		s.keep(n, func(d int) bool { return d != len(n.Shape)-1 })
+	case n.Op == ir.OpCat:
+		s.cat(n)
 	case n.Op == ir.OpAttention:
 		q, k, v, st := s.m[n.Args[0].ID], s.m[n.Args[1].ID], s.m[n.Args[2].ID], s.m[n.Args[3].ID]
 		if q.dim == 1 && k.dim == 1 && v.dim == 1 && st.dim < 0 {
@@ -255,6 +285,33 @@ func (s *sharder) replicated(n *ir.Node) {
 func (s *sharder) allReduce(t *Tensor, op Reduce) *Tensor {
 	s.colls["all_reduce"]++
 	return t.AllReduce(s.grp, op)
+}
+
+// keep places a one-argument op that works on each slice along its
+// argument's split dim alone (ok(dim)) split the same way, else
+// replicated.
+func (s *sharder) keep(n *ir.Node, ok func(d int) bool) {
+	if a := s.m[n.Args[0].ID]; a.dim >= 0 && ok(a.dim) {
+		s.split(n, a.dim, a.t)
+		return
+	}
+	s.replicated(n)
+}
+
+// cat places a concatenation: split when every argument is split along
+// the same dim, another than the concatenated one.
+func (s *sharder) cat(n *ir.Node) {
+	d := s.m[n.Args[0].ID].dim
+	args := make([]*Tensor, len(n.Args))
+	for i, a := range n.Args {
+		sh := s.m[a.ID]
+		if sh.dim != d || d < 0 || d == int(n.Params[0]) {
+			s.replicated(n)
+			return
+		}
+		args[i] = sh.t
+	}
+	s.split(n, d, args...)
 }
 
 // view places a view: split when the base's split dim survives it whole

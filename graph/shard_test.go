@@ -330,3 +330,50 @@ func TestShardedRandom(t *testing.T) {
 		t.Run(fmt.Sprintf("%d", trial), func(t *testing.T) { compareShard(t, fmt.Sprintf("%v split %d", ops, d), got["y"], want["y"], 1e-5) })
 	}
 }
+
+// TestShardedConv: a small CNN split by batch (data parallel: a
+// replicated weight) and by output channels (a weight split by rows)
+// keeps the split through the convolution, ReLU, pools, upsampling, a
+// channel cumsum, an argsort and a cat, gathers once at the output, and
+// matches the single-device values on 2 CPU ranks.
+func TestShardedConv(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	inputs := map[string]*tensor.Tensor{}
+	g := graph.New()
+	in := func(name string, dims ...int) *graph.Tensor {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = r.Float64()*2 - 1
+		}
+		inputs[name], _ = tensor.FromFloat64s(dtype.F32, vals, dims...)
+		return g.Input(name, dtype.F32, dims...)
+	}
+	x := in("x", 4, 6, 10, 10)
+	y := graph.Conv2d(x, in("w", 8, 6, 3, 3), graph.ConvOptions{Padding: []int{1}}).Relu()
+	y = y.MaxPool2d(2, 2).UpsampleNearest2d(10, 10)
+	y = graph.Cat(3, y, y.AvgPool2d(1, 1)).Cumsum(2)
+	g.Output("y", y)
+	g.Output("order", y.Argsort(false))
+	want := wholeOutputs(t, g, inputs)
+	for _, c := range []struct {
+		name   string
+		splits map[string]int
+	}{{"batch", map[string]int{"x": 0}}, {"channels", map[string]int{"w": 0}}} {
+		t.Run(c.name, func(t *testing.T) {
+			sp, err := g.CompileSharded(graph.Group{Name: "g", Size: 2}, c.splits, graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp.Collectives["all_gather"] != 2 || sp.Collectives["all_reduce"] != 0 {
+				t.Errorf("collectives %v: want one all_gather per output and nothing else", sp.Collectives)
+			}
+			got := shardedOutputs(t, sp, inputs)
+			compareShard(t, "y", got["y"], want["y"], 1e-5)
+			compareShard(t, "order", got["order"], want["order"], 0)
+		})
+	}
+}
