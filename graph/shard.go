@@ -392,6 +392,13 @@ func alongBroadcast(a *ir.Node, d int) bool {
 	return a.Op == ir.OpView && d < len(a.Layout.Strides) && (a.Layout.Strides[d] == 0 || a.Shape[d] == 1)
 }
 
+// sameAlong reports whether a, a replicated argument, is the same on every
+// part along dim d (alongBroadcast) and can be read at the part's extent
+// (localBroadcast): a fill, or a broadcast view of a replicated base.
+func (s *sharder) sameAlong(a *ir.Node, d int) bool {
+	return s.m[a.ID].dim < 0 && alongBroadcast(a, d) && (a.Op != ir.OpView || s.m[a.Args[0].ID].dim < 0)
+}
+
 // localBroadcast is replicated a (alongBroadcast) at the local extent of
 // dim d.
 func (s *sharder) localBroadcast(a *ir.Node, d int) *Tensor {
@@ -429,7 +436,7 @@ func (s *sharder) elementwise(n *ir.Node) {
 		switch {
 		case s.m[a.ID].dim >= 0:
 			args[i] = s.m[a.ID].t
-		case alongBroadcast(a, d) && s.m[a.ID].dim < 0 && (a.Op != ir.OpView || s.m[a.Args[0].ID].dim < 0):
+		case s.sameAlong(a, d):
 			args[i] = s.localBroadcast(a, d)
 		default:
 			s.replicated(n)
@@ -473,9 +480,9 @@ func (s *sharder) matmul(n *ir.Node) {
 		s.split(n, r-2, a.t, b.t)
 	case a.dim >= 0 && a.dim < r-2 && a.dim == b.dim: // batch
 		s.split(n, a.dim, a.t, b.t)
-	case a.dim >= 0 && a.dim < r-2 && b.dim < 0 && alongBroadcast(bn, a.dim) && (bn.Op != ir.OpView || s.m[bn.Args[0].ID].dim < 0):
+	case a.dim >= 0 && a.dim < r-2 && s.sameAlong(bn, a.dim):
 		s.split(n, a.dim, a.t, s.localBroadcast(bn, a.dim))
-	case b.dim >= 0 && b.dim < r-2 && a.dim < 0 && alongBroadcast(an, b.dim) && (an.Op != ir.OpView || s.m[an.Args[0].ID].dim < 0):
+	case b.dim >= 0 && b.dim < r-2 && s.sameAlong(an, b.dim):
 		s.split(n, b.dim, s.localBroadcast(an, b.dim), b.t)
 	default:
 		s.replicated(n)
@@ -497,7 +504,7 @@ func (s *sharder) indexSelect(n *ir.Node) {
 			s.rank = s.g.Input(ShardRankInput, dtype.U32, 1)
 		}
 		start := s.rank.Affine(float64(n.Args[0].Shape[0]/s.n), 0)
-		s.colls["all_reduce"]++
+		s.colls["all_reduce"]++ // ParallelEmbedding ends in one
 		s.m[n.ID] = shard{ParallelEmbedding(ids.t, src.t, start, s.grp), -1}
 	default:
 		s.replicated(n)

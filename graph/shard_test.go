@@ -108,6 +108,17 @@ func TestShardedBlock(t *testing.T) {
 	}
 }
 
+// uniformInput declares the f32 input name of dims in g, its values
+// uniform in [−1, 1) from r, recorded in inputs.
+func uniformInput(r *rand.Rand, g *graph.Graph, inputs map[string]*tensor.Tensor, name string, dims ...int) *graph.Tensor {
+	vals := make([]float64, tensor.Numel(dims))
+	for i := range vals {
+		vals[i] = r.Float64()*2 - 1
+	}
+	inputs[name], _ = tensor.FromFloat64s(dtype.F32, vals, dims...)
+	return g.Input(name, dtype.F32, dims...)
+}
+
 // wholeOutputs runs g unsharded on the CPU.
 func wholeOutputs(t *testing.T, g *graph.Graph, inputs map[string]*tensor.Tensor) map[string]*tensor.Tensor {
 	t.Helper()
@@ -261,18 +272,7 @@ func TestShardedRandom(t *testing.T) {
 		g := graph.New()
 		shape := []int{4, 6, 8}
 		inputs := map[string]*tensor.Tensor{}
-		fill := func(name string, dims ...int) *graph.Tensor {
-			n := 1
-			for _, d := range dims {
-				n *= d
-			}
-			vals := make([]float64, n)
-			for i := range vals {
-				vals[i] = r.Float64()*2 - 1
-			}
-			inputs[name], _ = tensor.FromFloat64s(dtype.F32, vals, dims...)
-			return g.Input(name, dtype.F32, dims...)
-		}
+		fill := func(name string, dims ...int) *graph.Tensor { return uniformInput(r, g, inputs, name, dims...) }
 		x := fill("x", shape...)
 		var ops []string
 		y := x
@@ -340,18 +340,7 @@ func TestShardedConv(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	inputs := map[string]*tensor.Tensor{}
 	g := graph.New()
-	in := func(name string, dims ...int) *graph.Tensor {
-		n := 1
-		for _, d := range dims {
-			n *= d
-		}
-		vals := make([]float64, n)
-		for i := range vals {
-			vals[i] = r.Float64()*2 - 1
-		}
-		inputs[name], _ = tensor.FromFloat64s(dtype.F32, vals, dims...)
-		return g.Input(name, dtype.F32, dims...)
-	}
+	in := func(name string, dims ...int) *graph.Tensor { return uniformInput(r, g, inputs, name, dims...) }
 	x := in("x", 4, 6, 10, 10)
 	y := graph.Conv2d(x, in("w", 8, 6, 3, 3), graph.ConvOptions{Padding: []int{1}}).Relu()
 	y = y.MaxPool2d(2, 2).UpsampleNearest2d(10, 10)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 )
 
@@ -66,26 +65,18 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 	if nsplit > 65535 {
 		return nil, fmt.Errorf("%d keys need %d blocks of %d along the grid's y (at most 65535)", S, nsplit, split)
 	}
-	acc := "float"
-	if q.dt == dtype.F64 {
-		acc = "double"
-	}
-	accBytes := int64(4)
-	if q.dt == dtype.F64 {
+	ct := ctypes[q.dt]
+	acc, accBytes := ct.compute, int64(4) // float, or double for f64
+	if acc == "double" {
 		accBytes = 8
 	}
 	scratch := int64(rows) * int64(nsplit) * int64(G) * int64(Dv+2) * accBytes
 	c := &config{wide: true}
 	c.header()
 	c.valueMacros("V", q.dt)
-	ct := ctypes[q.dt]
 	c.line("typedef %s AT_A;", acc)
-	widen, narrow := ct.widen, ct.narrow
-	if widen == "" {
-		widen, narrow = "", ""
-	}
-	c.line("#define AT_WIDEN(x) ((AT_A)%s(x))", widen)
-	c.line("#define AT_NARROW(x) %s(x)", narrow)
+	c.line("#define AT_WIDEN(x) ((AT_A)%s(x))", ct.widen)
+	c.line("#define AT_NARROW(x) %s(x)", ct.narrow)
 	if acc == "double" {
 		c.line("#define AT_EXP(x) exp(x)")
 		c.line("#define AT_NEG_INF (-__longlong_as_double(0x7ff0000000000000ll))")

@@ -220,18 +220,17 @@ func VecDotRows(w Type, rows []byte, act Type, arow []byte, n int, out []float32
 		return err
 	}
 	out[0] = v
+	tr, _ := w.Traits()
+	nb := n / tr.Block
 	i := 1
 	if f, ok := asmDots2[w]; ok && hasDotAVX2 {
-		tr, _ := w.Traits()
-		nb := n / tr.Block
 		for ; i+1 < len(out); i += 2 {
 			out[i], out[i+1] = f(rows[i*rb:(i+1)*rb], rows[(i+1)*rb:(i+2)*rb], arow, nb)
 		}
 	}
 	dot := codecs[w].dot
-	tr, _ := w.Traits()
 	for ; i < len(out); i++ {
-		out[i] = dot(rows[i*rb:(i+1)*rb], arow, n/tr.Block)
+		out[i] = dot(rows[i*rb:(i+1)*rb], arow, nb)
 	}
 	return nil
 }

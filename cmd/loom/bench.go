@@ -284,15 +284,21 @@ func measureCopy(e exec.Executor, n, reps int) (float64, error) {
 			<-done
 		}
 	}
-	copyAll()
+	return 2 * float64(n) / medianSeconds(reps, copyAll) / 1e9, nil
+}
+
+// medianSeconds runs f once to warm up, then reps times, and returns the
+// median time of a run in seconds.
+func medianSeconds(reps int, f func()) float64 {
+	f()
 	times := make([]float64, reps)
 	for i := range times {
 		start := time.Now()
-		copyAll()
+		f()
 		times[i] = time.Since(start).Seconds()
 	}
 	slices.Sort(times)
-	return 2 * float64(n) / times[len(times)/2] / 1e9, nil
+	return times[len(times)/2]
 }
 
 // measureRead times a read of n bytes of host memory spread over all
@@ -326,15 +332,7 @@ func measureRead(n, reps int) float64 {
 		}
 		wg.Wait()
 	}
-	readAll()
-	times := make([]float64, reps)
-	for i := range times {
-		start := time.Now()
-		readAll()
-		times[i] = time.Since(start).Seconds()
-	}
-	slices.Sort(times)
-	return float64(len(words)*8) / times[len(times)/2] / 1e9
+	return float64(len(words)*8) / medianSeconds(reps, readAll) / 1e9
 }
 
 func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
