@@ -119,8 +119,22 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 		k.Ins = append(k.Ins, plan.Operand{Buf: b, Layout: layout})
 		return plan.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
 	}
-	for _, n := range gr.Members {
-		if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
+	// A fused window kernel (plan.WindowAt): the members before the window
+	// are over its input's shape.
+	pre, w := 0, -1
+	if len(gr.Members) > 1 {
+		for i, n := range gr.Members {
+			if plan.IsPoolOrUpsample(n) {
+				pre, w = i, i
+			}
+		}
+	}
+	for i, n := range gr.Members {
+		if i < pre {
+			if want := gr.Members[w].Args[0].Shape; !slices.Equal(n.Shape, want) {
+				return nil, fmt.Errorf("node %v before window %v is not over its input shape %v", n, gr.Members[w], want)
+			}
+		} else if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
 			return nil, fmt.Errorf("node %v in a kernel of shape %v (row axes %d)", n, k.Shape, k.RowAxes)
 		}
 		if n.Info().Class == ir.ClassReduce && (!slices.Equal(n.Args[0].Shape, k.Shape) || n.ReduceAxes() != k.RowAxes) {
@@ -172,7 +186,7 @@ func kernelName(k *plan.Kernel) string {
 		}
 		ops = append(ops, in.Node.Op.String())
 	}
-	if k.IsWindow() {
+	if k.IsWindow() || k.IsFusedWindow() {
 		return "W_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}
 	if k.IsCollective() {

@@ -176,6 +176,12 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}
+	if k.IsFusedWindow() {
+		// Prologue, window and epilogue over two temporaries: a Go loop
+		// cannot recompute the prologue per window read as cheaply as a
+		// GPU thread can.
+		return exec.RunWindowParts(ctx, e, k, mem)
+	}
 	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {
 		p, err := compileKernel(k)

@@ -1,0 +1,196 @@
+package fuse
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
+)
+
+// fuseWindows (the "window-fusion" pass, fusion only) puts pools and
+// upsamplings in one kernel with their elementwise neighbours
+// (plan.WindowAt): the chain that computes a window's input becomes its
+// prologue, computed at every input element the window reads, and the chain
+// that reads its output element for element becomes its epilogue. A conv's
+// bias and ReLU followed by a max pool is then the conv and one kernel, and
+// the pooled feature map is written once.
+//
+// The prologue is recomputed for each window that reads an element (2.25
+// times for a 3×3 pool of stride 2, four times for a ×2 upsampling): that
+// trades a write and a read of the whole input for arithmetic, which
+// memory-bound kernels have to spare.
+//
+// A prologue joins only when its value is read by the window alone and
+// straight (not an output, no view); an epilogue only when it is one plain
+// elementwise kernel over the window's output that reads the window's value
+// directly and is the only reader of it. Either way the kernel keeps at most
+// MaxKernelInputs operands. Every refusal is logged with its reason.
+func fuseWindows(s *State) error {
+	g := s.Graph
+	consumers := g.Consumers()
+	outputs := map[*ir.Node]bool{}
+	for _, o := range g.Outputs {
+		outputs[stored(o.Node)] = true
+	}
+	rootOf := map[*ir.Node]*Group{}
+	groupsOf := map[*ir.Node][]*Group{}
+	for _, gr := range s.Groups {
+		rootOf[gr.Root] = gr
+		for _, m := range gr.Members {
+			groupsOf[m] = append(groupsOf[m], gr)
+		}
+	}
+	// readers lists the nodes reading n, through views, with whether each
+	// read is direct (n itself, or a reshape the kernel reads in place).
+	type read struct {
+		node   *ir.Node
+		direct bool
+	}
+	readers := func(n *ir.Node) []read {
+		var rs []read
+		for _, c := range consumers[n.ID] {
+			if c.Op == ir.OpView {
+				for _, cc := range consumers[c.ID] {
+					rs = append(rs, read{cc, inlineView(c)})
+				}
+				continue
+			}
+			rs = append(rs, read{c, true})
+		}
+		return rs
+	}
+	removed := map[*Group]bool{}
+	for _, wg := range s.Groups {
+		wn := wg.Root
+		if len(wg.Members) != 1 || !plan.IsPoolOrUpsample(wn) {
+			continue
+		}
+		pg := rootOf[wn.Args[0]]
+		if pg == nil {
+			continue // an input, or a view of a stored value: nothing to fuse
+		}
+		why := ""
+		switch rs := readers(pg.Root); {
+		case outputs[pg.Root]:
+			why = "it is a graph output"
+		case len(rs) != 1:
+			why = fmt.Sprintf("it has %d readers", len(rs))
+		case pg.RowAxes != 0 || !plainElementwise(pg.Members):
+			why = "its kernel is not a plain elementwise kernel"
+		case !slices.Equal(pg.Shape, wn.Args[0].Shape):
+			why = fmt.Sprintf("its kernel's shape %v is not the input's %v", pg.Shape, wn.Args[0].Shape)
+		case operandCount(append(slices.Clone(pg.Members), wn)) > MaxKernelInputs:
+			why = fmt.Sprintf("the kernel would read more than %d operands", MaxKernelInputs)
+		}
+		if why != "" {
+			s.Log.Add("window-fusion", wn.ID, "%s reads its input %%%d from memory: %s", wn.Op, pg.Root.ID, why)
+			continue
+		}
+		s.Log.Add("window-fusion", wn.ID, "%s computes its input (%s) at every element it reads", wn.Op, opChain(pg.Members))
+		wg.Members = append(slices.Clone(pg.Members), wn)
+		removed[pg] = true
+	}
+	for _, wg := range s.Groups {
+		wn := wg.Root
+		if removed[wg] || !plan.IsPoolOrUpsample(wn) {
+			continue
+		}
+		rs := readers(wn)
+		if len(rs) == 0 {
+			continue
+		}
+		var eg *Group
+		why := ""
+		for _, r := range rs {
+			gs := groupsOf[r.node]
+			switch {
+			case !r.direct:
+				why = fmt.Sprintf("%%%d reads it through a view", r.node.ID)
+			case len(gs) != 1:
+				why = fmt.Sprintf("%%%d is computed in %d kernels", r.node.ID, len(gs))
+			case eg != nil && gs[0] != eg:
+				why = "it is read by several kernels"
+			default:
+				eg = gs[0]
+			}
+			if why != "" {
+				break
+			}
+		}
+		if why == "" {
+			switch {
+			case outputs[wn]:
+				why = "it is a graph output"
+			case removed[eg]:
+				why = "its reader's kernel is the prologue of another window"
+			case eg.RowAxes != 0 || !plainElementwise(eg.Members):
+				why = "its reader is not a plain elementwise kernel"
+			case !slices.Equal(eg.Shape, wn.Shape):
+				why = fmt.Sprintf("its reader's kernel shape %v is not the output's %v", eg.Shape, wn.Shape)
+			case slices.ContainsFunc(eg.Members, func(m *ir.Node) bool { return slices.Contains(wg.Members, m) }):
+				why = "both sides compute a common value"
+			case operandCount(append(slices.Clone(wg.Members), eg.Members...)) > MaxKernelInputs:
+				why = fmt.Sprintf("the kernel would read more than %d operands", MaxKernelInputs)
+			}
+		}
+		if why != "" {
+			s.Log.Add("window-fusion", wn.ID, "%s stores its output: %s", wn.Op, why)
+			continue
+		}
+		s.Log.Add("window-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
+		// The window's members first (its prologue and itself), then the
+		// epilogue's in their order: every epilogue value is over the
+		// output shape, so none is needed before the window.
+		eg.Members = append(slices.Clone(wg.Members), eg.Members...)
+		removed[wg] = true
+	}
+	s.Groups = slices.DeleteFunc(s.Groups, func(gr *Group) bool { return removed[gr] })
+	return nil
+}
+
+// plainElementwise reports whether members are elementwise ops only (no
+// reduction, no window).
+func plainElementwise(members []*ir.Node) bool {
+	for _, m := range members {
+		if c := m.Info().Class; !fusable(m) || c == ir.ClassReduce {
+			return false
+		}
+	}
+	return true
+}
+
+// operandCount is the number of operands a kernel computing members reads:
+// one per distinct (stored base, layout), as plan makes them.
+func operandCount(members []*ir.Node) int {
+	in := map[*ir.Node]bool{}
+	for _, m := range members {
+		in[m] = true
+	}
+	seen := map[string]bool{}
+	for _, m := range members {
+		for _, a := range m.Args {
+			base, l := a.Base()
+			if in[base] {
+				continue
+			}
+			seen[fmt.Sprintf("%d %s", base.ID, l)] = true
+		}
+	}
+	return len(seen)
+}
+
+// opChain names members' ops for the log, constants left out.
+func opChain(members []*ir.Node) string {
+	var ops []string
+	for _, m := range members {
+		if m.Op != ir.OpFull {
+			ops = append(ops, m.Op.String())
+		}
+	}
+	if len(ops) == 0 {
+		return "constants"
+	}
+	return strings.Join(ops, " → ")
+}
