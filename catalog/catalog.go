@@ -121,6 +121,45 @@ func Kernels() ([]Entry, error) {
 	if err := windowEntries(add); err != nil {
 		return nil, err
 	}
+	// Pools and upsamplings fused with the elementwise chains around them
+	// (fuse's window-fusion): a prologue with an operand of its own, an
+	// epilogue with a residual and a cast.
+	for _, dt := range ir.PoolDTypes.List() {
+		fused := []struct {
+			label string
+			build func(g *graph.Graph) *graph.Tensor
+		}{
+			{"max_pool2d fused", func(g *graph.Graph) *graph.Tensor {
+				x := g.Input("x", dt, 2, 3, 17, 19).Add(g.Input("b", dt, 1, 3, 1, 1))
+				if dt.IsFloat() {
+					x = x.Relu()
+				}
+				y := x.MaxPool2d(3, 3, graph.PoolStride(2), graph.PoolPadding(1))
+				return y.Add(g.Input("r", dt, 2, 3, 9, 10)).Cast(dtype.F32)
+			}},
+			{"avg_pool2d fused", func(g *graph.Graph) *graph.Tensor {
+				x := g.Input("x", dt, 2, 3, 17, 19).Mul(g.Input("s", dt, 2, 3, 17, 19))
+				return x.AvgPool2d(2, 2).Sub(g.Input("r", dt, 2, 3, 8, 9))
+			}},
+			{"upsample_nearest2d fused", func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", dt, 2, 3, 17, 19).Maximum(g.Input("m", dt, 2, 3, 17, 19)).UpsampleNearest2dScale(2, 2).Cast(dtype.F32)
+			}},
+		}
+		if dt.IsFloat() {
+			fused = append(fused, struct {
+				label string
+				build func(g *graph.Graph) *graph.Tensor
+			}{"upsample_bilinear2d fused", func(g *graph.Graph) *graph.Tensor {
+				x := g.Input("x", dt, 2, 3, 17, 19).Affine(0.5, 1).Exp()
+				return x.UpsampleBilinear2d(34, 38, false).Sigmoid()
+			}})
+		}
+		for _, f := range fused {
+			if err := addFused(fmt.Sprintf("%s %v", f.label, dt), f.build); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// A two-stage reduction (one long row) and the float composites.
 	if err := add("sum f32 1×2^20 (two-stage)", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dtype.F32, 1, 1<<20).Sum(1) }, ir.OpSum); err != nil {
 		return nil, err

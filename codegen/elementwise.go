@@ -438,7 +438,65 @@ func (g *gen) render(t Target) string {
 	}
 	b.line(0, "// out: %v b%d, contiguous, %s.", k.Out.DType, k.Out.ID, outDesc)
 
-	b.line(0, "namespace %s_ {", namePlaceholder)
+	g.renderNamespace(&b, namePlaceholder)
+	b.line(0, "")
+
+	// The kernel.
+	var ps []string
+	for i, o := range k.Ins {
+		ps = append(ps, fmt.Sprintf("const %s* __restrict__ in%d", storageType(o.Buf.DType), i))
+	}
+	ps = append(ps, fmt.Sprintf("%s* __restrict__ out", storageType(k.Out.DType)))
+	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {", BlockSize, namePlaceholder, strings.Join(ps, ", "))
+	b.line(1, "using namespace %s_;", namePlaceholder)
+	if g.numel == 0 {
+		b.line(1, "// No elements.")
+		b.line(0, "}")
+		return b.String()
+	}
+	threads := g.nvec
+	if g.tail > 0 {
+		threads++
+	}
+	ind := 1
+	first := fmt.Sprintf("(%s)blockIdx.x * %d%s + threadIdx.x", I, BlockSize, u)
+	if !g.wide {
+		first = fmt.Sprintf("blockIdx.x * %d%s + threadIdx.x", BlockSize, u)
+	}
+	if g.loop {
+		b.line(1, "for (%s v = %s; v < %d%s; v += %d%s) {", I, first, threads, u, g.blocks*BlockSize, u)
+		ind = 2
+	} else {
+		b.line(1, "const %s v = %s;", I, first)
+	}
+	if g.nvec > 0 {
+		b.line(ind, "if (v < %d%s) {", g.nvec, u)
+		g.renderVector(&b, ind+1)
+		if g.tail > 0 {
+			b.line(ind, "} else if (v == %d%s) {", g.nvec, u)
+		}
+	} else {
+		b.line(ind, "if (v == 0%s) {", u)
+	}
+	if g.tail > 0 {
+		g.renderTail(&b, ind+1)
+	}
+	b.line(ind, "}")
+	if g.loop {
+		b.line(1, "}")
+	}
+	b.line(0, "}")
+	return b.String()
+}
+
+// renderNamespace writes namespace ns_: at<k>(i), operand k's element
+// address for flat index i, and body(…), the per-element computation from
+// the operands' compute values (then the index, with arange, and the
+// random instructions' variates).
+func (g *gen) renderNamespace(b *w, ns string) {
+	k := g.k
+	I, u := g.idx()
+	b.line(0, "namespace %s_ {", ns)
 	// Address of operand k's element i.
 	for i := range g.ops {
 		o := &g.ops[i]
@@ -501,55 +559,7 @@ func (g *gen) render(t Target) string {
 	}
 	b.line(1, "return t%d;", last)
 	b.line(0, "}")
-	b.line(0, "} // namespace %s_", namePlaceholder)
-	b.line(0, "")
-
-	// The kernel.
-	var ps []string
-	for i, o := range k.Ins {
-		ps = append(ps, fmt.Sprintf("const %s* __restrict__ in%d", storageType(o.Buf.DType), i))
-	}
-	ps = append(ps, fmt.Sprintf("%s* __restrict__ out", storageType(k.Out.DType)))
-	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {", BlockSize, namePlaceholder, strings.Join(ps, ", "))
-	b.line(1, "using namespace %s_;", namePlaceholder)
-	if g.numel == 0 {
-		b.line(1, "// No elements.")
-		b.line(0, "}")
-		return b.String()
-	}
-	threads := g.nvec
-	if g.tail > 0 {
-		threads++
-	}
-	ind := 1
-	first := fmt.Sprintf("(%s)blockIdx.x * %d%s + threadIdx.x", I, BlockSize, u)
-	if !g.wide {
-		first = fmt.Sprintf("blockIdx.x * %d%s + threadIdx.x", BlockSize, u)
-	}
-	if g.loop {
-		b.line(1, "for (%s v = %s; v < %d%s; v += %d%s) {", I, first, threads, u, g.blocks*BlockSize, u)
-		ind = 2
-	} else {
-		b.line(1, "const %s v = %s;", I, first)
-	}
-	if g.nvec > 0 {
-		b.line(ind, "if (v < %d%s) {", g.nvec, u)
-		g.renderVector(&b, ind+1)
-		if g.tail > 0 {
-			b.line(ind, "} else if (v == %d%s) {", g.nvec, u)
-		}
-	} else {
-		b.line(ind, "if (v == 0%s) {", u)
-	}
-	if g.tail > 0 {
-		g.renderTail(&b, ind+1)
-	}
-	b.line(ind, "}")
-	if g.loop {
-		b.line(1, "}")
-	}
-	b.line(0, "}")
-	return b.String()
+	b.line(0, "} // namespace %s_", ns)
 }
 
 // randoms returns the indices of the random instructions, whose standard

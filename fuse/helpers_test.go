@@ -226,8 +226,9 @@ func checkSlots(p *plan.Plan) error {
 }
 
 // Kernel names: E_<ops>_<numel> for elementwise kernels, R_<ops>_<rows>x<rowlen>
-// for row (reduction) kernels, I_<op>_<numel> for indexing steps.
-var kernelNameRE = regexp.MustCompile(`^([ERIM])_([a-z]+(_[a-z]+)*)_([0-9]+(x[0-9]+)*)$`)
+// for row (reduction) kernels, I_<op>_<numel> for indexing steps,
+// W_<ops>_<numel> for window steps and fused window kernels.
+var kernelNameRE = regexp.MustCompile(`^([ERIMW])_([a-z]+(_[a-z]+)*)_([0-9]+(x[0-9]+)*)$`)
 
 // checkPlan checks structural invariants of any plan: kernel names, operand
 // counts (fused plans), operand dims, what each kernel stores, memory slots.
@@ -254,6 +255,12 @@ func checkPlan(p *plan.Plan) error {
 			errs = append(errs, fmt.Sprintf("step %d: unfused kernel %s has %d instructions", i, k.Name, len(k.Instrs)))
 		}
 		for j, in := range k.Ins {
+			if k.IsWindow() {
+				continue // a conv's, a pool's operands have their own dims
+			}
+			if w := k.WindowAt(); w >= 0 && slices.Equal(in.Layout.Dims, k.Instrs[w].Node.Args[0].Shape) {
+				continue // a fused window's prologue reads the input's dims
+			}
 			if !k.IsMatmul() && !slices.Equal(in.Layout.Dims, k.Shape) && (k.RowAxes == 0 || !slices.Equal(in.Layout.Dims, k.RowShape())) {
 				errs = append(errs, fmt.Sprintf("step %d: operand %d has dims %v, kernel shape %v", i, j, in.Layout.Dims, k.Shape))
 			}

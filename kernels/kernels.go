@@ -103,6 +103,19 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if k != nil && k.IsFusedWindow() {
+		if !HasWindowKernel(k) {
+			return nil, nil, fmt.Errorf("kernels: kernel %s: no kernel for its %s", k.Name, k.WindowNode().Op)
+		}
+		if k.Out == nil || k.Out.Numel() == 0 {
+			return nil, nil, nil
+		}
+		p, err := planFusedWindow(k)
+		if err != nil {
+			return nil, nil, fmt.Errorf("kernels: kernel %s: %w", k.Name, err)
+		}
+		return p.finish(t)
+	}
 	if k == nil || len(k.Instrs) != 1 || k.Instrs[0].Node == nil {
 		return nil, nil, fmt.Errorf("kernels: want a kernel of exactly one indexing instruction")
 	}
@@ -130,7 +143,7 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	case ir.OpArgsort:
 		p, err = planArgsort(n, ops)
 	case ir.OpMaxPool, ir.OpAvgPool, ir.OpUpsampleNearest, ir.OpUpsampleBilinear:
-		p, err = planWindow(n, ops)
+		p, err = planWindow(n, ops, nil)
 	case ir.OpCumsum:
 		p, err = planCumsum(n, ops) // scan.go
 	case ir.OpAttention:

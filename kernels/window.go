@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
@@ -36,10 +39,10 @@ const maxUnroll = 64
 // upsampling without a scale factor multiplies an output index by the input
 // size). Convolutions have none.
 func HasWindowKernel(k *plan.Kernel) bool {
-	if !k.IsWindow() {
+	n := k.WindowNode()
+	if n == nil {
 		return false
 	}
-	n := k.Instrs[0].Node
 	switch n.Op {
 	case ir.OpMaxPool, ir.OpAvgPool, ir.OpUpsampleBilinear:
 		return true
@@ -56,8 +59,12 @@ func HasWindowKernel(k *plan.Kernel) bool {
 }
 
 // Handles reports whether Plan plans k: one indexing op, or a window step
-// with a kernel here (HasWindowKernel).
+// or fused window kernel (plan.WindowAt) with a kernel here
+// (HasWindowKernel).
 func Handles(k *plan.Kernel) bool {
+	if k != nil && k.IsFusedWindow() {
+		return HasWindowKernel(k)
+	}
 	if k == nil || len(k.Instrs) != 1 || k.Instrs[0].Node == nil {
 		return false
 	}
@@ -80,8 +87,97 @@ var windowAccums = map[dtype.DType]windowAccum{
 	dtype.U32:  {"unsigned long long", "((unsigned int)(x))", "((V_T)(a))", "0u"},
 }
 
-// planWindow plans a pool or an upsampling: one launch, no scratch.
-func planWindow(n *ir.Node, ops []operand) (*planned, error) {
+// windowFusion is what a fused window kernel (plan.WindowAt) adds to a
+// window kernel: the prologue and epilogue functions (codegen.ScalarFunc)
+// and the macros that call them, and the launch arguments (every operand
+// of the fused kernel, then the output).
+type windowFusion struct {
+	funcs, macros string
+	args          []Arg
+	wide          bool
+}
+
+// fusedWindowSlack is the temporaries' first ID when a fused kernel is
+// split for planning; the IDs appear nowhere in the source.
+const fusedWindowSlack = 1 << 30
+
+// planFusedWindow plans fused window kernel k as one launch: the window's
+// kernel reading its input through the prologue (LOOM_XV) and storing
+// through the epilogue (LOOM_STORE).
+func planFusedWindow(k *plan.Kernel) (*planned, error) {
+	parts, err := plan.SplitWindow(k, fusedWindowSlack)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := operands(parts.Win)
+	if err != nil {
+		return nil, fmt.Errorf("window %s: %w", parts.Win.Instrs[0].Node.Op, err)
+	}
+	fz := &windowFusion{}
+	// Index width: the window's own test (planWindow), or any operand of
+	// the fused kernel reaching 2^31 elements.
+	for _, o := range k.Ins {
+		_, hi := o.Layout.Span()
+		fz.wide = fz.wide || needWide(int64(hi))
+	}
+	var params, names []string
+	for i, o := range k.Ins {
+		params = append(params, fmt.Sprintf("const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
+		names = append(names, fmt.Sprintf("in%d", i))
+		fz.args = append(fz.args, Arg{Operand, i})
+	}
+	params = append(params, fmt.Sprintf("%s* __restrict__ out", ctypes[k.Out.DType].storage))
+	names = append(names, "out")
+	fz.args = append(fz.args, Arg{Kind: Output})
+	var m strings.Builder
+	fmt.Fprintf(&m, "#define LOOM_PARAMS %s\n", strings.Join(params, ", "))
+	fmt.Fprintf(&m, "#define LOOM_ARGS %s\n", strings.Join(names, ", "))
+	// ptrs names the fused operands a part reads as pointers, in the
+	// part's order (the temporaries are values, not pointers).
+	ptrs := func(from []int) []string {
+		var ps []string
+		for _, f := range from {
+			if f >= 0 {
+				ps = append(ps, fmt.Sprintf("in%d", f))
+			}
+		}
+		return ps
+	}
+	var funcs strings.Builder
+	if parts.Pre != nil {
+		f, err := codegen.ScalarFunc(parts.Pre, "loom_pre", -1, fz.wide)
+		if err != nil {
+			return nil, fmt.Errorf("prologue: %w", err)
+		}
+		funcs.WriteString(f)
+		fmt.Fprintf(&m, "#define LOOM_XV(j) loom_pre(%s)\n", strings.Join(append(ptrs(parts.PreIns), "(j)"), ", "))
+	} else {
+		fmt.Fprintf(&m, "#define LOOM_XV(j) in%d[LOOM_OFF + (j)]\n", slices.IndexFunc(k.Ins, func(o plan.Operand) bool {
+			return o.Buf == parts.Win.Ins[0].Buf && o.Layout.Equal(parts.Win.Ins[0].Layout)
+		}))
+	}
+	if parts.Post != nil {
+		f, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, fz.wide)
+		if err != nil {
+			return nil, fmt.Errorf("epilogue: %w", err)
+		}
+		funcs.WriteString(f)
+		fmt.Fprintf(&m, "#define LOOM_STORE(o, v) out[o] = loom_post(%s)\n", strings.Join(append(ptrs(parts.PostIns), "(v)", "(o)"), ", "))
+	} else {
+		m.WriteString("#define LOOM_STORE(o, v) out[o] = (v)\n")
+	}
+	fz.funcs, fz.macros = funcs.String(), m.String()
+	p, err := planWindow(parts.Win.Instrs[0].Node, ops, fz)
+	if err != nil {
+		return nil, err
+	}
+	p.base = "fused_" + p.base
+	return p, nil
+}
+
+// planWindow plans a pool or an upsampling: one launch, no scratch. fz,
+// when not nil, fuses a prologue and an epilogue into it.
+func planWindow(n *ir.Node, ops []operand, fz *windowFusion) (*planned, error) {
 	x := ops[0]
 	if len(ops) != 1 || x.dt != n.DType {
 		return nil, fmt.Errorf("want one %v operand", n.DType)
@@ -99,7 +195,7 @@ func planWindow(n *ir.Node, ops []operand) (*planned, error) {
 	}
 	numel := int64(n.Numel())
 	_, hi := x.l.Span()
-	c := &config{wide: needWide(numel, int64(hi), int64(x.l.Numel()))}
+	c := &config{wide: needWide(numel, int64(hi), int64(x.l.Numel())) || (fz != nil && fz.wide)}
 	c.header()
 	if c.wide {
 		c.line("typedef long long loom_sidx;")
@@ -164,19 +260,30 @@ func planWindow(n *ir.Node, ops []operand) (*planned, error) {
 	default:
 		return nil, fmt.Errorf("no GPU kernel for %s", n.Op)
 	}
+	args := []Arg{{Operand, x.in}, {Kind: Output}}
+	if fz == nil {
+		c.line("#define LOOM_PARAMS const V_T* __restrict__ x, V_T* __restrict__ out")
+		c.line("#define LOOM_ARGS x, out")
+		c.line("#define LOOM_XV(j) x[LOOM_OFF + (j)]")
+		c.line("#define LOOM_STORE(o, v) out[o] = (v)")
+	} else {
+		c.WriteString(fz.funcs)
+		c.WriteString(fz.macros)
+		args = fz.args
+	}
 	p := &planned{
 		base:   fmt.Sprintf("%s_%v", n.Op, n.DType),
 		config: c.String(),
 		body:   windowHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(const V_T* __restrict__ x, V_T* __restrict__ out) {
-  %s(x, out);
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(LOOM_PARAMS) {
+  %s(LOOM_ARGS);
 }
 `, namePlaceholder, entry),
 	}
 	p.launch = []Launch{{
 		Grid: grid1(numel, blockSize), Block: [3]uint32{blockSize, 1, 1},
-		Args: []Arg{{Operand, x.in}, {Kind: Output}},
+		Args: args,
 	}}
 	return p, nil
 }

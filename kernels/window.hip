@@ -22,7 +22,13 @@
 //   LOOM_BILINEAR: LOOM_ALIGN, LOOM_RH, LOOM_RW (the axes' float64 scales),
 //     V_F64 (storage → double), F64_V (double → storage, rounded once).
 //   LOOM_UNROLL          _Pragma("unroll") for windows small enough to
-//                        unroll completely, else nothing.
+//                        unroll completely, else nothing;
+//   LOOM_PARAMS, LOOM_ARGS  the entry's parameters and their names;
+//   LOOM_XV(j)           the input's storage value at flat index j of
+//                        [P, H, W]: a load at LOOM_OFF + j, or a fused
+//                        prologue computed at j (plan.WindowAt);
+//   LOOM_STORE(o, v)     stores storage value v as output element o: as it
+//                        is, or through a fused epilogue.
 // Loops are grid-stride loops over blocks of LOOM_BS threads; nothing
 // depends on the wave size.
 
@@ -36,33 +42,33 @@ LOOM_DEV loom_idx loom_step() { return (loom_idx)gridDim.x * LOOM_BS; }
 // loops run over the whole kernel with a bounds test per row and column, so
 // that small kernels unroll; they visit the input elements in the twin's
 // order.
-LOOM_DEV void loom_pool(const V_T* __restrict__ x, V_T* __restrict__ out) {
+LOOM_DEV void loom_pool(LOOM_PARAMS) {
   for (loom_idx o = loom_first(); o < LOOM_NUMEL; o += loom_step()) {
     const loom_idx ow = o % LOOM_OW, t = o / LOOM_OW;
     const loom_idx oh = t % LOOM_OH, p = t / LOOM_OH;
-    const V_T* __restrict__ plane = x + LOOM_OFF + p * (LOOM_H * LOOM_W);
+    const loom_idx plane = p * (LOOM_H * LOOM_W);
     const loom_sidx hs = (loom_sidx)(oh * LOOM_SH) - LOOM_PH, ws = (loom_sidx)(ow * LOOM_SW) - LOOM_PW;
 #if LOOM_MAX
     // IEEE 754-2019 maximum (+0 > −0; a NaN makes the result the canonical
     // NaN), so the order of the reads does not matter.
     const loom_sidx h0 = hs > 0 ? hs : 0, w0 = ws > 0 ? ws : 0;
-    V_C m = V_LOAD(plane[(loom_idx)h0 * LOOM_W + (loom_idx)w0]);
+    V_C m = V_LOAD(LOOM_XV(plane + (loom_idx)h0 * LOOM_W + (loom_idx)w0));
     bool nan = false;
 LOOM_UNROLL
     for (loom_sidx i = 0; i < LOOM_KH; ++i) {
       const loom_sidx r = hs + i;
       if (r < 0 || r >= (loom_sidx)LOOM_H) continue;
-      const V_T* __restrict__ row = plane + (loom_idx)r * LOOM_W;
+      const loom_idx row = plane + (loom_idx)r * LOOM_W;
 LOOM_UNROLL
       for (loom_sidx j = 0; j < LOOM_KW; ++j) {
         const loom_sidx c = ws + j;
         if (c < 0 || c >= (loom_sidx)LOOM_W) continue;
-        const V_C v = V_LOAD(row[c]);
+        const V_C v = V_LOAD(LOOM_XV(row + (loom_idx)c));
         nan = nan || V_ISNAN(v);
         m = V_MAX(m, v);
       }
     }
-    out[o] = V_STORE(nan ? V_NAN : m);
+    LOOM_STORE(o, V_STORE(nan ? V_NAN : m));
 #else
     // The sum in A_T in row-major order, then one division by the divisor:
     // the window clipped to the padded input (LOOM_COUNT_PAD) or the number
@@ -74,14 +80,14 @@ LOOM_UNROLL
       const loom_sidx r = hs + i;
       if (r < 0 || r >= (loom_sidx)LOOM_H) continue;
       ++rows;
-      const V_T* __restrict__ row = plane + (loom_idx)r * LOOM_W;
+      const loom_idx row = plane + (loom_idx)r * LOOM_W;
       cols = 0;
 LOOM_UNROLL
       for (loom_sidx j = 0; j < LOOM_KW; ++j) {
         const loom_sidx c = ws + j;
         if (c < 0 || c >= (loom_sidx)LOOM_W) continue;
         ++cols;
-        sum = A_ADD(sum, (A_T)V_LOAD(row[c]));
+        sum = A_ADD(sum, (A_T)V_LOAD(LOOM_XV(row + (loom_idx)c)));
       }
     }
 #if LOOM_COUNT_PAD
@@ -91,7 +97,7 @@ LOOM_UNROLL
 #else
     const loom_sidx div = rows * cols;
 #endif
-    out[o] = V_STORE(A_DIV(sum, div));
+    LOOM_STORE(o, V_STORE(A_DIV(sum, div)));
 #endif
   }
 }
@@ -100,11 +106,11 @@ LOOM_UNROLL
 #ifdef LOOM_NEAREST
 // Each output element is its source element (the twin's index tables are
 // loom_src_h and loom_src_w here).
-LOOM_DEV void loom_nearest(const V_T* __restrict__ x, V_T* __restrict__ out) {
+LOOM_DEV void loom_nearest(LOOM_PARAMS) {
   for (loom_idx o = loom_first(); o < LOOM_NUMEL; o += loom_step()) {
     const loom_idx ow = o % LOOM_OW, t = o / LOOM_OW;
     const loom_idx oh = t % LOOM_OH, p = t / LOOM_OH;
-    out[o] = V_CANON(x[LOOM_OFF + p * (LOOM_H * LOOM_W) + loom_src_h(oh) * LOOM_W + loom_src_w(ow)]);
+    LOOM_STORE(o, V_CANON(LOOM_XV(p * (LOOM_H * LOOM_W) + loom_src_h(oh) * LOOM_W + loom_src_w(ow))));
   }
 }
 #endif
@@ -126,7 +132,7 @@ LOOM_DEV void loom_lerp_axis(loom_idx d, double scale, loom_idx in, loom_idx& i0
   w0 = loom_sub(1.0, w1);
 }
 
-LOOM_DEV void loom_bilinear(const V_T* __restrict__ x, V_T* __restrict__ out) {
+LOOM_DEV void loom_bilinear(LOOM_PARAMS) {
   for (loom_idx o = loom_first(); o < LOOM_NUMEL; o += loom_step()) {
     const loom_idx ow = o % LOOM_OW, t = o / LOOM_OW;
     const loom_idx oh = t % LOOM_OH, p = t / LOOM_OH;
@@ -134,12 +140,12 @@ LOOM_DEV void loom_bilinear(const V_T* __restrict__ x, V_T* __restrict__ out) {
     double a0, a1, b0, b1;
     loom_lerp_axis(oh, LOOM_RH, LOOM_H, h0, h1, a0, a1);
     loom_lerp_axis(ow, LOOM_RW, LOOM_W, w0, w1, b0, b1);
-    const V_T* __restrict__ top = x + LOOM_OFF + p * (LOOM_H * LOOM_W) + h0 * LOOM_W;
-    const V_T* __restrict__ bot = x + LOOM_OFF + p * (LOOM_H * LOOM_W) + h1 * LOOM_W;
-    const double u = loom_add(loom_mul(V_F64(top[w0]), b0), loom_mul(V_F64(top[w1]), b1));
-    const double v = loom_add(loom_mul(V_F64(bot[w0]), b0), loom_mul(V_F64(bot[w1]), b1));
+    const loom_idx top = p * (LOOM_H * LOOM_W) + h0 * LOOM_W;
+    const loom_idx bot = p * (LOOM_H * LOOM_W) + h1 * LOOM_W;
+    const double u = loom_add(loom_mul(V_F64(LOOM_XV(top + w0)), b0), loom_mul(V_F64(LOOM_XV(top + w1)), b1));
+    const double v = loom_add(loom_mul(V_F64(LOOM_XV(bot + w0)), b0), loom_mul(V_F64(LOOM_XV(bot + w1)), b1));
     const double r = loom_add(loom_mul(u, a0), loom_mul(v, a1));
-    out[o] = F64_V(r != r ? LOOM_NAN_F64 : r);
+    LOOM_STORE(o, F64_V(r != r ? LOOM_NAN_F64 : r));
   }
 }
 #endif

@@ -164,7 +164,7 @@ func SplitWindow(k *Kernel, firstID int) (*WindowParts, error) {
 			}
 			sk.Instrs = append(sk.Instrs, ni)
 		}
-		sk.Name = k.Name + "/part"
+		sk.Name = fmt.Sprintf("%s/%d-%d", k.Name, lo, hi)
 		return sk, from, valueIdx, nil
 	}
 	winIn := Operand{}

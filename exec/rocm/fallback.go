@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -31,6 +32,12 @@ type supportsKey struct{}
 func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsWindow() {
 		return e.supportsWindow(k)
+	}
+	if k.IsFusedWindow() {
+		if kernels.HasWindowKernel(k) {
+			return nil
+		}
+		return fmt.Errorf("no GPU kernel for %s (fused window kernel %s): it runs on the CPU", k.WindowNode().Op, k.Name)
 	}
 	if k.IsQuant() {
 		return e.supportsQuant(k)

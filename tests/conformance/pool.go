@@ -42,6 +42,7 @@ func Pools(t *testing.T, newExec func(poison byte) exec.Executor) {
 			t.Run("Nearest", s.plNearest)
 			t.Run("Bilinear", s.plBilinear)
 			t.Run("Chains", s.plChains)
+			t.Run("Fused", s.plFused)
 			t.Run("Large", s.plLarge)
 			t.Run("Candle", s.plCandle)
 		})
@@ -610,6 +611,130 @@ func (s *suite) plChains(t *testing.T) {
 			c.run()
 		})
 	}
+}
+
+// plFused: pools and upsamplings with elementwise chains before and after
+// them, which fusion computes in the window's own kernel (fuse's
+// window-fusion: the prologue at every element the window reads, the
+// epilogue at every element it writes), for every dtype, with a broadcast
+// and a transposed operand in the prologue and a residual in the
+// epilogue:
+//
+//	y1 = maxpool3×3/2 pad 1(relu(x + b)) + r, cast to f32 (relu for floats)
+//	y2 = −avgpool2×2 ceil(x·s)                            (floats)
+//	y3 = nearest ×2(max(x, mᵀ)), cast to f32
+//	y4 = −bilinear ×2(|x|·0.5 + 0.25)                      (floats)
+//
+// Each op rounds to the dtype (u8 and u32 wrap) in the reference.
+func (s *suite) plFused(t *testing.T) {
+	for _, dt := range plDTypes {
+		t.Run(dt.String(), func(t *testing.T) {
+			c := s.newCase(t)
+			fl := dt.IsFloat()
+			shape := []int{2, 3, 9, 12}
+			x, xv := c.input("x", dt, shape, plGen)
+			b, bv := c.input("b", dt, []int{1, 3, 1, 1}, plPlain)
+			r, rv := c.input("r", dt, []int{2, 3, 5, 6}, plPlain)
+			m, mv := c.input("m", dt, []int{2, 3, 12, 9}, plGen)
+			round := func(v float64) float64 { return roundFloat(dt, v) }
+			wrap := func(v int64) int64 {
+				if dt == dtype.U8 {
+					return v & 0xff
+				}
+				return v & 0xffffffff
+			}
+			// y1
+			pre := newVals(dt, shape)
+			bb := bv.broadcast(shape)
+			for i := range pre.n() {
+				if fl {
+					pre.f[i] = round(xv.f[i] + bb.f[i])
+					if pre.f[i] < 0 { // relu: NaN and −0 stay
+						pre.f[i] = 0
+					}
+				} else {
+					pre.i[i] = wrap(xv.i[i] + bb.i[i])
+				}
+			}
+			in := x.Add(b)
+			if fl {
+				in = in.Relu()
+			}
+			q := plPool{kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 1}
+			y1v, _ := plPoolRef(pre, q, true)
+			for i := range y1v.n() {
+				if fl {
+					y1v.f[i] = round(y1v.f[i] + rv.f[i])
+				} else {
+					y1v.i[i] = wrap(y1v.i[i] + rv.i[i])
+				}
+			}
+			y1v = plAsF32(y1v)
+			c.expect("y1", in.MaxPool2d(3, 3, q.opts(false)...).Add(r).Cast(dtype.F32), want{v: y1v, tol: exact})
+			// y3
+			mt := mv.transpose(2, 3)
+			mx := newVals(dt, shape)
+			for i := range mx.n() {
+				if fl {
+					// maximum: NaN if either is, else a > b ? a : b
+					// (maximum(+0, −0) is −0).
+					a, b := xv.f[i], mt.f[i]
+					switch {
+					case math.IsNaN(a) || math.IsNaN(b):
+						mx.f[i] = math.NaN()
+					case a > b:
+						mx.f[i] = a
+					default:
+						mx.f[i] = b
+					}
+				} else {
+					mx.i[i] = max(xv.i[i], mt.i[i])
+				}
+			}
+			y3v := plAsF32(plNearestRef(mx, [2]int{18, 24}, [2]float64{}))
+			c.expect("y3", x.Maximum(m.T()).UpsampleNearest2dScale(2, 2).Cast(dtype.F32), want{v: y3v, tol: exact})
+			if fl {
+				// y2
+				sv := plPlain
+				s2, s2v := c.input("s", dt, shape, sv)
+				prod := newVals(dt, shape)
+				for i := range prod.n() {
+					prod.f[i] = round(xv.f[i] * s2v.f[i])
+				}
+				q2 := plPool{kh: 2, kw: 2, sh: 2, sw: 2, ceil: true}
+				y2v, sc := plPoolRef(prod, q2, false)
+				for i := range y2v.f {
+					y2v.f[i] = -y2v.f[i]
+				}
+				c.expect("y2", x.Mul(s2).AvgPool2d(2, 2, q2.opts(true)...).Neg(), want{v: y2v, tol: plAvgTol(4), scale: sc})
+				// y4
+				av := newVals(dt, shape)
+				for i := range av.n() {
+					av.f[i] = round(math.Abs(xv.f[i])*0.5 + 0.25)
+				}
+				y4v, sc4 := plBilinearRef(av, [2]int{}, [2]float64{2, 2}, false)
+				for i := range y4v.f {
+					y4v.f[i] = -y4v.f[i]
+				}
+				c.expect("y4", x.Abs().Affine(0.5, 0.25).UpsampleBilinear2dScale(2, 2, false).Neg(), want{v: y4v, tol: plBilinearTol, scale: sc4})
+			}
+			c.run()
+		})
+	}
+}
+
+// plAsF32 is v converted to f32 exactly (every value of the pool dtypes
+// but f64 and u32 is an f32; those round once, as the cast does).
+func plAsF32(v vals) vals {
+	out := newVals(dtype.F32, v.shape)
+	for i := range out.n() {
+		if v.dt.IsFloat() {
+			out.f[i] = float64(float32(v.f[i]))
+		} else {
+			out.f[i] = float64(float32(v.i[i]))
+		}
+	}
+	return out
 }
 
 // plLarge: sizes that spread over every worker (many planes and bands of

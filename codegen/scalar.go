@@ -1,0 +1,68 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/loomgraph/loom/plan"
+)
+
+// ScalarFunc renders elementwise kernel k as a device function that other
+// kernels call: the value k stores at one flat index of its shape, in k's
+// output storage type, computed with the instructions, roundings and
+// conversions of Elementwise (so the value is the one k would have stored).
+// Hand-written kernels use it for the elementwise chains fused around them
+// (kernels' fused pools and upsamplings: the prologue at every element a
+// window reads, the epilogue at every element it writes).
+//
+// The function is
+//
+//	LOOM_DEV <out storage> name(const T0* __restrict__ p0, …, [V v,] I i)
+//
+// with one pointer parameter per operand of k in order — except operand
+// value (≥ 0), whose element at i is passed as the storage value v — and
+// the flat index i, of type unsigned int, or unsigned long long when wide
+// is set or k needs it (the caller's index converts). Helpers live in
+// namespace name_. k.Out is only checked (its dtype and numel), never
+// written.
+func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, error) {
+	g, err := newGen(k, defaultOptions)
+	if err != nil {
+		return "", fmt.Errorf("codegen: function %s (kernel %s): %w", name, k.Name, err)
+	}
+	if value >= len(k.Ins) {
+		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d of %d", name, k.Name, value, len(k.Ins))
+	}
+	if value >= 0 && !k.Ins[value].Layout.IsIdentity() {
+		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d is read through %v, not element for element", name, k.Name, value, k.Ins[value].Layout)
+	}
+	g.wide = g.wide || wide
+	I, _ := g.idx()
+	var b w
+	b.line(0, "")
+	b.line(0, "// %s: kernel %s (%s) as a function of the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
+	g.renderNamespace(&b, name)
+	var params, args []string
+	for i, o := range k.Ins {
+		if i == value {
+			args = append(args, widen(o.Buf.DType, "v"))
+			continue
+		}
+		params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
+		args = append(args, widen(o.Buf.DType, fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)))
+	}
+	if value >= 0 {
+		params = append(params, storageType(k.Ins[value].Buf.DType)+" v")
+	}
+	params = append(params, I+" i")
+	if g.arange {
+		args = append(args, "i")
+	}
+	for _, j := range g.randoms() {
+		args = append(args, randAt(k.Instrs[j].Node, "i"))
+	}
+	b.line(0, "LOOM_DEV %s %s(%s) {", storageType(k.Out.DType), name, strings.Join(params, ", "))
+	b.line(1, "return %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
+	b.line(0, "}")
+	return b.String(), nil
+}
