@@ -173,8 +173,32 @@ func TestGPU(t *testing.T) {
 		}
 		free2, _, err := d.MemInfo()
 		must(t, "MemInfo", err)
-		if gained := int64(free2) - int64(freeHeld); gained+tolerance < int64(3*bytes) {
-			t.Errorf("freeing %d MiB took free memory from %d to %d MiB", 3*bytes>>20, freeHeld>>20, free2>>20)
+		// Another process can allocate between the two readings (seen
+		// with seven test binaries at once), so a miss is retried with
+		// fresh buffers, up to four times: a Free that frees nothing
+		// misses every time.
+		for try := 0; ; try++ {
+			gained := int64(free2) - int64(freeHeld)
+			if gained+tolerance >= int64(3*bytes) {
+				break
+			}
+			if try == 4 {
+				t.Errorf("freeing %d MiB took free memory from %d to %d MiB (5 tries)", 3*bytes>>20, freeHeld>>20, free2>>20)
+				break
+			}
+			var again []DevPtr
+			for range 3 {
+				b, err := d.Malloc(bytes)
+				must(t, "Malloc", err)
+				again = append(again, b)
+			}
+			freeHeld, _, err = d.MemInfo()
+			must(t, "MemInfo", err)
+			for _, b := range again {
+				must(t, "Free", d.Free(b))
+			}
+			free2, _, err = d.MemInfo()
+			must(t, "MemInfo", err)
 		}
 	})
 
