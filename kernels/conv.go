@@ -45,6 +45,16 @@ func Im2colEntry(d dtype.DType) (string, error) {
 	return "", fmt.Errorf("kernels: im2col of %v", d)
 }
 
+// Im2colLaunch is the grid and block of an im2col launch over rows rows
+// of np pixels (conv.hip): blocks of 256 threads over a row's pixels in x
+// (at most enough for the row, and at most 64), rows in y (at most 65535;
+// the kernel loops over the rest).
+func Im2colLaunch(rows, np int64) [2][3]uint32 {
+	gx := min(max(1, (np+255)/256), 64)
+	gy := min(max(1, rows), 65535)
+	return [2][3]uint32{{uint32(gx), uint32(gy), 1}, {256, 1, 1}}
+}
+
 // Col2imEntry names the col2im kernel for d (f32, f64).
 func Col2imEntry(d dtype.DType) (string, error) {
 	switch d {

@@ -12,25 +12,41 @@
 // im2col: cols[b][ckk][p] for images n0 + b (b < nb), ckk = (c, ky, kx)
 // over C·KH·KW rows and p over the np output pixels from p0 (row-major
 // over OH×OW); zero where the window reads padding. Pure copies, so one
-// kernel per element size.
+// kernel per element size. Launch: grid.y walks the nb·ckk rows (a
+// grid-stride loop past the grid), grid.x × 256 threads the row's pixels,
+// so a row's coordinates are divided out once per row and a pixel's once
+// (in 32 bits when the pixel indices fit: 64-bit division is a long
+// software sequence, and it made the copy slower than the GEMM after it).
 #define LOOM_IM2COL(NAME, T)                                                                     \
   extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
       const T* __restrict__ x, T* __restrict__ cols, long long n0, long long nb, long long C,    \
       long long H, long long W, int KH, int KW, int PH, int PW, int SH, int SW, int DH, int DW,   \
       long long OW, long long p0, long long np) {                                                \
-    const long long ckk = C * KH * KW;                                                           \
-    const long long total = nb * ckk * np;                                                       \
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;              \
-         i += (long long)gridDim.x * blockDim.x) {                                               \
-      const long long p = i % np, r = i / np;                                                    \
+    const long long ckk = C * KH * KW, rows = nb * ckk;                                          \
+    const bool narrow = p0 + np <= 0x7fffffffLL && OW <= 0x7fffffffLL;                           \
+    for (long long r = blockIdx.y; r < rows; r += gridDim.y) {                                   \
       const long long row = r % ckk, b = r / ckk;                                                \
       const long long c = row / (KH * KW);                                                       \
       const int kk = (int)(row % (KH * KW)), ky = kk / KW, kx = kk % KW;                         \
-      const long long pix = p0 + p, oy = pix / OW, ox = pix % OW;                                \
-      const long long iy = oy * SH - PH + (long long)ky * DH, ix = ox * SW - PW + (long long)kx * DW; \
-      T v = (T)0;                                                                                \
-      if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[((n0 + b) * C + c) * H * W + iy * W + ix]; \
-      cols[i] = v;                                                                               \
+      const T* __restrict__ plane = x + ((n0 + b) * C + c) * H * W;                              \
+      T* __restrict__ out = cols + r * np;                                                       \
+      const long long dy = (long long)ky * DH - PH, dx = (long long)kx * DW - PW;                \
+      for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < np;               \
+           p += (long long)gridDim.x * blockDim.x) {                                             \
+        long long oy, ox;                                                                        \
+        if (narrow) {                                                                            \
+          const unsigned int pix = (unsigned int)(p0 + p), q = pix / (unsigned int)OW;           \
+          oy = q;                                                                                \
+          ox = pix - q * (unsigned int)OW;                                                       \
+        } else {                                                                                 \
+          oy = (p0 + p) / OW;                                                                    \
+          ox = (p0 + p) % OW;                                                                    \
+        }                                                                                        \
+        const long long iy = oy * SH + dy, ix = ox * SW + dx;                                    \
+        T v = (T)0;                                                                              \
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = plane[iy * W + ix];                      \
+        out[p] = v;                                                                              \
+      }                                                                                          \
     }                                                                                            \
   }
 

@@ -260,11 +260,17 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 
 // launchFlat queues a grid-stride conv kernel over n elements.
 func (e *Executor) launchFlat(name string, n int64, args *hip.Args) error {
+	grid, blk := kernels.FlatLaunch(int(n))
+	return e.launchGrid(name, [2][3]uint32{grid, blk}, args)
+}
+
+// launchGrid launches a conv kernel on a given grid and block.
+func (e *Executor) launchGrid(name string, gb [2][3]uint32, args *hip.Args) error {
 	fn, err := e.convFunction(name)
 	if err != nil {
 		return err
 	}
-	grid, blk := kernels.FlatLaunch(int(n))
+	grid, blk := gb[0], gb[1]
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.dev.Launch(fn, grid, blk, 0, e.stream, args); err != nil {
@@ -305,7 +311,7 @@ func (e *Executor) convPortable(cs *convStep, x, w, out hip.DevPtr) error {
 			a.Ptr(x).Ptr(cols.ptr).I64(n0).I64(b).I64(int64(g.C)).I64(int64(g.H)).I64(int64(g.W))
 			a.I32(int32(g.KH)).I32(int32(g.KW)).I32(int32(g.PH)).I32(int32(g.PW)).I32(int32(g.SH)).I32(int32(g.SW)).I32(int32(g.DH)).I32(int32(g.DW))
 			a.I64(int64(g.OW)).I64(p0).I64(m)
-			if err := e.launchFlat(im2col, b*ckk*m, &a); err != nil {
+			if err := e.launchGrid(im2col, kernels.Im2colLaunch(b*ckk, m), &a); err != nil {
 				return err
 			}
 			for gr := int64(0); gr < int64(g.G); gr++ {
