@@ -46,11 +46,11 @@ func Im2colEntry(d dtype.DType) (string, error) {
 }
 
 // Im2colLaunch is the grid and block of an im2col launch over rows rows
-// of np pixels (conv.hip): blocks of 256 threads over a row's pixels in x
-// (at most enough for the row, and at most 64), rows in y (at most 65535;
-// the kernel loops over the rest).
+// of np pixels (conv.hip): blocks of 256 threads over a row's pixels in x,
+// about eight pixels a thread (at most 64 blocks), rows in y (at most
+// 65535; the kernel loops over the rest).
 func Im2colLaunch(rows, np int64) [2][3]uint32 {
-	gx := min(max(1, (np+255)/256), 64)
+	gx := min(max(1, (np+2047)/2048), 64)
 	gy := min(max(1, rows), 65535)
 	return [2][3]uint32{{uint32(gx), uint32(gy), 1}, {256, 1, 1}}
 }

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
+	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -123,5 +127,72 @@ func TestGPUConv(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestGPUConvPortableParts times the portable conv path's two parts for
+// W12's first chunk of images (f32 and bf16: im2col, then the GEMM) with
+// device events, to say where its time goes. LOOM_CONV_PARTS=1 runs it.
+func TestGPUConvPortableParts(t *testing.T) {
+	if os.Getenv("LOOM_CONV_PARTS") != "1" {
+		t.Skip("set LOOM_CONV_PARTS=1 to time the portable conv's parts")
+	}
+	e := openGPU(t)
+	for _, d := range []dtype.DType{dtype.F32, dtype.BF16} {
+		g := kernels.ConvGeom{N: 32, C: 256, H: 56, W: 56, CO: 256, G: 1, KH: 3, KW: 3, PH: 1, PW: 1, SH: 1, SW: 1, DH: 1, DW: 1, OH: 56, OW: 56}
+		cs := &convStep{d: d, g: g}
+		size := int64(d.Size())
+		ckk, P := int64(g.C*g.KH*g.KW), int64(g.OH*g.OW)
+		nb := convScratch / (ckk * P * size)
+		alloc := func(n int64) hip.DevPtr {
+			b, err := e.alloc.alloc(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.releaseScratch(b) })
+			return b.ptr
+		}
+		x, w, out, cols := alloc(int64(g.N*g.C*g.H*g.W)*size), alloc(int64(g.CO)*ckk*size), alloc(int64(g.N*g.CO)*P*size), alloc(nb*ckk*P*size)
+		im2col, err := kernels.Im2colEntry(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		timeIt := func(f func() error) float64 {
+			s, _ := e.dev.NewEvent()
+			en, _ := e.dev.NewEvent()
+			defer e.dev.DestroyEvent(s)
+			defer e.dev.DestroyEvent(en)
+			best := math.Inf(1)
+			for range 5 {
+				if err := e.dev.Record(s, e.stream); err != nil {
+					t.Fatal(err)
+				}
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.dev.Record(en, e.stream); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.dev.EventSynchronize(en); err != nil {
+					t.Fatal(err)
+				}
+				ms, _ := e.dev.ElapsedMs(s, en)
+				best = min(best, float64(ms))
+			}
+			return best
+		}
+		tIm := timeIt(func() error {
+			var a hip.Args
+			a.Ptr(x).Ptr(cols).I64(0).I64(nb).I64(int64(g.C)).I64(int64(g.H)).I64(int64(g.W))
+			a.I32(int32(g.KH)).I32(int32(g.KW)).I32(int32(g.PH)).I32(int32(g.PW)).I32(int32(g.SH)).I32(int32(g.SW)).I32(int32(g.DH)).I32(int32(g.DW))
+			a.I64(int64(g.OW)).I64(0).I64(P)
+			return e.launchGrid(im2col, kernels.Im2colLaunch(nb*ckk, P), &a)
+		})
+		c := blas.Call{M: g.CO, N: int(P), K: int(ckk), LDA: int(ckk), LDB: int(P), LDC: int(P), StrideB: int(ckk * P), StrideC: int(int64(g.CO) * P), Batch: int(nb), Alpha: 1}
+		tG := timeIt(func() error { return e.runGemm(d, c, w, cols, out, false, false) })
+		tAll := timeIt(func() error { return e.convPortable(cs, x, w, out) })
+		flops := 2 * float64(nb) * float64(g.CO) * float64(P) * float64(ckk)
+		t.Logf("%v: chunk of %d images: im2col %.3f ms (%.0f GB/s written), GEMM %.3f ms (%.1f TFLOP/s); whole conv %.3f ms (%s)",
+			d, nb, tIm, float64(nb*ckk*P*size)/tIm/1e6, tG, flops/tG/1e9, tAll, e.GEMMBackend())
 	}
 }
