@@ -122,7 +122,7 @@ func Kernels() ([]Entry, error) {
 		return nil, err
 	}
 	// Pools and upsamplings fused with the elementwise chains around them
-	// (fuse's window-fusion): a prologue with an operand of its own, an
+	// (fuse's core-fusion): a prologue with an operand of its own, an
 	// epilogue with a residual and a cast.
 	for _, dt := range ir.PoolDTypes.List() {
 		fused := []struct {
@@ -156,6 +156,22 @@ func Kernels() ([]Entry, error) {
 		}
 		for _, f := range fused {
 			if err := addFused(fmt.Sprintf("%s %v", f.label, dt), f.build); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Skinny products fused with the chains around them (core-fusion): a
+	// decode step's down projection (silu(gate)·up computed as it is read,
+	// the residual added as it is stored) and one with a cast after it, for
+	// one and three rows.
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		for _, m := range []int{1, 3} {
+			if err := addFused(fmt.Sprintf("fused skinny product %v M=%d", dt, m), func(g *graph.Graph) *graph.Tensor {
+				gate, up := g.Input("gate", dt, m, 96), g.Input("up", dt, m, 96)
+				w := g.Input("w", dt, 40, 96)
+				y := gate.Silu().Mul(up).Matmul(w.T())
+				return y.Add(g.Input("r", dt, m, 40)).Cast(dtype.F32)
+			}); err != nil {
 				return nil, err
 			}
 		}
@@ -355,6 +371,23 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 func Render(e Entry, t codegen.Target) (name, code string, err error) {
 	if e.Kernel.IsMatmul() {
 		return kernels.GemmEntries()[0], kernels.GemmSource(t), nil
+	}
+	if k := e.Kernel; k.IsFusedMatmul() {
+		// The skinny product with the prologue and epilogue inside, in
+		// its aligned variant (exec/rocm/fusedmm.go).
+		parts, err := plan.SplitFused(k, 1<<30)
+		if err != nil {
+			return "", "", err
+		}
+		g, err := plan.Gemm(parts.Core)
+		if err != nil {
+			return "", "", err
+		}
+		l, ok := kernels.PlanGemv(g.DType, g.Call, true)
+		if !ok {
+			return "", "", fmt.Errorf("catalog: %s: not a skinny product", k.Name)
+		}
+		return kernels.GemvFused(t, l.Name, k, parts)
 	}
 	if k := e.Kernel; kernels.Handles(k) {
 		ls, _, err := kernels.Plan(k, t)

@@ -114,7 +114,7 @@ func Placement(p *plan.Plan, e Executor) string {
 	fmt.Fprintf(&b, "placement on %s:\n", e.Name())
 	named := map[string]bool{}
 	for _, s := range p.Steps {
-		if !s.Kernel.IsMatmul() {
+		if !s.Kernel.IsMatmul() && !s.Kernel.IsFusedMatmul() {
 			continue
 		}
 		runner := e

@@ -28,10 +28,10 @@ func (p *picky) Supports(k *plan.Kernel) error {
 	if k.RowAxes > 0 || k.Instrs[0].Node.Info().Class == ir.ClassIndex {
 		return errors.New("no row or indexing kernels here")
 	}
-	if k.IsMatmul() {
+	if k.IsMatmul() || k.IsFusedMatmul() {
 		return errors.New("no GEMM here")
 	}
-	if k.IsWindow() {
+	if k.IsWindow() || k.CoreAt() >= 0 {
 		return errors.New("no window kernels here")
 	}
 	return nil
@@ -88,9 +88,9 @@ func TestFallback(t *testing.T) {
 }
 
 // TestFallbackMatmul: matmul steps fall back like any other (the GPU's
-// path until its GEMM lands), the epilogue runs on the executor, the
-// result equals a plain CPU run, and the placement names the fallback's
-// BLAS once.
+// path until its GEMM lands), fused ones with their prologue and epilogue,
+// the result equals a plain CPU run, and the placement names the
+// fallback's BLAS once.
 func TestFallbackMatmul(t *testing.T) {
 	g := graph.New()
 	x := g.Input("x", dtype.F32, 3, 5, 8)
@@ -123,7 +123,7 @@ func TestFallbackMatmul(t *testing.T) {
 		t.Fatalf("fallback run differs:\n%v\n%v", got["out"].Float64s(), want["out"].Float64s())
 	}
 	pl := exec.Placement(p.Plan(), e)
-	for _, s := range []string{"(fallback: no GEMM here)", "E_add_gelu_90 on cpu\n"} {
+	for _, s := range []string{"M_matmul_3x5x8x6 on cpu (fallback: no GEMM here)", "M_add_gelu_matmul_add_120 on cpu (fallback: no GEMM here)"} {
 		if !strings.Contains(pl, s) {
 			t.Errorf("placement lacks %q:\n%s", s, pl)
 		}

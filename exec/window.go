@@ -8,14 +8,16 @@ import (
 	"github.com/loomgraph/loom/plan"
 )
 
-// RunWindowParts runs fused window kernel k (plan.WindowAt) on e as the
-// three kernels of plan.SplitWindow — prologue, window, epilogue — over two
-// temporaries it allocates from e and frees before returning. Executors
-// that do not render the fused kernel as one (the CPU) run it this way; the
-// values are those of the one kernel, since elementwise instructions
-// compute every element alone. mem backs the plan's buffers, as in Run.
-func RunWindowParts(ctx context.Context, e Executor, k *plan.Kernel, mem []Memory) (err error) {
-	parts, err := windowParts(k, len(mem))
+// RunFusedParts runs fused kernel k (plan.CoreAt: a pool, an upsampling
+// or a matmul with its prologue and epilogue) on e as the three kernels of
+// plan.SplitFused — prologue, core, epilogue — over two temporaries it
+// allocates from e and frees before returning. Executors that do not render
+// the fused kernel as one (the CPU; the GPU where its GEMM is not a skinny
+// product) run it this way; the values are those of the one kernel, since
+// elementwise instructions compute every element alone. mem backs the
+// plan's buffers, as in Run.
+func RunFusedParts(ctx context.Context, e Executor, k *plan.Kernel, mem []Memory) (err error) {
+	parts, err := FusedParts(k, len(mem))
 	if err != nil {
 		return err
 	}
@@ -28,7 +30,7 @@ func RunWindowParts(ctx context.Context, e Executor, k *plan.Kernel, mem []Memor
 		defer e.Free(m)
 		all = append(all, m)
 	}
-	for _, part := range []*plan.Kernel{parts.Pre, parts.Win, parts.Post} {
+	for _, part := range []*plan.Kernel{parts.Pre, parts.Core, parts.Post} {
 		if part == nil {
 			continue
 		}
@@ -39,20 +41,20 @@ func RunWindowParts(ctx context.Context, e Executor, k *plan.Kernel, mem []Memor
 	return nil
 }
 
-type windowPartsKey struct{ buffers int }
+type fusedPartsKey struct{ buffers int }
 
-// windowParts returns k's parts with temporaries numbered from buffers,
-// kept in k's cache so that the parts' own caches (compiled programs) last
-// as long as the plan.
-func windowParts(k *plan.Kernel, buffers int) (*plan.WindowParts, error) {
-	key := windowPartsKey{buffers}
+// FusedParts returns fused kernel k's parts (plan.SplitFused) with
+// temporaries numbered from buffers, kept in k's cache so that the parts'
+// own caches (compiled programs, prepared GEMMs) last as long as the plan.
+func FusedParts(k *plan.Kernel, buffers int) (*plan.FusedParts, error) {
+	key := fusedPartsKey{buffers}
 	if v, ok := k.Cache.Load(key); ok {
-		return v.(*plan.WindowParts), nil
+		return v.(*plan.FusedParts), nil
 	}
-	parts, err := plan.SplitWindow(k, buffers)
+	parts, err := plan.SplitFused(k, buffers)
 	if err != nil {
 		return nil, err
 	}
 	v, _ := k.Cache.LoadOrStore(key, parts)
-	return v.(*plan.WindowParts), nil
+	return v.(*plan.FusedParts), nil
 }

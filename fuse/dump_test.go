@@ -160,11 +160,11 @@ func TestPasses(t *testing.T) {
 	var names []string
 	for _, p := range fuse.Passes {
 		names = append(names, p.Name)
-		if p.Fusion != (p.Name == "broadcast-fills" || p.Name == "window-fusion") {
+		if p.Fusion != (p.Name == "broadcast-fills" || p.Name == "core-fusion") {
 			t.Errorf("pass %s: Fusion = %v", p.Name, p.Fusion)
 		}
 	}
-	want := []string{"verify", "dce", "fold", "cse", "broadcast-fills", "matmul-operands", "group", "window-fusion", "plan", "buffers"}
+	want := []string{"verify", "dce", "fold", "cse", "broadcast-fills", "matmul-operands", "group", "core-fusion", "plan", "buffers"}
 	if !slices.Equal(names, want) {
 		t.Errorf("passes %v, want %v", names, want)
 	}

@@ -258,8 +258,8 @@ func checkPlan(p *plan.Plan) error {
 			if k.IsWindow() {
 				continue // a conv's, a pool's operands have their own dims
 			}
-			if w := k.WindowAt(); w >= 0 && slices.Equal(in.Layout.Dims, k.Instrs[w].Node.Args[0].Shape) {
-				continue // a fused window's prologue reads the input's dims
+			if w := k.CoreAt(); w >= 0 && slices.ContainsFunc(k.Instrs[w].Node.Args, func(a *ir.Node) bool { return slices.Equal(in.Layout.Dims, a.Shape) }) {
+				continue // a fused core's prologue and operands read its arguments' dims
 			}
 			if !k.IsMatmul() && !slices.Equal(in.Layout.Dims, k.Shape) && (k.RowAxes == 0 || !slices.Equal(in.Layout.Dims, k.RowShape())) {
 				errs = append(errs, fmt.Sprintf("step %d: operand %d has dims %v, kernel shape %v", i, j, in.Layout.Dims, k.Shape))

@@ -48,7 +48,7 @@ type Pass struct {
 //   - matmul-operands after broadcast-fills (a filled constant is a
 //     contiguous value, no copy needed) and before group, which must see
 //     the copies it inserts;
-//   - window-fusion after group: it merges the groups group made;
+//   - core-fusion after group: it merges the groups group made;
 //   - grouping before plan, which turns groups into kernels and buffers;
 //   - buffers last: it needs the final step order for lifetimes.
 var Passes = []Pass{
@@ -59,7 +59,7 @@ var Passes = []Pass{
 	{Name: "broadcast-fills", Fn: broadcastFills, Fusion: true},
 	{Name: "matmul-operands", Fn: matmulOperands},
 	{Name: "group", Fn: group},
-	{Name: "window-fusion", Fn: fuseWindows, Fusion: true},
+	{Name: "core-fusion", Fn: fuseCores, Fusion: true},
 	{Name: "plan", Fn: makePlan},
 	{Name: "buffers", Fn: buffers},
 }

@@ -119,12 +119,12 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 		k.Ins = append(k.Ins, plan.Operand{Buf: b, Layout: layout})
 		return plan.Ref{Operand: true, Index: len(k.Ins) - 1}, nil
 	}
-	// A fused window kernel (plan.WindowAt): the members before the window
-	// are over its input's shape.
+	// A fused kernel (plan.CoreAt): the members before the core are over
+	// its first argument's shape.
 	pre, w := 0, -1
 	if len(gr.Members) > 1 {
 		for i, n := range gr.Members {
-			if plan.IsPoolOrUpsample(n) {
+			if plan.IsFusionCore(n) {
 				pre, w = i, i
 			}
 		}
@@ -132,7 +132,7 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 	for i, n := range gr.Members {
 		if i < pre {
 			if want := gr.Members[w].Args[0].Shape; !slices.Equal(n.Shape, want) {
-				return nil, fmt.Errorf("node %v before window %v is not over its input shape %v", n, gr.Members[w], want)
+				return nil, fmt.Errorf("node %v before core %v is not over its input shape %v", n, gr.Members[w], want)
 			}
 		} else if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
 			return nil, fmt.Errorf("node %v in a kernel of shape %v (row axes %d)", n, k.Shape, k.RowAxes)
@@ -185,6 +185,9 @@ func kernelName(k *plan.Kernel) string {
 			continue // constants are not work
 		}
 		ops = append(ops, in.Node.Op.String())
+	}
+	if k.IsFusedMatmul() {
+		return "M_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}
 	if k.IsWindow() || k.IsFusedWindow() {
 		return "W_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())

@@ -9,25 +9,29 @@ import (
 	"github.com/loomgraph/loom/plan"
 )
 
-// fuseWindows (the "window-fusion" pass, fusion only) puts pools and
-// upsamplings in one kernel with their elementwise neighbours
-// (plan.WindowAt): the chain that computes a window's input becomes its
-// prologue, computed at every input element the window reads, and the chain
-// that reads its output element for element becomes its epilogue. A conv's
-// bias and ReLU followed by a max pool is then the conv and one kernel, and
-// the pooled feature map is written once.
+// fuseCores (the "core-fusion" pass, fusion only) puts pools, upsamplings
+// and matmuls — the cores — in one kernel with their elementwise
+// neighbours (plan.CoreAt): the chain that computes a core's (first)
+// input becomes its prologue, computed at every input element the core
+// reads, and the chain that reads its output element for element becomes
+// its epilogue. A conv's bias and ReLU followed by a max pool is then the
+// conv and one kernel, and the pooled feature map is written once; a
+// decode step's down projection computes silu(gate)·up as it reads its
+// input and adds the residual as it writes, one kernel instead of three.
 //
-// The prologue is recomputed for each window that reads an element (2.25
-// times for a 3×3 pool of stride 2, four times for a ×2 upsampling): that
-// trades a write and a read of the whole input for arithmetic, which
-// memory-bound kernels have to spare.
+// The prologue is recomputed for each read of an element (2.25 times for
+// a 3×3 pool of stride 2, four times for a ×2 upsampling, once per group
+// of output rows for a skinny product): that trades a write and a read of
+// the whole input, and a launch, for arithmetic, which memory-bound kernels
+// have to spare. Executors that cannot recompute (the CPU; a GEMM library)
+// run the three parts one after the other (plan.SplitFused), as unfused.
 //
-// A prologue joins only when its value is read by the window alone and
+// A prologue joins only when its value is read by the core alone and
 // straight (not an output, no view); an epilogue only when it is one plain
-// elementwise kernel over the window's output that reads the window's value
+// elementwise kernel over the core's output that reads the core's value
 // directly and is the only reader of it. Either way the kernel keeps at most
 // MaxKernelInputs operands. Every refusal is logged with its reason.
-func fuseWindows(s *State) error {
+func fuseCores(s *State) error {
 	g := s.Graph
 	consumers := g.Consumers()
 	outputs := map[*ir.Node]bool{}
@@ -64,7 +68,7 @@ func fuseWindows(s *State) error {
 	removed := map[*Group]bool{}
 	for _, wg := range s.Groups {
 		wn := wg.Root
-		if len(wg.Members) != 1 || !plan.IsPoolOrUpsample(wn) {
+		if len(wg.Members) != 1 || !plan.IsFusionCore(wn) {
 			continue
 		}
 		pg := rootOf[wn.Args[0]]
@@ -85,16 +89,16 @@ func fuseWindows(s *State) error {
 			why = fmt.Sprintf("the kernel would read more than %d operands", MaxKernelInputs)
 		}
 		if why != "" {
-			s.Log.Add("window-fusion", wn.ID, "%s reads its input %%%d from memory: %s", wn.Op, pg.Root.ID, why)
+			s.Log.Add("core-fusion", wn.ID, "%s reads its input %%%d from memory: %s", wn.Op, pg.Root.ID, why)
 			continue
 		}
-		s.Log.Add("window-fusion", wn.ID, "%s computes its input (%s) at every element it reads", wn.Op, opChain(pg.Members))
+		s.Log.Add("core-fusion", wn.ID, "%s computes its input (%s) at every element it reads", wn.Op, opChain(pg.Members))
 		wg.Members = append(slices.Clone(pg.Members), wn)
 		removed[pg] = true
 	}
 	for _, wg := range s.Groups {
 		wn := wg.Root
-		if removed[wg] || !plan.IsPoolOrUpsample(wn) {
+		if removed[wg] || !plan.IsFusionCore(wn) {
 			continue
 		}
 		rs := readers(wn)
@@ -124,7 +128,7 @@ func fuseWindows(s *State) error {
 			case outputs[wn]:
 				why = "it is a graph output"
 			case removed[eg]:
-				why = "its reader's kernel is the prologue of another window"
+				why = "its reader's kernel is the prologue of another core"
 			case eg.RowAxes != 0 || !plainElementwise(eg.Members):
 				why = "its reader is not a plain elementwise kernel"
 			case !slices.Equal(eg.Shape, wn.Shape):
@@ -136,10 +140,10 @@ func fuseWindows(s *State) error {
 			}
 		}
 		if why != "" {
-			s.Log.Add("window-fusion", wn.ID, "%s stores its output: %s", wn.Op, why)
+			s.Log.Add("core-fusion", wn.ID, "%s stores its output: %s", wn.Op, why)
 			continue
 		}
-		s.Log.Add("window-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
+		s.Log.Add("core-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
 		// The window's members first (its prologue and itself), then the
 		// epilogue's in their order: every epilogue value is over the
 		// output shape, so none is needed before the window.

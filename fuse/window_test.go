@@ -45,7 +45,7 @@ func TestWindowFusion(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
 	}
-	parts, err := plan.SplitWindow(k, 100)
+	parts, err := plan.SplitFused(k, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func TestWindowFusion(t *testing.T) {
 	if got := strings.Join(parts.Pre.OpNames(), " "); got != "add relu" || len(parts.Pre.Ins) != 2 {
 		t.Errorf("prologue %s with %d operands", got, len(parts.Pre.Ins))
 	}
-	if got := strings.Join(parts.Post.OpNames(), " "); got != "add cast" || parts.Post.Out != k.Out || parts.Win.Out != parts.Temps[1] {
-		t.Errorf("epilogue %s, outputs %v %v", got, parts.Post.Out, parts.Win.Out)
+	if got := strings.Join(parts.Post.OpNames(), " "); got != "add cast" || parts.Post.Out != k.Out || parts.Core.Out != parts.Temps[1] {
+		t.Errorf("epilogue %s, outputs %v %v", got, parts.Post.Out, parts.Core.Out)
 	}
 	if up := mustCompile(t, build(), unfused); len(kernels(up)) != 6 {
 		t.Errorf("unfused: %d steps, want 6", len(kernels(up)))

@@ -34,6 +34,17 @@
 #define GEMV_NW(L) ((L) > LOOM_WAVE ? (L) / LOOM_WAVE : 1)
 #define GEMV_W(L) ((L) > LOOM_WAVE ? LOOM_WAVE : (L))
 
+// Hooks for a fused kernel (plan.CoreAt; GemvFused in gemv.go defines
+// them and instantiates one entry): C's element type, parameters after
+// GemvSource's, the load of A's elements (a prologue computes them) and the
+// store of C's (an epilogue applies to them).
+#ifndef GEMV_FUSED
+#define GEMV_CTYPE(T) T
+#define GEMV_EXTRA
+#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))
+#define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)
+#endif
+
 LOOM_DEV void gemv_ld1_f32(float* d, const float* p) { d[0] = *p; }
 LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_to_f32(*p); }
 LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf16_to_f32(*p); }
@@ -41,8 +52,9 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
 
 #define LOOM_GEMV(T, LD, VEC, ST, LANES, MAXM, NAME)                                                       \
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                          \
-      NAME(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int M, int N, int K,  \
-           long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc) {    \
+      NAME(const T* __restrict__ a, const T* __restrict__ b, GEMV_CTYPE(T)* __restrict__ c, int M,    \
+           int N, int K, long long lda, long long ldb, long long ldc, long long sa, long long sb,      \
+           long long sc GEMV_EXTRA) {                                                                 \
     const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
     const int groups = GEMV_THREADS / LANES;                                                          \
     a += (long long)blockIdx.y * sa;                                                                  \
@@ -60,7 +72,7 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
         _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                       \
           if (m < M) {                                                                                \
             float x[VEC];                                                                             \
-            LD(x, a + m * lda + k);                                                                   \
+            GEMV_LDA(LD, x, a, m, lda, k);                                                            \
             float s = acc[m];                                                                         \
             _Pragma("unroll") for (int v = 0; v < VEC; ++v) s = fmaf(w[v], x[v], s);                  \
             acc[m] = s;                                                                               \
@@ -91,7 +103,7 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
       }                                                                                               \
       if (valid && lane == 0) {                                                                       \
         _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                            \
-          if (m < M) c[m * ldc + n] = ST(acc[m]);                                                     \
+          if (m < M) GEMV_STC(c, m, ldc, n, ST(acc[m]));                                              \
         }                                                                                             \
       }                                                                                               \
     }                                                                                                 \
@@ -115,6 +127,8 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
   LOOM_GEMV2(T, LD1, 1, ST, 32, loom_gemv_##DT##_s32)            \
   LOOM_GEMV2(T, LD1, 1, ST, 8, loom_gemv_##DT##_s8)
 
+#ifndef GEMV_FUSED
 LOOM_GEMV4(f32, float, loom_ld16_f32, gemv_ld1_f32, 4, GEMV_ID)
 LOOM_GEMV4(f16, unsigned short, loom_ld16_f16, gemv_ld1_f16, 8, loom_f32_to_f16)
 LOOM_GEMV4(bf16, unsigned short, loom_ld16_bf16, gemv_ld1_bf16, 8, loom_f32_to_bf16)
+#endif

@@ -105,13 +105,13 @@ const fusedWindowSlack = 1 << 30
 // kernel reading its input through the prologue (LOOM_XV) and storing
 // through the epilogue (LOOM_STORE).
 func planFusedWindow(k *plan.Kernel) (*planned, error) {
-	parts, err := plan.SplitWindow(k, fusedWindowSlack)
+	parts, err := plan.SplitFused(k, fusedWindowSlack)
 	if err != nil {
 		return nil, err
 	}
-	ops, err := operands(parts.Win)
+	ops, err := operands(parts.Core)
 	if err != nil {
-		return nil, fmt.Errorf("window %s: %w", parts.Win.Instrs[0].Node.Op, err)
+		return nil, fmt.Errorf("window %s: %w", parts.Core.Instrs[0].Node.Op, err)
 	}
 	fz := &windowFusion{}
 	// Index width: the window's own test (planWindow), or any operand of
@@ -153,7 +153,7 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 		fmt.Fprintf(&m, "#define LOOM_XV(j) loom_pre(%s)\n", strings.Join(append(ptrs(parts.PreIns), "(j)"), ", "))
 	} else {
 		fmt.Fprintf(&m, "#define LOOM_XV(j) in%d[LOOM_OFF + (j)]\n", slices.IndexFunc(k.Ins, func(o plan.Operand) bool {
-			return o.Buf == parts.Win.Ins[0].Buf && o.Layout.Equal(parts.Win.Ins[0].Layout)
+			return o.Buf == parts.Core.Ins[0].Buf && o.Layout.Equal(parts.Core.Ins[0].Layout)
 		}))
 	}
 	if parts.Post != nil {
@@ -167,7 +167,7 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 		m.WriteString("#define LOOM_STORE(o, v) out[o] = (v)\n")
 	}
 	fz.funcs, fz.macros = funcs.String(), m.String()
-	p, err := planWindow(parts.Win.Instrs[0].Node, ops, fz)
+	p, err := planWindow(parts.Core.Instrs[0].Node, ops, fz)
 	if err != nil {
 		return nil, err
 	}

@@ -452,7 +452,7 @@ func TestFusedProjections(t *testing.T) {
 	}
 	products, attention := 0, 0
 	for _, s := range p.Plan().Steps {
-		if s.Kernel.IsMatmul() {
+		if s.Kernel.IsMatmul() || s.Kernel.IsFusedMatmul() {
 			products++
 		}
 		if in := s.Kernel.Instrs; len(in) == 1 && in[0].Node.Op == ir.OpAttention {

@@ -168,7 +168,7 @@ func (k *Kernel) IsCollective() bool {
 // HasMatmul reports whether any step of the plan is a matmul.
 func (p *Plan) HasMatmul() bool {
 	for _, s := range p.Steps {
-		if s.Kernel.IsMatmul() {
+		if s.Kernel.IsMatmul() || s.Kernel.IsFusedMatmul() {
 			return true
 		}
 	}

@@ -19,7 +19,7 @@ var Pools = []Workload{
 // w12f is a CNN stage's tail after its conv: bias, ReLU, max pool, then a
 // residual of the pooled size. Fused, the pool computes bias + relu at
 // every element it reads and adds the residual as it writes (fuse's
-// window-fusion), so the feature map is read once; unfused it is three
+// core-fusion), so the feature map is read once; unfused it is three
 // steps. The peer is scripts/peer_pool.py (PyTorch eager and
 // torch.compile).
 func w12f(Size) (*graph.Graph, error) {

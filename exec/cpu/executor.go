@@ -176,11 +176,11 @@ func (e *Executor) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}
-	if k.IsFusedWindow() {
-		// Prologue, window and epilogue over two temporaries: a Go loop
-		// cannot recompute the prologue per window read as cheaply as a
-		// GPU thread can.
-		return exec.RunWindowParts(ctx, e, k, mem)
+	if k.CoreAt() >= 0 {
+		// Prologue, core (a pool, an upsampling, a matmul) and epilogue
+		// over two temporaries: a Go loop cannot recompute the prologue per
+		// read as cheaply as a GPU thread can.
+		return exec.RunFusedParts(ctx, e, k, mem)
 	}
 	pi, ok := k.Cache.Load(plan.KeyOf(e, nil))
 	if !ok {

@@ -420,6 +420,9 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsMatmul() {
 		return e.runMatmul(k, mem)
 	}
+	if k.IsFusedMatmul() {
+		return e.runFusedMatmul(ctx, k, mem)
+	}
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}

@@ -33,6 +33,9 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsWindow() {
 		return e.supportsWindow(k)
 	}
+	if k.IsFusedMatmul() {
+		return nil // the skinny-product kernel, or the parts: GPU steps either way
+	}
 	if k.IsFusedWindow() {
 		if kernels.HasWindowKernel(k) {
 			return nil

@@ -62,6 +62,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 			switch {
 			case k.IsMatmul():
 				_, err = e.prepareMatmul(k, p.AllowTF32)
+			case k.IsFusedMatmul():
+				err = e.prepareFusedMatmul(k, len(p.Buffers), p.AllowTF32)
 			case isIndexKernel(k): // indexing, pools, upsampling
 				_, err = e.prepareIndex(k)
 			case k.IsWindow(): // convolutions
@@ -103,6 +105,9 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 	if k.IsMatmul() {
 		_, ok := k.Cache.Load(plan.KeyOf(e, matmulKey{}))
 		return ok
+	}
+	if k.IsFusedMatmul() {
+		return false // prepareFusedMatmul is cheap once its parts are
 	}
 	if isIndexKernel(k) {
 		_, ok := k.Cache.Load(plan.KeyOf(e, indexKey{}))

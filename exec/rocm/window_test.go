@@ -50,7 +50,7 @@ func TestWindowSupports(t *testing.T) {
 		}
 	}
 	// The max pool computes affine → relu as its prologue, the bilinear
-	// upsampling the bias add (window-fusion); the nearest upsampling and
+	// upsampling the bias add (core-fusion); the nearest upsampling and
 	// the avg pool read and write memory.
 	if windows != 4 || fused != 2 || len(p.Plan().Steps) != 4 {
 		t.Errorf("%d window steps (%d fused) of %d, want 4 (2 fused) of 4", windows, fused, len(p.Plan().Steps))

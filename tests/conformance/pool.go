@@ -615,7 +615,7 @@ func (s *suite) plChains(t *testing.T) {
 
 // plFused: pools and upsamplings with elementwise chains before and after
 // them, which fusion computes in the window's own kernel (fuse's
-// window-fusion: the prologue at every element the window reads, the
+// core-fusion: the prologue at every element the window reads, the
 // epilogue at every element it writes), for every dtype, with a broadcast
 // and a transposed operand in the prologue and a residual in the
 // epilogue:

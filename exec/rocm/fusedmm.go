@@ -1,0 +1,154 @@
+package rocm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
+)
+
+// Fused matmul kernels (plan.MatmulAt: a matmul with the elementwise chain
+// that computes its first operand and the one applied to its output). A
+// skinny product (decode: at most kernels.GemvMaxRows rows) runs as one
+// launch of the gemv kernel with both chains inside it (kernels.GemvFused):
+// the prologue computed at every element of A a group reads, the epilogue
+// at every element of C stored. Anything else — a GEMM for the vendor
+// library or the portable kernel, LOOM_GPU_GEMV=off, a C that is not
+// contiguous — runs the three parts (exec.RunFusedParts): the prologue's
+// kernel, the GEMM, the epilogue's kernel, as unfused.
+
+// fusedMatmulKey keys a fused matmul's prepared form in plan.Kernel.Cache.
+type fusedMatmulKey struct{ variant string }
+
+// fusedMatmul is a fused matmul prepared for one gemv variant.
+type fusedMatmul struct {
+	fn   hip.Function
+	name string
+}
+
+// fusedGemv returns the skinny-product launch for fused kernel k with parts
+// and the core's GEMM geometry g, or ok = false when the parts must run
+// one by one. aligned says whether B (and A, without a prologue) can take
+// 16-byte loads.
+func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.GemmStep, aligned bool) (*fusedMatmul, kernels.GemmLaunch, bool, error) {
+	c := g.Call
+	if !gemvEnabled || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) {
+		return nil, kernels.GemmLaunch{}, false, nil
+	}
+	l, ok := kernels.PlanGemv(g.DType, c, aligned)
+	if !ok {
+		return nil, kernels.GemmLaunch{}, false, nil
+	}
+	key := plan.KeyOf(e, fusedMatmulKey{l.Name})
+	if v, ok := k.Cache.Load(key); ok {
+		return v.(*fusedMatmul), l, true, nil
+	}
+	name, code, err := kernels.GemvFused(e.target, l.Name, k, parts)
+	if err != nil {
+		return nil, l, false, err
+	}
+	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
+	if err != nil {
+		return nil, l, false, err
+	}
+	fn, err := e.function(obj, name)
+	if err != nil {
+		return nil, l, false, err
+	}
+	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
+	return v.(*fusedMatmul), l, true, nil
+}
+
+// fusedGeometry returns k's parts and the core's GEMM geometry.
+func fusedGeometry(k *plan.Kernel, buffers int) (*plan.FusedParts, plan.GemmStep, error) {
+	parts, err := exec.FusedParts(k, buffers)
+	if err != nil {
+		return nil, plan.GemmStep{}, err
+	}
+	g, err := plan.Gemm(parts.Core)
+	if err != nil {
+		return nil, plan.GemmStep{}, err
+	}
+	return parts, g, nil
+}
+
+// prepareFusedMatmul readies a fused matmul: its skinny-product kernel when
+// it is one (compiled now, not at the first run; the alignment the first
+// run will see is the usual one, 16-byte operands), and every part
+// otherwise, so that a first run compiles nothing.
+func (e *Executor) prepareFusedMatmul(k *plan.Kernel, buffers int, tf32 bool) error {
+	parts, g, err := fusedGeometry(k, buffers)
+	if err != nil {
+		return err
+	}
+	if _, _, ok, err := e.fusedGemv(k, parts, g, gemvAligned(g.DType, g.Call, 0, 0)); ok || err != nil {
+		return err
+	}
+	for _, p := range []*plan.Kernel{parts.Pre, parts.Post} {
+		if p != nil {
+			if _, err := e.prepare(p); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = e.prepareMatmul(parts.Core, tf32)
+	return err
+}
+
+// runFusedMatmul queues a fused matmul: one skinny-product launch, or the
+// parts.
+func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
+	parts, g, err := fusedGeometry(k, len(mem))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	c := g.Call
+	if c.M == 0 || c.N == 0 || c.Batch == 0 || c.K == 0 {
+		return exec.RunFusedParts(ctx, e, k, mem)
+	}
+	size := g.DType.Size()
+	na, nb, _ := c.Extents()
+	var a hip.DevPtr
+	if parts.Pre == nil {
+		if a, err = e.span(mem, g.A, size, g.OffA, na); err != nil {
+			return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
+		}
+	}
+	b, err := e.span(mem, g.B, size, g.OffB, nb)
+	if err != nil {
+		return fmt.Errorf("rocm: %s operand b: %w", k.Name, err)
+	}
+	fm, l, ok, err := e.fusedGemv(k, parts, g, gemvAligned(g.DType, c, a, b))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	if !ok {
+		return exec.RunFusedParts(ctx, e, k, mem)
+	}
+	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	var args hip.Args
+	args.Ptr(a).Ptr(b).Ptr(out).I32(int32(c.M)).I32(int32(c.N)).I32(int32(c.K))
+	args.I64(int64(c.LDA)).I64(int64(c.LDB)).I64(int64(c.LDC))
+	args.I64(int64(c.StrideA)).I64(int64(c.StrideB)).I64(int64(c.StrideC))
+	for i, op := range k.Ins {
+		_, hi := op.Layout.Span()
+		p, err := e.span(mem, op.Buf, op.Buf.DType.Size(), 0, hi)
+		if err != nil {
+			return fmt.Errorf("rocm: %s operand %d: %w", k.Name, i, err)
+		}
+		args.Ptr(p)
+	}
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fm.fn, l.Grid, l.Block, 0, e.stream, &args); err != nil {
+		return fmt.Errorf("rocm: launch %s (grid %v): %w", fm.name, l.Grid, err)
+	}
+	e.launches.Add(1)
+	return nil
+}
