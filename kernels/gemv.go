@@ -81,23 +81,22 @@ func PlanGemv(d dtype.DType, c blas.Call, aligned bool) (GemmLaunch, bool) {
 }
 
 // gemvTypes are the skinny products' element types: storage type, the
-// 16-byte and one-element loads, the vector width, the store conversion and
-// the widening of a storage value to float.
-var gemvTypes = map[string]struct{ t, ld16, ld1, vec, st, widen string }{
-	"f32":  {"float", "loom_ld16_f32", "gemv_ld1_f32", "4", "GEMV_ID", ""},
-	"f16":  {"unsigned short", "loom_ld16_f16", "gemv_ld1_f16", "8", "loom_f32_to_f16", "loom_f16_to_f32"},
-	"bf16": {"unsigned short", "loom_ld16_bf16", "gemv_ld1_bf16", "8", "loom_f32_to_bf16", "loom_bf16_to_f32"},
+// 16-byte and one-element loads, the vector width and the store
+// conversion.
+var gemvTypes = map[string]struct{ t, ld16, ld1, vec, st string }{
+	"f32":  {"float", "loom_ld16_f32", "gemv_ld1_f32", "4", "GEMV_ID"},
+	"f16":  {"unsigned short", "loom_ld16_f16", "gemv_ld1_f16", "8", "loom_f32_to_f16"},
+	"bf16": {"unsigned short", "loom_ld16_bf16", "gemv_ld1_bf16", "8", "loom_f32_to_bf16"},
 }
 
 // GemvFused returns the translation unit and entry name of skinny product
 // variant (an entry of GemvEntries, as PlanGemv names it) fused with the
-// prologue and epilogue of fused matmul kernel k (parts from
-// plan.SplitFused): A's elements computed by the prologue at their flat
-// index in A's shape, C's stored through the epilogue at theirs in C's. The
-// entry takes GemvSource's parameters — A (not read with a prologue), B, C
-// (k's output), sizes, leading dimensions, batch strides — then one pointer
-// per operand of k, in k.Ins order. C must be contiguous (ldc = N, batch
-// stride M·N); the caller checks.
+// epilogue of fused matmul kernel k (parts from plan.SplitFused): C's
+// elements stored through the epilogue at their flat index in C's shape.
+// The entry takes GemvSource's parameters — A, B, C (k's output), sizes,
+// leading dimensions, batch strides — then one pointer per operand of k,
+// in k.Ins order. C must be contiguous (ldc = N, batch stride M·N); the
+// caller checks.
 func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.FusedParts) (name, code string, err error) {
 	rest, ok := strings.CutPrefix(variant, "loom_gemv_")
 	if !ok {
@@ -120,12 +119,6 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 	if len(f) == 3 {
 		maxm = "1"
 	}
-	widen := func(e string) string {
-		if ty.widen == "" {
-			return e
-		}
-		return ty.widen + "(" + e + ")"
-	}
 	var b strings.Builder
 	b.WriteString("#define GEMV_FUSED 1\n")
 	var ptrs []string
@@ -143,34 +136,11 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		return as
 	}
 	if parts.Pre != nil {
-		fn, err := codegen.ScalarFunc(parts.Pre, "loom_pre", -1, true)
-		if err != nil {
-			return "", "", fmt.Errorf("kernels: %s prologue: %w", k.Name, err)
-		}
-		b.WriteString(fn)
-		// The index of A's element (m, k + v) of this batch item.
-		at := "((unsigned long long)blockIdx.y * (unsigned long long)M + (unsigned long long)(m)) * (unsigned long long)K + (unsigned long long)(k)"
-		if maxm == "1" {
-			fmt.Fprintf(&b, "#define GEMV_LDA(LD, x, a, m, lda, k) { _Pragma(\"unroll\") for (int v_ = 0; v_ < %s; ++v_) (x)[v_] = %s; }\n",
-				vec, widen(fmt.Sprintf("loom_pre(%s)", strings.Join(append(args(parts.PreIns), at+" + (unsigned long long)v_"), ", "))))
-		} else {
-			// Up to eight rows: a call, not the prologue inlined for every
-			// row and unrolled step (hundreds of copies took a minute to
-			// compile).
-			var ps []string
-			for _, i := range parts.PreIns {
-				if i >= 0 {
-					ps = append(ps, fmt.Sprintf("const %s* __restrict__ in%d", ctypes[k.Ins[i].Buf.DType].storage, i))
-				}
-			}
-			fmt.Fprintf(&b, "__device__ __noinline__ void gemv_pre_vec(float* x, %s, unsigned long long i0) {\n", strings.Join(ps, ", "))
-			fmt.Fprintf(&b, "  _Pragma(\"unroll\") for (int v_ = 0; v_ < %s; ++v_) x[v_] = %s;\n}\n",
-				vec, widen(fmt.Sprintf("loom_pre(%s)", strings.Join(append(args(parts.PreIns), "i0 + (unsigned long long)v_"), ", "))))
-			fmt.Fprintf(&b, "#define GEMV_LDA(LD, x, a, m, lda, k) gemv_pre_vec((x), %s)\n", strings.Join(append(args(parts.PreIns), at), ", "))
-		}
-	} else {
-		b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
+		// fuse never gives a product a prologue: every group of output rows
+		// reads the whole input, so it is computed once and stored.
+		return "", "", fmt.Errorf("kernels: %s: a skinny product with a prologue", k.Name)
 	}
+	b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
 	if parts.Post != nil {
 		fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 		if err != nil {

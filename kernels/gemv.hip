@@ -36,8 +36,8 @@
 
 // Hooks for a fused kernel (plan.CoreAt; GemvFused in gemv.go defines
 // them and instantiates one entry): C's element type, parameters after
-// GemvSource's, the load of A's elements (a prologue computes them) and the
-// store of C's (an epilogue applies to them).
+// GemvSource's, the load of A's elements and the store of C's (an epilogue
+// applies to them).
 #ifndef GEMV_FUSED
 #define GEMV_CTYPE(T) T
 #define GEMV_EXTRA

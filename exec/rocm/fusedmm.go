@@ -11,14 +11,14 @@ import (
 )
 
 // Fused matmul kernels (plan.MatmulAt: a matmul with the elementwise chain
-// that computes its first operand and the one applied to its output). A
-// skinny product (decode: at most kernels.GemvMaxRows rows) runs as one
-// launch of the gemv kernel with both chains inside it (kernels.GemvFused):
-// the prologue computed at every element of A a group reads, the epilogue
-// at every element of C stored. Anything else — a GEMM for the vendor
-// library or the portable kernel, LOOM_GPU_GEMV=off, a C that is not
-// contiguous — runs the three parts (exec.RunFusedParts): the prologue's
-// kernel, the GEMM, the epilogue's kernel, as unfused.
+// applied to its output; fuse gives products no prologue). A skinny
+// product (decode: at most kernels.GemvMaxRows rows) runs as one launch of
+// the gemv kernel with the epilogue applied to every element of C it
+// stores (kernels.GemvFused): a decode step's output and down projections
+// add the residual as they store, and the LM head casts its logits. Anything
+// else — a GEMM for the vendor library or the portable kernel,
+// LOOM_GPU_GEMV=off, a C that is not contiguous — runs the parts
+// (exec.RunFusedParts): the GEMM, then the epilogue's kernel, as unfused.
 
 // fusedMatmulKey keys a fused matmul's prepared form in plan.Kernel.Cache.
 type fusedMatmulKey struct{ variant string }
@@ -31,11 +31,10 @@ type fusedMatmul struct {
 
 // fusedGemv returns the skinny-product launch for fused kernel k with parts
 // and the core's GEMM geometry g, or ok = false when the parts must run
-// one by one. aligned says whether B (and A, without a prologue) can take
-// 16-byte loads.
+// one by one. aligned says whether A and B can take 16-byte loads.
 func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.GemmStep, aligned bool) (*fusedMatmul, kernels.GemmLaunch, bool, error) {
 	c := g.Call
-	if !gemvEnabled || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) {
+	if !gemvEnabled || parts.Pre != nil || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) {
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
 	l, ok := kernels.PlanGemv(g.DType, c, aligned)
@@ -76,15 +75,16 @@ func fusedGeometry(k *plan.Kernel, buffers int) (*plan.FusedParts, plan.GemmStep
 }
 
 // prepareFusedMatmul readies a fused matmul: its skinny-product kernel when
-// it is one (compiled now, not at the first run; the alignment the first
-// run will see is the usual one, 16-byte operands), and every part
-// otherwise, so that a first run compiles nothing.
+// it is one (compiled now, not at the first run, for the alignment its
+// layout gives with 16-byte aligned buffers, as the allocator's are), and
+// every part otherwise, so that a first run compiles nothing.
 func (e *Executor) prepareFusedMatmul(k *plan.Kernel, buffers int, tf32 bool) error {
 	parts, g, err := fusedGeometry(k, buffers)
 	if err != nil {
 		return err
 	}
-	if _, _, ok, err := e.fusedGemv(k, parts, g, gemvAligned(g.DType, g.Call, 0, 0)); ok || err != nil {
+	sz := hip.DevPtr(g.DType.Size())
+	if _, _, ok, err := e.fusedGemv(k, parts, g, gemvAligned(g.DType, g.Call, hip.DevPtr(g.OffA)*sz, hip.DevPtr(g.OffB)*sz)); ok || err != nil {
 		return err
 	}
 	for _, p := range []*plan.Kernel{parts.Pre, parts.Post} {
@@ -107,15 +107,16 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	c := g.Call
 	if c.M == 0 || c.N == 0 || c.Batch == 0 || c.K == 0 {
-		return exec.RunFusedParts(ctx, e, k, mem)
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	size := g.DType.Size()
 	na, nb, _ := c.Extents()
-	var a hip.DevPtr
-	if parts.Pre == nil {
-		if a, err = e.span(mem, g.A, size, g.OffA, na); err != nil {
-			return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
-		}
+	if parts.Pre != nil {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	a, err := e.span(mem, g.A, size, g.OffA, na)
+	if err != nil {
+		return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
 	}
 	b, err := e.span(mem, g.B, size, g.OffB, nb)
 	if err != nil {
@@ -126,7 +127,7 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
 	if !ok {
-		return exec.RunFusedParts(ctx, e, k, mem)
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
 	if err != nil {
@@ -151,4 +152,13 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	e.launches.Add(1)
 	return nil
+}
+
+// partRunner runs a fused kernel's parts as steps of the executor's own,
+// not through Run: the step profile (profile.go) counts the fused kernel
+// once, with its parts' time.
+type partRunner struct{ *Executor }
+
+func (r partRunner) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
+	return r.Executor.run(ctx, s, mem)
 }
