@@ -19,7 +19,9 @@ func TestGPUProfileSteps(t *testing.T) {
 	x := g.Input("x", dtype.F32, 64, 256)
 	w := g.Input("w", dtype.F32, 512, 256)
 	g.Output("y", graph.Linear(x, w, nil).Relu().Affine(2, 0))
-	p, err := g.Compile(graph.Options{})
+	// Unfused, so that the product is a step of its own (fused, its
+	// epilogue joins it: one label, "matmul+relu+affine f32 [64 512]").
+	p, err := g.Compile(graph.Options{NoFusion: true})
 	if err != nil {
 		t.Fatal(err)
 	}
