@@ -102,8 +102,15 @@
 //     avg pools sum the window in row-major order in float (f16/bf16/f32), double
 //     or exact 64-bit integers and divide once; bilinear upsampling computes
 //     coordinates and the interpolation in double, every operation rounded
-//     (no contraction), and rounds once to the dtype. Convolutions have
-//     their own kernels (conv.hip) and run through exec/rocm/conv.go.
+//     (no contraction), and rounds once to the dtype. A fused window
+//     kernel (plan.WindowAt) reads its input through the prologue and
+//     stores through the epilogue, both rendered by codegen.ScalarFunc as
+//     device functions of the flat index (LOOM_XV, LOOM_STORE), so it
+//     computes the values of its unfused steps. Convolutions have their
+//     own kernels (conv.hip) and run through exec/rocm/conv.go.
+//   - Skinny products (gemv.hip, at most 8 rows): GemvSource's entries, and
+//     per fused matmul kernel (plan.MatmulAt) one entry with its epilogue
+//     applied at each stored element (GemvFused).
 //   - cumsum adds in the order ir/scan.go defines (chunks of 16, groups of
 //     16 chunks, tiles of 4096, a sequential carry of tile totals), so the
 //     bits match the CPU's whatever kernel runs. Plan picks one of four
