@@ -126,15 +126,6 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
 	}
 	fmt.Fprintf(&b, "#define GEMV_EXTRA %s\n", strings.Join(ptrs, ""))
-	args := func(from []int) []string {
-		var as []string
-		for _, i := range from {
-			if i >= 0 {
-				as = append(as, fmt.Sprintf("in%d", i))
-			}
-		}
-		return as
-	}
 	if parts.Pre != nil {
 		// fuse never gives a product a prologue: every group of output rows
 		// reads the whole input, so it is computed once and stored.
@@ -149,7 +140,7 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		b.WriteString(fn)
 		fmt.Fprintf(&b, "#define GEMV_CTYPE(T) %s\n", ctypes[k.Out.DType].storage)
 		fmt.Fprintf(&b, "#define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = loom_post(%s)\n",
-			strings.Join(append(args(parts.PostIns), "(v)", "((unsigned long long)blockIdx.y * (unsigned long long)M + (unsigned long long)(m)) * (unsigned long long)N + (unsigned long long)(n)"), ", "))
+			strings.Join(append(partPointers(parts.PostIns), "(v)", "((unsigned long long)blockIdx.y * (unsigned long long)M + (unsigned long long)(m)) * (unsigned long long)N + (unsigned long long)(n)"), ", "))
 	} else {
 		b.WriteString("#define GEMV_CTYPE(T) T\n")
 		b.WriteString("#define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)\n")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -132,17 +131,6 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 	var m strings.Builder
 	fmt.Fprintf(&m, "#define LOOM_PARAMS %s\n", strings.Join(params, ", "))
 	fmt.Fprintf(&m, "#define LOOM_ARGS %s\n", strings.Join(names, ", "))
-	// ptrs names the fused operands a part reads as pointers, in the
-	// part's order (the temporaries are values, not pointers).
-	ptrs := func(from []int) []string {
-		var ps []string
-		for _, f := range from {
-			if f >= 0 {
-				ps = append(ps, fmt.Sprintf("in%d", f))
-			}
-		}
-		return ps
-	}
 	var funcs strings.Builder
 	if parts.Pre != nil {
 		f, err := codegen.ScalarFunc(parts.Pre, "loom_pre", -1, fz.wide)
@@ -150,11 +138,9 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 			return nil, fmt.Errorf("prologue: %w", err)
 		}
 		funcs.WriteString(f)
-		fmt.Fprintf(&m, "#define LOOM_XV(j) loom_pre(%s)\n", strings.Join(append(ptrs(parts.PreIns), "(j)"), ", "))
+		fmt.Fprintf(&m, "#define LOOM_XV(j) loom_pre(%s)\n", strings.Join(append(partPointers(parts.PreIns), "(j)"), ", "))
 	} else {
-		fmt.Fprintf(&m, "#define LOOM_XV(j) in%d[LOOM_OFF + (j)]\n", slices.IndexFunc(k.Ins, func(o plan.Operand) bool {
-			return o.Buf == parts.Core.Ins[0].Buf && o.Layout.Equal(parts.Core.Ins[0].Layout)
-		}))
+		fmt.Fprintf(&m, "#define LOOM_XV(j) in%d[LOOM_OFF + (j)]\n", parts.CoreIns[0])
 	}
 	if parts.Post != nil {
 		f, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, fz.wide)
@@ -162,7 +148,7 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 			return nil, fmt.Errorf("epilogue: %w", err)
 		}
 		funcs.WriteString(f)
-		fmt.Fprintf(&m, "#define LOOM_STORE(o, v) out[o] = loom_post(%s)\n", strings.Join(append(ptrs(parts.PostIns), "(v)", "(o)"), ", "))
+		fmt.Fprintf(&m, "#define LOOM_STORE(o, v) out[o] = loom_post(%s)\n", strings.Join(append(partPointers(parts.PostIns), "(v)", "(o)"), ", "))
 	} else {
 		m.WriteString("#define LOOM_STORE(o, v) out[o] = (v)\n")
 	}
@@ -173,6 +159,20 @@ func planFusedWindow(k *plan.Kernel) (*planned, error) {
 	}
 	p.base = "fused_" + p.base
 	return p, nil
+}
+
+// partPointers names the fused kernel's operands a part reads as pointers
+// (in<i>, the fused kernel's parameter names), in the part's order: from
+// maps the part's operands to the fused kernel's (plan.FusedParts), -1
+// for a temporary, which is passed as a value, not a pointer.
+func partPointers(from []int) []string {
+	var ps []string
+	for _, f := range from {
+		if f >= 0 {
+			ps = append(ps, fmt.Sprintf("in%d", f))
+		}
+	}
+	return ps
 }
 
 // planWindow plans a pool or an upsampling: one launch, no scratch. fz,
