@@ -3,10 +3,14 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/plan"
 )
 
 // TestGemvTwin: the skinny-product twin agrees with a float64 product
@@ -73,5 +77,52 @@ func TestPlanGemv(t *testing.T) {
 		if got := map[bool]string{true: l.Name, false: ""}[ok]; got != c.want {
 			t.Errorf("%v %v aligned %v: %q, want %q", c.d, call, c.aligned, got, c.want)
 		}
+	}
+}
+
+// TestGemvFused: a fused product's source instantiates the one variant
+// asked for, with the epilogue at each stored element and every operand of
+// the fused kernel after GemvSource's parameters; malformed variant names
+// and a prologue are errors; equal kernels give equal names.
+func TestGemvFused(t *testing.T) {
+	g := graph.New()
+	a := g.Input("a", dtype.BF16, 1, 64)
+	w := g.Input("w", dtype.BF16, 40, 64)
+	r := g.Input("r", dtype.BF16, 1, 40)
+	g.Output("y", a.Matmul(w.T()).Add(r).Cast(dtype.F32))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := p.Plan().Steps[0].Kernel
+	parts, err := plan.SplitFused(k, 100)
+	if err != nil || !k.IsFusedMatmul() {
+		t.Fatalf("%s: %v", k.Name, err)
+	}
+	nv := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
+	name, code, err := GemvFused(nv, "loom_gemv_bf16_v32_m1", k, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#define GEMV_FUSED 1", "loom_post(", "#define GEMV_CTYPE(T) float", "LOOM_GEMV(unsigned short, loom_ld16_bf16, 8, loom_f32_to_bf16, 32, 1, " + name + ")", ", const unsigned short* __restrict__ in2"} {
+		if !strings.Contains(code, want) {
+			t.Errorf("fused source lacks %q", want)
+		}
+	}
+	if strings.Count(code, "extern \"C\" __global__") != 1 || !strings.HasPrefix(name, "loom_gemv_bf16_v32_m1_fused_") {
+		t.Errorf("%s: %d entries", name, strings.Count(code, "extern \"C\" __global__"))
+	}
+	if name2, _, _ := GemvFused(nv, "loom_gemv_bf16_v32_m1", k, parts); name2 != name {
+		t.Errorf("names %s and %s for one kernel", name, name2)
+	}
+	for _, bad := range []string{"loom_gemm_bf16_v32", "loom_gemv_i8_v32", "loom_gemv_bf16_x32", "loom_gemv_bf16_v32_m2", "loom_gemv_bf16"} {
+		if _, _, err := GemvFused(nv, bad, k, parts); err == nil {
+			t.Errorf("variant %q: no error", bad)
+		}
+	}
+	withPre := *parts
+	withPre.Pre = parts.Core
+	if _, _, err := GemvFused(nv, "loom_gemv_bf16_v32_m1", k, &withPre); err == nil || !strings.Contains(err.Error(), "prologue") {
+		t.Errorf("a prologue: %v", err)
 	}
 }
