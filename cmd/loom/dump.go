@@ -29,8 +29,8 @@ var dumpFormats = []string{graph.DumpText, graph.DumpDOT, graph.DumpPlan, graph.
 var dumpGraphs = map[string]func() *graph.Graph{
 	"demo": func() *graph.Graph { return demoGraph(dumpRows, dumpCols) },
 	// linear: a transformer MLP's first half, gelu(x·wᵀ + b) + x·0.5 over a
-	// batch of rows: one GEMM step (the weight read transposed in place)
-	// and one fused epilogue kernel.
+	// batch of rows: one fused matmul kernel (the weight read transposed in
+	// place, the bias, gelu and residual its epilogue).
 	"linear": func() *graph.Graph {
 		g := graph.New()
 		x := g.Input("x", dtype.F32, 2, dumpRows, dumpCols)
@@ -48,6 +48,22 @@ var dumpGraphs = map[string]func() *graph.Graph{
 		b := g.Input("b", dtype.F32, 16)
 		y := graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}})
 		g.Output("y", y.Add(b.Reshape(1, 16, 1, 1)).Relu().Add(x))
+		return g
+	},
+	// cnn: a CNN stage — conv → bias → relu → 3×3/2 max pool → residual →
+	// ×2 nearest upsampling → cast: the conv step, one kernel for bias,
+	// relu and the pool (the pool computes bias + relu at every element it
+	// reads), one for the residual, the upsampling and the cast (the log
+	// says why the residual went with the upsampling).
+	"cnn": func() *graph.Graph {
+		g := graph.New()
+		x := g.Input("x", dtype.F32, 2, 8, 2*dumpRows, 2*dumpRows)
+		w := g.Input("w", dtype.F32, 8, 8, 3, 3)
+		b := g.Input("b", dtype.F32, 1, 8, 1, 1)
+		r := g.Input("r", dtype.F32, 2, 8, dumpRows, dumpRows)
+		y := graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}}).Add(b).Relu()
+		y = y.MaxPool2d(3, 3, graph.PoolStride(2), graph.PoolPadding(1)).Add(r)
+		g.Output("y", y.UpsampleNearest2dScale(2, 2).Cast(dtype.F16))
 		return g
 	},
 }
@@ -82,7 +98,7 @@ func newDumpFlags(stderr io.Writer) *dumpFlags {
 		format: fs.String("format", graph.DumpText, "the dump `format`: text (the compiled graph), dot (Graphviz), plan (steps and buffers) or log (what each compiler pass did)"),
 		out:    fs.String("o", "", "write to `FILE` instead of stdout"),
 		fusion: fs.Bool("fusion", true, "fuse elementwise chains (false: one step per op; LOOM_FUSION=0 also turns fusion off)"),
-		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d), linear (a GEMM and its epilogue), conv (a conv and its epilogue) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
+		graph:  fs.String("graph", "demo", fmt.Sprintf("the graph to compile, by `name`: demo (the demo graph at %d×%d), linear (a GEMM and its epilogue), conv (a conv and its epilogue), cnn (a conv, a pool and an upsampling with the chains around them) or a workload id (W1, W2, …)", dumpRows, dumpCols)),
 		device: fs.String("device", "auto", "for -format placement: the executor whose placement to show ("+devices+")"),
 	}
 }

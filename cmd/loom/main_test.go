@@ -84,6 +84,24 @@ func TestDumpFormats(t *testing.T) {
 	}
 }
 
+// TestDumpCNN: the cnn graph's plan shows the conv step and the two fused
+// window kernels, and its log says what each pool and upsampling took in.
+func TestDumpCNN(t *testing.T) {
+	status, out, errs := loom(t, "dump", "-graph", "cnn", "-format", "plan")
+	if status != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", status, errs)
+	}
+	for _, want := range []string{"plan: 3 steps", "step 0: W_conv_", "step 1: W_add_relu_max_pool_", "step 2: W_add_upsample_nearest_cast_"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	_, log, _ := loom(t, "dump", "-graph", "cnn", "-format", "log")
+	if !strings.Contains(log, "core-fusion: %8: max_pool computes its input (add → relu) at every element it reads") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
 func TestDumpFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "demo.txt")
 	if status, out, errs := loom(t, "dump", "-o", path); status != exitOK || out != "" {
