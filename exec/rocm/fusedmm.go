@@ -156,9 +156,17 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 
 // partRunner runs a fused kernel's parts as steps of the executor's own,
 // not through Run: the step profile (profile.go) counts the fused kernel
-// once, with its parts' time.
+// once, with its parts' time. Its temporaries go back like a step's
+// scratch (releaseScratch): to the recording while a replay capture is
+// open, since the recorded graph refers to them, else to the allocator.
 type partRunner struct{ *Executor }
 
 func (r partRunner) Run(ctx context.Context, s *plan.Step, mem []exec.Memory) error {
 	return r.Executor.run(ctx, s, mem)
+}
+
+func (r partRunner) Free(m exec.Memory) {
+	if mm, err := r.mem(m); err == nil {
+		r.releaseScratch(mm.blk)
+	}
 }
