@@ -11,6 +11,12 @@
 //	graph → fuse → plan ← codegen, kernels ← exec/rocm
 //	                  ↖ exec ← exec/cpu
 //
+// A kernel is elementwise (or a row kernel, which also reduces), or one
+// step of another class (a matmul, an indexing op, a window op, a
+// quantized op, a collective), or a fused kernel: a pool, an upsampling or
+// a matmul with the elementwise chains around it (Kernel.CoreAt), which an
+// executor renders as one kernel or runs in the parts SplitFused gives.
+//
 // Kernel.Cache holds executor-private compiled forms, keyed by executor, so
 // a compiled kernel lives exactly as long as the plan that owns it.
 package plan
