@@ -44,7 +44,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 	return &benchFlags{
 		fs:        fs,
 		device:    fs.String("device", "auto", "executor: "+devices),
-		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; W13 (quantized decode) on request)"),
+		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; W13 (quantized decode) on request)"),
 		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
 		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
@@ -98,7 +98,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	list := "W1,W2,W3,W4,W5,W6,W7,W8,W-cumsum,W9-f32,block-mm,block-bcast,W12,W12-crb"
 	if gpu {
 		sz = workloads.Size{Elems: 1 << 28, Rows: 8192, Cols: 8192, GemmN: 4096, Conv: workloads.GPUConv}
-		list = "W1,W2,W3,W4,W5,W6,W7,W8,W-cumsum,W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e"
+		list = "W1,W2,W3,W4,W5,W6,W7,W8,W-cumsum,W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f"
 	}
 	if *f.workloads != "" {
 		list = *f.workloads
