@@ -661,9 +661,18 @@ func (g *gen) renderVector(b *w, ind int) {
 // renderTail writes the scalar path for the last numel mod Elems elements.
 func (g *gen) renderTail(b *w, ind int) {
 	I, u := g.idx()
+	args := g.argsAt(func(k int) string { return fmt.Sprintf("in%d[at%d(i)]", k, k) })
+	b.line(ind, "for (%s i = %d%s; i < %d%s; ++i) out[i] = %s;", I, g.nvec*g.vec, u, g.numel, u,
+		narrow(g.k.Out.DType, "body("+strings.Join(args, ", ")+")"))
+}
+
+// argsAt is body's argument list for the one element at flat index i (a C
+// variable named i): operand k's storage value load(k) widened, then the
+// index (with arange) and the random instructions' variates at i.
+func (g *gen) argsAt(load func(k int) string) []string {
 	args := make([]string, len(g.ops))
 	for k := range g.ops {
-		args[k] = widen(g.ops[k].dt, fmt.Sprintf("in%d[at%d(i)]", k, k))
+		args[k] = widen(g.ops[k].dt, load(k))
 	}
 	if g.arange {
 		args = append(args, "i")
@@ -671,6 +680,5 @@ func (g *gen) renderTail(b *w, ind int) {
 	for _, j := range g.randoms() {
 		args = append(args, randAt(g.k.Instrs[j].Node, "i"))
 	}
-	b.line(ind, "for (%s i = %d%s; i < %d%s; ++i) out[i] = %s;", I, g.nvec*g.vec, u, g.numel, u,
-		narrow(g.k.Out.DType, "body("+strings.Join(args, ", ")+")"))
+	return args
 }

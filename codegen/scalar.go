@@ -42,25 +42,22 @@ func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, erro
 	b.line(0, "")
 	b.line(0, "// %s: kernel %s (%s) as a function of the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
 	g.renderNamespace(&b, name)
-	var params, args []string
+	var params []string
 	for i, o := range k.Ins {
-		if i == value {
-			args = append(args, widen(o.Buf.DType, "v"))
-			continue
+		if i != value {
+			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
 		}
-		params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
-		args = append(args, widen(o.Buf.DType, fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)))
 	}
 	if value >= 0 {
 		params = append(params, storageType(k.Ins[value].Buf.DType)+" v")
 	}
 	params = append(params, I+" i")
-	if g.arange {
-		args = append(args, "i")
-	}
-	for _, j := range g.randoms() {
-		args = append(args, randAt(k.Instrs[j].Node, "i"))
-	}
+	args := g.argsAt(func(i int) string {
+		if i == value {
+			return "v"
+		}
+		return fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)
+	})
 	b.line(0, "LOOM_DEV %s %s(%s) {", storageType(k.Out.DType), name, strings.Join(params, ", "))
 	b.line(1, "return %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
 	b.line(0, "}")

@@ -61,8 +61,22 @@ func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.Gemm
 	return v.(*fusedMatmul), l, true, nil
 }
 
-// fusedGeometry returns k's parts and the core's GEMM geometry.
+// fusedGeomKey keys a fused matmul's parts and GEMM geometry in
+// plan.Kernel.Cache (executor-independent, like exec.FusedParts').
+type fusedGeomKey struct{ buffers int }
+
+type fusedGeom struct {
+	parts *plan.FusedParts
+	g     plan.GemmStep
+}
+
+// fusedGeometry returns k's parts and the core's GEMM geometry, worked out
+// once per plan rather than at every decode step.
 func fusedGeometry(k *plan.Kernel, buffers int) (*plan.FusedParts, plan.GemmStep, error) {
+	if v, ok := k.Cache.Load(fusedGeomKey{buffers}); ok {
+		fg := v.(*fusedGeom)
+		return fg.parts, fg.g, nil
+	}
 	parts, err := exec.FusedParts(k, buffers)
 	if err != nil {
 		return nil, plan.GemmStep{}, err
@@ -71,7 +85,9 @@ func fusedGeometry(k *plan.Kernel, buffers int) (*plan.FusedParts, plan.GemmStep
 	if err != nil {
 		return nil, plan.GemmStep{}, err
 	}
-	return parts, g, nil
+	v, _ := k.Cache.LoadOrStore(fusedGeomKey{buffers}, &fusedGeom{parts, g})
+	fg := v.(*fusedGeom)
+	return fg.parts, fg.g, nil
 }
 
 // prepareFusedMatmul readies a fused matmul: its skinny-product kernel when
