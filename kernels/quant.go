@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
@@ -141,6 +142,38 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	return name, true
 }
 
+// QMVFEntry names the one-launch mat-vec on 8-bit activations
+// (loom_qmvf_*: each block quantizes x into shared memory, then its
+// groups of 32 lanes walk the weight rows) of weight format t with
+// activations and output of dtype x; ok is false where there is none
+// (formats other than Q4_0, Q8_0, Q4_K and Q6_K). It takes one activation
+// row (more rows take Q8XEntry + QMVQEntry, faster there), launches
+// QMVFThreads threads a block with QMVFSharedBytes(K) bytes of dynamic
+// shared memory (at most QMVFMaxShared), needs the weight rows aligned as
+// QMVWordEntry says and x contiguous. Arguments: w, x, y, K, N (i64),
+// rowBytes (i64).
+func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
+	name, ok = QMVQEntry(t, x, QMVMaxRows)
+	if !ok {
+		return "", false
+	}
+	return strings.Replace(name, "loom_qmvq_", "loom_qmvf_", 1), true
+}
+
+// QMVFThreads is loom_qmvf's block size; QMVFRows the weight rows a group
+// of 32 lanes takes at once (QMVF_ROWS in quant.hip).
+const (
+	QMVFThreads = 256
+	QMVFRows    = 2
+)
+
+// QMVFSharedBytes is the shared memory loom_qmvf needs for K activation
+// values (Q8XBytes' layout), and QMVFMaxShared the most the host asks
+// for (the default per-block limit of both platforms).
+func QMVFSharedBytes(k int64) int64 { return Q8XBytes(k) }
+
+const QMVFMaxShared = 48 << 10
+
 // QuantEntries lists every entry point of QuantSource.
 func QuantEntries() []string {
 	var out []string
@@ -159,12 +192,17 @@ func QuantEntries() []string {
 				if n, ok := QMVQEntry(t, d, m); ok {
 					out = append(out, n)
 				}
+
 			}
 		}
 	}
 	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		n, _ := Q8XEntry(d)
 		out = append(out, n)
+		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+			n, _ := QMVFEntry(t, d)
+			out = append(out, n)
+		}
 	}
 	return out
 }

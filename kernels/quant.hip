@@ -769,3 +769,382 @@ LOOM_QMVQ3(q4_0)
 LOOM_QMVQ3(q8_0)
 LOOM_QMVQ3(q4_k)
 LOOM_QMVQ3(q6_k)
+
+// ---- loom_qmvf_<fmt>_<x>: the one-row 8-bit mat-vec in one launch ----
+//
+// loom_q8x + loom_qmvq's arithmetic for one activation row (a decode
+// step), with three changes:
+//
+//   - each block quantizes x itself, into shared memory (qa, dx, sx as
+//     loom_q8x lays them out), so the product is one launch; the blocks
+//     stay resident (as many as the device holds) and walk the rows
+//     grid-stride, so x is quantized once per block;
+//   - weight blocks are read with aligned loads of V bytes (4, 8 or 16)
+//     from the aligned address at or below them, and the 2-byte
+//     misalignment of Q4_0's 18-, Q8_0's 34- and Q6_K's 210-byte blocks is
+//     undone in registers (qf_window); loom_qmvq reads them 2 bytes at a
+//     time (and Q4_K's header 4), one pass of the load unit over the
+//     wave's cache lines per load;
+//   - a group of 32 lanes takes QMVF_ROWS = 2 weight rows at once, so the
+//     activations it reads from shared memory serve both.
+//
+// W13 on an H200 (x[1,4096] · W[14336,4096]ᵀ, 200 launches rotating over
+// four copies of the weight, so that it is not read from L2): Q4_0 17.8 →
+// 14.6 µs, Q8_0 26.1 → 21.8, Q4_K 23.1 → 20.7, Q6_K 28.6 → 24.6. The
+// load width barely matters (4, 8 and 16 bytes within 2%, 16 slower for
+// Q4_0 by 13%: more registers, fewer blocks resident); 2 rows a group
+// beat 1 by 4–14% and 4 (fewer blocks resident).
+//
+// Tried and dropped: (1) the same for 8 activation rows: slower than the
+// two launches (Q4_0 68 against 57 µs; the 8 rows' activations fill
+// shared memory and registers), so more rows keep loom_q8x + loom_qmvq;
+// (2) splitting a block's rows into equal runs of 32-chunk spans, one
+// run per group, so that every group has the same work to within one
+// span (with rows a group at a time, 14336 rows over the 5280 resident
+// groups leave some a row more), with the next span's loads issued
+// before the current one is multiplied: 23.0 against 14.6 µs for Q4_0 —
+// the double-buffered loads cost registers, 3 blocks resident instead of
+// 5, and these kernels are bound by how many loads are in flight.
+//
+// Shared memory: K·(1 + 4/32 + 4/16) bytes (QMVFSharedBytes); the host
+// takes this path where that fits in 48 KiB (K ≤ 35744).
+
+// qf_funnel16(lo, hi): bytes 2–5 of the 8-byte value hi:lo.
+LOOM_DEV unsigned int qf_funnel16(unsigned int lo, unsigned int hi) { return (lo >> 16) | (hi << 16); }
+
+// qf_window<NW, V>(p, X): X[0..NW) are the NW aligned 4-byte words from
+// the 4-byte boundary at or below p, read with aligned V-byte loads from
+// the V-byte boundary at or below p. Every V-byte piece read holds at
+// least one byte the caller needs (the caller's bytes end past the last
+// piece's start), so no read leaves the memory the block lies in.
+template <int NW, int V>
+LOOM_DEV void qf_window(const unsigned char* p, unsigned int* X) {
+  const unsigned long long a = (unsigned long long)p;
+  if (V == 4) {
+    const unsigned int* w = reinterpret_cast<const unsigned int*>(a & ~3ull);
+#pragma unroll
+    for (int k = 0; k < NW; ++k) X[k] = w[k];
+  } else if (V == 8) {
+    // NW + 1 words from the 8-byte boundary; word j = (a >> 2) & 1 first.
+    const uint2* w = reinterpret_cast<const uint2*>(a & ~7ull);
+    unsigned int W[NW + 2];
+#pragma unroll
+    for (int k = 0; k < (NW + 2) / 2; ++k) {
+      const uint2 u = w[k];
+      W[2 * k] = u.x;
+      W[2 * k + 1] = u.y;
+    }
+    const bool j = (a >> 2) & 1;
+#pragma unroll
+    for (int k = 0; k < NW; ++k) X[k] = j ? W[k + 1] : W[k];
+  } else {
+    // NW + 3 words from the 16-byte boundary, shifted down by
+    // j = (a >> 2) & 3 words in two steps.
+    const uint4* w = reinterpret_cast<const uint4*>(a & ~15ull);
+    constexpr int NL = (NW + 3 + 3) / 4;
+    unsigned int W[4 * NL];
+#pragma unroll
+    for (int k = 0; k < NL; ++k) {
+      const uint4 u = w[k];
+      W[4 * k] = u.x;
+      W[4 * k + 1] = u.y;
+      W[4 * k + 2] = u.z;
+      W[4 * k + 3] = u.w;
+    }
+    const int j = (int)((a >> 2) & 3);
+    unsigned int T[NW + 2];
+#pragma unroll
+    for (int k = 0; k < NW + 2; ++k) T[k] = (j & 1) ? W[k + 1] : W[k];
+#pragma unroll
+    for (int k = 0; k < NW; ++k) X[k] = (j & 2) ? T[k + 2] : T[k];
+  }
+}
+
+// A format's chunk: load(row, c) reads chunk c of a weight row (the
+// chunks of loom_qmvq), dot(qa, dx, sx, c) multiplies it by one
+// activation row in shared memory (qa its 8-bit values as ints, dx its
+// 32-value steps, sx its 16-value sums).
+template <int V>
+struct qf_q4_0 {
+  float d;
+  int lo[4], hi[4];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const unsigned char* p = row + 18 * c;
+    unsigned int X[5];
+    qf_window<5, V>(p, X);
+    const bool s = ((unsigned long long)p & 2) != 0;
+    d = loom_f16_to_f32((unsigned short)(s ? X[0] >> 16 : X[0] & 0xffffu));
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned int q = s ? X[k + 1] : qf_funnel16(X[k], X[k + 1]);
+      lo[k] = (int)(q & 0x0F0F0F0Fu);
+      hi[k] = (int)((q >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const {
+    const int4 a = reinterpret_cast<const int4*>(qa)[2 * c];
+    const int4 a2 = reinterpret_cast<const int4*>(qa)[2 * c + 1];
+    int s = loom_dp4a(lo[0], a.x, 0);
+    s = loom_dp4a(lo[1], a.y, s);
+    s = loom_dp4a(lo[2], a.z, s);
+    s = loom_dp4a(lo[3], a.w, s);
+    s = loom_dp4a(hi[0], a2.x, s);
+    s = loom_dp4a(hi[1], a2.y, s);
+    s = loom_dp4a(hi[2], a2.z, s);
+    s = loom_dp4a(hi[3], a2.w, s);
+    return d * (dx[c] * (float)s - 8.f * (sx[2 * c] + sx[2 * c + 1]));
+  }
+};
+
+template <int V>
+struct qf_q8_0 {
+  float d;
+  int q[8];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const unsigned char* p = row + 34 * c;
+    unsigned int X[9];
+    qf_window<9, V>(p, X);
+    const bool s = ((unsigned long long)p & 2) != 0;
+    d = loom_f16_to_f32((unsigned short)(s ? X[0] >> 16 : X[0] & 0xffffu));
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q[k] = (int)(s ? X[k + 1] : qf_funnel16(X[k], X[k + 1]));
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const {
+    const int4 a = reinterpret_cast<const int4*>(qa)[2 * c];
+    const int4 a2 = reinterpret_cast<const int4*>(qa)[2 * c + 1];
+    int s = loom_dp4a(q[0], a.x, 0);
+    s = loom_dp4a(q[1], a.y, s);
+    s = loom_dp4a(q[2], a.z, s);
+    s = loom_dp4a(q[3], a.w, s);
+    s = loom_dp4a(q[4], a2.x, s);
+    s = loom_dp4a(q[5], a2.y, s);
+    s = loom_dp4a(q[6], a2.z, s);
+    s = loom_dp4a(q[7], a2.w, s);
+    return d * dx[c] * (float)s;
+  }
+};
+
+// Q4_K (super-blocks 16-byte aligned: the host checks): the header (d,
+// dmin, 12 bytes of scales) in one 16-byte load, the 16 quant bytes in
+// another; chunk c as qmvq_q4_k.
+template <int V>
+struct qf_q4_k {
+  float d0, d1, n0, n1;
+  int lo[4], hi[4];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const long long sb = c >> 3;
+    const int t = (int)(c & 7), j = t >> 1, h = t & 1;
+    const unsigned char* b = row + 144 * sb;
+    const uint4 hd = *reinterpret_cast<const uint4*>(b);
+    const uint4 qw = *reinterpret_cast<const uint4*>(b + 16 + 32 * j + 16 * h);
+    const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)),
+                dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
+    unsigned int s[3] = {hd.y, hd.z, hd.w};
+    float sc0, m0, sc1, m1;
+    qmvw_scale_min_k4(s, 2 * j, &sc0, &m0);
+    qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &m1);
+    d0 = d * sc0;
+    d1 = d * sc1;
+    n0 = dmin * m0;
+    n1 = dmin * m1;
+    const unsigned int qs[4] = {qw.x, qw.y, qw.z, qw.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
+      hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const {
+    const long long sb = c >> 3;
+    const int t = (int)(c & 7), j = t >> 1, h = t & 1;
+    const long long e = 256 * sb + 64 * j + 16 * h;
+    const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
+    const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 8);
+    int s0 = loom_dp4a(lo[0], a.x, 0);
+    s0 = loom_dp4a(lo[1], a.y, s0);
+    s0 = loom_dp4a(lo[2], a.z, s0);
+    s0 = loom_dp4a(lo[3], a.w, s0);
+    int s1 = loom_dp4a(hi[0], a2.x, 0);
+    s1 = loom_dp4a(hi[1], a2.y, s1);
+    s1 = loom_dp4a(hi[2], a2.z, s1);
+    s1 = loom_dp4a(hi[3], a2.w, s1);
+    float v = d0 * dx[e / 32] * (float)s0;
+    v = fmaf(-n0, sx[e / 16], v);
+    v = fmaf(d1 * dx[e / 32 + 1], (float)s1, v);
+    return fmaf(-n1, sx[e / 16 + 2], v);
+  }
+};
+
+// Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its
+// three 8-byte runs of quants (low bits twice, high bits once) through
+// qf_window and its four scales from one more window.
+template <int V>
+struct qf_q6_k {
+  float ds[4];
+  int q[4][2];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const long long sb = c >> 3;
+    const int t = (int)(c & 7), hf = t >> 2, l0 = 8 * (t & 3);
+    const unsigned char* b = row + 210 * sb;
+    const unsigned char* ql = b + 64 * hf + l0;
+    const unsigned char* qh = b + 128 + 32 * hf + l0;
+    const bool s = ((unsigned long long)b & 2) != 0; // every field's misalignment is the block's
+    unsigned int A[3], B[3], C[3];
+    qf_window<3, V>(ql, A);
+    qf_window<3, V>(ql + 32, B);
+    qf_window<3, V>(qh, C);
+    unsigned int L[2], L2[2], H[2];
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      L[w] = s ? qf_funnel16(A[w], A[w + 1]) : A[w];
+      L2[w] = s ? qf_funnel16(B[w], B[w + 1]) : B[w];
+      H[w] = s ? qf_funnel16(C[w], C[w + 1]) : C[w];
+    }
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      q[0][w] = (int)((L[w] & 0x0F0F0F0Fu) | ((H[w] & 0x03030303u) << 4));
+      q[1][w] = (int)((L2[w] & 0x0F0F0F0Fu) | (((H[w] >> 2) & 0x03030303u) << 4));
+      q[2][w] = (int)(((L[w] >> 4) & 0x0F0F0F0Fu) | (((H[w] >> 4) & 0x03030303u) << 4));
+      q[3][w] = (int)(((L2[w] >> 4) & 0x0F0F0F0Fu) | (((H[w] >> 6) & 0x03030303u) << 4));
+    }
+    // The 16 scales (bytes 192…207) and d (208, 209) from one window of
+    // the super-block's last 18 bytes; this chunk's scales are bytes
+    // 8hf + (l0 >> 4) + 2r (r = 0…3) of it.
+    unsigned int S[5];
+    qf_window<5, 4>(b + 192, S);
+    unsigned int sw[5];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sw[k] = s ? qf_funnel16(S[k], S[k + 1]) : S[k];
+    sw[4] = s ? S[4] >> 16 : S[4];
+    const float d = loom_f16_to_f32((unsigned short)(sw[4] & 0xffffu));
+    const unsigned int s0 = hf ? sw[2] : sw[0], s1 = hf ? sw[3] : sw[1];
+    const int so = l0 >> 4;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int byte = so + 2 * r; // 0…7 of the half's 8 scales
+      const unsigned int word = byte < 4 ? s0 : s1;
+      ds[r] = d * (float)(signed char)((word >> (8 * (byte & 3))) & 255u);
+    }
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const {
+    const long long sb = c >> 3;
+    const int t = (int)(c & 7), hf = t >> 2, l0 = 8 * (t & 3);
+    float v = 0.f;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const long long e = 256 * sb + 128 * hf + 32 * r + l0;
+      const int2 a = *reinterpret_cast<const int2*>(qa + e / 4);
+      const int s = loom_dp4a(q[r][1], a.y, loom_dp4a(q[r][0], a.x, 0));
+      const int n = loom_dp4a(0x01010101, a.y, loom_dp4a(0x01010101, a.x, 0));
+      v = fmaf(ds[r] * dx[e / 32], (float)(s - 32 * n), v);
+    }
+    return v;
+  }
+};
+
+extern __shared__ int qf_shared[];
+
+// qf_quantize: x (4·n4 values) → 8-bit activations in shared memory (qa,
+// dx, sx as loom_q8x lays them out), the whole block taking part; 4
+// values a thread, 8 threads a 32-value block meeting by xor-shuffles 1,
+// 2, 4. Whole 32-lane groups take every turn, so the shuffles see every
+// lane; the loads of 4 turns are issued before any of them is used.
+template <class X>
+LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4) {
+  const int lane = threadIdx.x % QMV_GROUP;
+  for (long long i0 = threadIdx.x - lane; i0 < n4; i0 += 4 * (long long)blockDim.x) {
+    float v[4][4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const long long i = i0 + u * (long long)blockDim.x + lane;
+      const typename X::T* p = x + 4 * (i < n4 ? i : 0);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[u][j] = X::ld1(p + j);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const long long i = i0 + u * (long long)blockDim.x + lane;
+      float amax = 0.f, sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        amax = fmaxf(amax, fabsf(v[u][j]));
+        sum += v[u][j];
+      }
+#pragma unroll
+      for (int s = 1; s < 8; s <<= 1) amax = fmaxf(amax, loom_shfl_xor(amax, s));
+#pragma unroll
+      for (int s = 1; s < 4; s <<= 1) sum += loom_shfl_xor(sum, s);
+      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+      unsigned int packed = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[u][j] * id) & 255u) << (8 * j);
+      if (i < n4) {
+        qa[i] = (int)packed;
+        if ((i & 3) == 0) sx[i >> 2] = sum;
+        if ((i & 7) == 0) dx[i >> 3] = d;
+      }
+    }
+  }
+}
+
+// qmvf: y [N] = x [K] · Wᵀ, one activation row. Blocks of QMVF_THREADS
+// threads quantize x into shared memory, then each group of 32 lanes
+// (any wave size: the shuffles stay in aligned groups of 32) takes
+// QMVF_ROWS weight rows at a time, lane l chunks l, l + 32, … of each,
+// the blocks walking the rows grid-stride.
+#define QMVF_THREADS 256
+#define QMVF_ROWS 2
+template <class F, class X, int R>
+LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
+                   typename X::T* __restrict__ y, long long K, long long N, long long rowBytes) {
+  int* qa = qf_shared;
+  float* dx = reinterpret_cast<float*>(qa + K / 4);
+  float* sx = dx + K / 32;
+  qf_quantize<X>(x, qa, dx, sx, K / 4);
+  __syncthreads();
+  const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
+  const long long chunks = K / 32;
+  for (long long g = (long long)blockIdx.x * groups + group; g * R < N; g += (long long)gridDim.x * groups) {
+    const unsigned char* rows[R];
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      rows[r] = w + min(g * R + r, N - 1) * rowBytes;
+      acc[r] = 0.f;
+    }
+#pragma unroll 2
+    for (long long c = lane; c < chunks; c += QMV_GROUP) {
+      F f[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) f[r].load(rows[r], c);
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[r] += f[r].dot(qa, dx, sx, c);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float v = acc[r];
+#pragma unroll
+      for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);
+      if (g * R + r < N && lane == 0) y[g * R + r] = X::st(v);
+    }
+  }
+}
+
+#define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
+  extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
+      NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
+           long long K, long long N, long long rowBytes) {                                           \
+    qmvf<qf_##FMT<V>, X, QMVF_ROWS>(w, x, y, K, N, rowBytes);                                         \
+  }
+#define LOOM_QMVF3(FMT, V)                            \
+  LOOM_QMVF(FMT, V, qmvw_x_f32, loom_qmvf_##FMT##_f32) \
+  LOOM_QMVF(FMT, V, qmvw_x_f16, loom_qmvf_##FMT##_f16) \
+  LOOM_QMVF(FMT, V, qmvw_x_bf16, loom_qmvf_##FMT##_bf16)
+
+// V per format, the fastest of 4, 8 and 16 bytes on the H200 (Q4_K's
+// fields are 16-byte aligned already; Q6_K's 8-byte runs would reach past
+// the super-block with wider pieces).
+LOOM_QMVF3(q4_0, 8)
+LOOM_QMVF3(q8_0, 8)
+LOOM_QMVF3(q4_k, 16)
+LOOM_QMVF3(q6_k, 4)

@@ -103,12 +103,17 @@
 // BLAS, whose per-call host cost dominated a decode step
 // (LOOM_GPU_GEMV=off turns them off). Quantized weights in Q4_0, Q8_0,
 // Q4_K and Q6_K: the activations are quantized to 8 bits per 32 values
-// (loom_q8x_*) and multiplied with integer dot products (loom_qmvq_*:
-// dp4a, sdot4), as Candle's and ggml's mmvq; LOOM_QMV=word uses the f32
-// word-load kernels (loom_qmvw_*) instead, and the other formats,
-// unaligned operands and LOOM_QMV=bytewise the byte-wise ones. W13 on an
-// H200 (x[1,4096] · W[14336,4096]ᵀ): Q4_0 0.025 → 0.018 ms, Q4_K 0.030 →
-// 0.021 ms, Q8_0 0.032 → 0.026 ms, Q6_K 0.031 → 0.029 ms.
+// and multiplied with integer dot products (dp4a, sdot4), as Candle's and
+// ggml's mmvq. One activation row (a decode step) takes one launch
+// (loom_qmvf_*: each block quantizes x into shared memory, then walks
+// weight rows with aligned loads); more rows quantize x in a launch of
+// their own (loom_q8x_*, then loom_qmvq_*), as LOOM_QMV=q8x makes one row
+// do too. LOOM_QMV=word uses the f32 word-load kernels (loom_qmvw_*)
+// instead, and the other formats, unaligned operands and LOOM_QMV=bytewise
+// the byte-wise ones. W13 on an H200 (x[1,4096] · W[14336,4096]ᵀ, loom
+// bench): Q4_0 0.025 → 0.018 (two launches) → 0.015 ms (one), Q4_K 0.030
+// → 0.022 → 0.020 ms, Q8_0 0.032 → 0.027 → 0.022 ms, Q6_K 0.031 → 0.029
+// → 0.025 ms.
 //
 // # Profiling
 //

@@ -54,6 +54,8 @@ type Executor struct {
 	// libFns memoizes the entry points of the kernel libraries (GEMM, conv,
 	// quant) loaded here: lib + "\x00" + name → hip.Function.
 	libFns sync.Map
+	// occupancy memoizes hip.Device.ActiveBlocks per kernel (activeBlocks).
+	occupancy sync.Map
 
 	moduleLoads, moduleNs, ready, launches atomic.Int64
 	closed                                 atomic.Bool

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -103,75 +104,91 @@ func TestGPUQMVWord(t *testing.T) {
 	}
 }
 
-// TestGPUQMVQ8: the mat-vecs on 8-bit activations (loom_q8x_* then
-// loom_qmvq_*) against the float64 product of the dequantized weights and
-// x as stored. Their error is the activations' rounding: at most half a
-// step d = amax/127 of each 32-value block of x per weight, Σ_k |w_k|·d_k/2,
-// plus f32 sums and the output's rounding. Rows not a multiple of a
-// block's 4, rows shorter than 32 chunks and longer ones, 1–8 activation
-// rows, every x dtype; a block of x that is all zeros (d = 0); and the
-// result near the f32 kernels' (within the same bound).
+// TestGPUQMVQ8: the mat-vecs on 8-bit activations, in one launch
+// (loom_qmvf_*, one activation row) and in two (loom_q8x_* then
+// loom_qmvq_*: more rows, and one row with LOOM_QMV=q8x),
+// against the float64 product of the dequantized weights and x as stored.
+// Their error is the activations' rounding: at most half a step d =
+// amax/127 of each 32-value block of x per weight, Σ_k |w_k|·d_k/2, plus
+// f32 sums and the output's rounding. Rows not a multiple of a block's 4,
+// rows shorter than 32 chunks and longer ones, rows 2 bytes off a 4-byte
+// boundary (Q4_0 and Q8_0 at K = 800, Q6_K at K = 256 and 768), 1–8
+// activation rows, every x dtype; more weight rows than the device holds
+// groups at once (the one-launch kernel's blocks walk them); and a block
+// of x that is all zeros (d = 0).
 func TestGPUQMVQ8(t *testing.T) {
 	e := openGPU(t)
 	r := rand.New(rand.NewPCG(43, 44))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
-		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
-			for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}} {
-				t.Run(fmt.Sprintf("%v/%v/M%dN%dK%d", f, dt, c.m, c.n, c.k), func(t *testing.T) {
-					raw := randomQuantized(t, r, f, c.n, c.k)
-					xv := make([]float64, c.m*c.k)
-					for b := 0; b < len(xv); b += 32 { // blocks of very different scales
-						scale := math.Ldexp(1, r.IntN(12)-8)
-						for i := b; i < b+32; i++ {
-							xv[i] = (r.Float64()*2 - 1) * scale
+	defer func() { qmvTwoLaunch = false }()
+	for _, two := range []bool{false, true} {
+		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
+				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}, {2, 33, 800}, {1, 20000, 256}} {
+					if tr, _ := f.Traits(); c.k%tr.Block != 0 {
+						continue
+					}
+					if c.n > 1000 && dt != dtype.BF16 {
+						continue
+					}
+					path := map[bool]string{false: "one", true: "two"}[two]
+					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", path, f, dt, c.m, c.n, c.k), func(t *testing.T) {
+						qmvTwoLaunch = two
+						raw := randomQuantized(t, r, f, c.n, c.k)
+						xv := make([]float64, c.m*c.k)
+						for b := 0; b < len(xv); b += 32 { // blocks of very different scales
+							scale := math.Ldexp(1, r.IntN(12)-8)
+							for i := b; i < b+32; i++ {
+								xv[i] = (r.Float64()*2 - 1) * scale
+							}
 						}
-					}
-					for i := range 32 { // one block of zeros
-						xv[(c.m-1)*c.k+i] = 0
-					}
-					xt, _ := tensor.FromFloat64s(dt, xv, c.m, c.k)
-					g := graph.New()
-					q, _ := g.QInput("w", f, c.n, c.k)
-					g.Output("y", g.Input("x", dt, c.m, c.k).QMatmul(q))
-					p, err := g.Compile(graph.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					q0 := qmvQ8Launches.Load()
-					out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if qmvQ8Launches.Load() == q0 {
-						t.Fatal("the 8-bit mat-vec was not used")
-					}
-					got := out["y"].Float64s()
-					wq := make([]float32, c.n*c.k)
-					if err := quant.Dequantize(f, raw.Bytes(), wq); err != nil {
-						t.Fatal(err)
-					}
-					xs := xt.Float64s()
-					half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
-					for i := range c.m {
-						for j := range c.n {
-							var sum, abs, bound float64
-							for b := 0; b < c.k; b += 32 {
-								var amax, wabs float64
-								for l := b; l < b+32; l++ {
-									amax = max(amax, math.Abs(xs[i*c.k+l]))
-									wabs += math.Abs(float64(wq[j*c.k+l]))
-									sum += float64(wq[j*c.k+l]) * xs[i*c.k+l]
-									abs += math.Abs(float64(wq[j*c.k+l]) * xs[i*c.k+l])
+						for i := range 32 { // one block of zeros
+							xv[(c.m-1)*c.k+i] = 0
+						}
+						xt, _ := tensor.FromFloat64s(dt, xv, c.m, c.k)
+						g := graph.New()
+						q, _ := g.QInput("w", f, c.n, c.k)
+						g.Output("y", g.Input("x", dt, c.m, c.k).QMatmul(q))
+						p, err := g.Compile(graph.Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						q0, f0 := qmvQ8Launches.Load(), qmvFLaunches.Load()
+						out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
+						if err != nil {
+							t.Fatal(err)
+						}
+						oneLaunch := !two && c.m == 1 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared
+						if q, fl := qmvQ8Launches.Load()-q0, qmvFLaunches.Load()-f0; oneLaunch && (fl != 1 || q != 0) || !oneLaunch && (q != 1 || fl != 0) {
+							t.Fatalf("launches: %d one-launch, %d two-launch; want the one-launch kernel %v", fl, q, oneLaunch)
+						}
+						got := out["y"].Float64s()
+						wq := make([]float32, c.n*c.k)
+						if err := quant.Dequantize(f, raw.Bytes(), wq); err != nil {
+							t.Fatal(err)
+						}
+						xs := xt.Float64s()
+						half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
+						for i := range c.m {
+							for j := range c.n {
+								var sum, abs, bound float64
+								for b := 0; b < c.k; b += 32 {
+									var amax, wabs float64
+									for l := b; l < b+32; l++ {
+										amax = max(amax, math.Abs(xs[i*c.k+l]))
+										wabs += math.Abs(float64(wq[j*c.k+l]))
+										sum += float64(wq[j*c.k+l]) * xs[i*c.k+l]
+										abs += math.Abs(float64(wq[j*c.k+l]) * xs[i*c.k+l])
+									}
+									bound += wabs * amax / 127 / 2
 								}
-								bound += wabs * amax / 127 / 2
-							}
-							tol := bound*1.001 + abs*1e-5 + math.Abs(sum)*half
-							if d := math.Abs(got[i*c.n+j] - sum); !(d <= tol) {
-								t.Fatalf("y[%d][%d] = %v, want %v ± %v (error %v)", i, j, got[i*c.n+j], sum, tol, d)
+								tol := bound*1.001 + abs*1e-5 + math.Abs(sum)*half
+								if d := math.Abs(got[i*c.n+j] - sum); !(d <= tol) {
+									t.Fatalf("y[%d][%d] = %v, want %v ± %v (error %v)", i, j, got[i*c.n+j], sum, tol, d)
+								}
 							}
 						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}

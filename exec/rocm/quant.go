@@ -96,9 +96,15 @@ var qmvBytewise = os.Getenv("LOOM_QMV") == "bytewise"
 // LOOM_QMV=word (or bytewise). Tests set it directly.
 var qmvF32 = qmvBytewise || os.Getenv("LOOM_QMV") == "word"
 
+// qmvTwoLaunch makes decode products on 8-bit activations quantize them in
+// a launch of their own (loom_q8x, then loom_qmvq) where the one-launch
+// kernel (loom_qmvf) would run: LOOM_QMV=q8x, for comparing the two. Tests
+// set it directly.
+var qmvTwoLaunch = os.Getenv("LOOM_QMV") == "q8x"
+
 // qmvWordLaunches and qmvQ8Launches count word-load and 8-bit mat-vec
 // launches (tests check the path they mean to test was taken).
-var qmvWordLaunches, qmvQ8Launches atomic.Int64
+var qmvWordLaunches, qmvQ8Launches, qmvFLaunches atomic.Int64
 
 // runQuant queues a quantized step.
 func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
@@ -145,6 +151,10 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	if M <= kernels.QMVMaxRows {
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
 			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
+				if fname, ok := kernels.QMVFEntry(f, n.DType); ok && M == 1 && !qmvTwoLaunch &&
+					kernels.QMVFSharedBytes(int64(K)) <= kernels.QMVFMaxShared {
+					return e.qmvF(k.Name, fname, wp, xp, out, int64(K), N, int64(rb))
+				}
 				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
 			}
 		}
@@ -235,6 +245,56 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	e.launches.Add(2)
 	qmvQ8Launches.Add(1)
 	return nil
+}
+
+// qmvF queues a one-row product on 8-bit activations as one launch
+// (loom_qmvf_*): every block quantizes x into its shared memory, then its
+// groups of 32 lanes walk the weight rows. The grid is as many blocks as
+// the device holds at once (hip.Device.ActiveBlocks, cached per kernel),
+// or fewer where the rows run out.
+func (e *Executor) qmvF(step, name string, wp, xp, out hip.DevPtr, K, N, rowBytes int64) error {
+	fn, err := e.quantFunction(name)
+	if err != nil {
+		return err
+	}
+	shared := kernels.QMVFSharedBytes(K)
+	resident, err := e.activeBlocks(fn, kernels.QMVFThreads, shared)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", step, err)
+	}
+	rows := int64(kernels.QMVFThreads / 32 * kernels.QMVFRows)
+	grid := [3]uint32{uint32(max(1, min((N+rows-1)/rows, int64(resident)*int64(e.info.MultiProcessors), 65535))), 1, 1}
+	var a hip.Args
+	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes)
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fn, grid, [3]uint32{kernels.QMVFThreads, 1, 1}, uint32(shared), e.stream, &a); err != nil {
+		return fmt.Errorf("rocm: %s: launch %s: %w", step, name, err)
+	}
+	e.launches.Add(1)
+	qmvFLaunches.Add(1)
+	return nil
+}
+
+// activeBlocks is hip.Device.ActiveBlocks, remembered per kernel and shared
+// memory size; at least 1.
+func (e *Executor) activeBlocks(fn hip.Function, threads int, shared int64) (int, error) {
+	type key struct {
+		name    string
+		threads int
+		shared  int64
+	}
+	k := key{fn.Name(), threads, shared}
+	if v, ok := e.occupancy.Load(k); ok {
+		return v.(int), nil
+	}
+	n, err := e.dev.ActiveBlocks(fn, threads, uint64(shared))
+	if err != nil {
+		return 0, err
+	}
+	n = max(n, 1)
+	e.occupancy.Store(k, n)
+	return n, nil
 }
 
 // dequant queues the dequantization of count elements of format f at raw

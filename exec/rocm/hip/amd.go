@@ -19,7 +19,7 @@ var hipNames = runtimeNames{
 	moduleUnload: "hipModuleUnload", launchKernel: "hipModuleLaunchKernel",
 	eventCreate: "hipEventCreateWithFlags", eventRecord: "hipEventRecord", eventSync: "hipEventSynchronize",
 	eventElapsed: "hipEventElapsedTime", eventDestroy: "hipEventDestroy", eventQuery: "hipEventQuery",
-	memGetInfo: "hipMemGetInfo",
+	memGetInfo: "hipMemGetInfo", occupancy: "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
 }
 
 const (

@@ -43,6 +43,7 @@ type runtimeAPI struct {
 	eventElapsed      cfunc[func(ms *float32, start, end Event) int32]
 	eventDestroy      cfunc[func(e Event) int32]
 	memGetInfo        cfunc[func(free, total *uint64) int32]
+	occupancy         cfunc[func(blocks *int32, f uintptr, blockSize int32, sharedMem uint64) int32]
 
 	graph graphAPI // optional (graph.go)
 }
@@ -54,7 +55,7 @@ type runtimeNames struct {
 	moduleLoadData, moduleGetFunction, moduleUnload, launchKernel   string
 	eventCreate, eventRecord, eventSync, eventElapsed, eventDestroy string
 	eventQuery                                                      string
-	memGetInfo                                                      string
+	memGetInfo, occupancy                                           string
 }
 
 func (a *runtimeAPI) bind(b *binder, n runtimeNames) {
@@ -79,6 +80,7 @@ func (a *runtimeAPI) bind(b *binder, n runtimeNames) {
 	bind(b, &a.eventElapsed, n.eventElapsed)
 	bind(b, &a.eventDestroy, n.eventDestroy)
 	bind(b, &a.memGetInfo, n.memGetInfo)
+	bind(b, &a.occupancy, n.occupancy)
 }
 
 // Device is one opened GPU. It is safe for concurrent use: the vendor APIs
@@ -308,6 +310,22 @@ func (d *Device) Launch(f Function, grid, block [3]uint32, sharedMem uint32, s S
 			uintptr(block[0]), uintptr(block[1]), uintptr(block[2]), uintptr(sharedMem), uintptr(s), uintptr(params), 0)
 		return a.status(a.launchKernel.name, rc)
 	})
+}
+
+// ActiveBlocks is how many blocks of f, each of blockSize threads with
+// sharedMem bytes of dynamic shared memory, one multiprocessor holds at
+// once (cuOccupancyMaxActiveBlocksPerMultiprocessor,
+// hipModuleOccupancyMaxActiveBlocksPerMultiprocessor): for kernels whose
+// blocks stay resident and walk their work (grid-stride loops).
+func (d *Device) ActiveBlocks(f Function, blockSize int, sharedMem uint64) (int, error) {
+	if f.m == nil || f.m.d != d {
+		return 0, fmt.Errorf("hip: ActiveBlocks(%q): function does not belong to this device", f.name)
+	}
+	var n int32
+	err := d.do(func(a *runtimeAPI) error {
+		return a.status(a.occupancy.name, a.occupancy.fn(&n, f.h, int32(blockSize), sharedMem))
+	})
+	return int(n), err
 }
 
 // NewEvent creates an event that records timing.

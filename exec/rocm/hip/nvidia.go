@@ -14,7 +14,7 @@ var cudaNames = runtimeNames{
 	moduleUnload: "cuModuleUnload", launchKernel: "cuLaunchKernel",
 	eventCreate: "cuEventCreate", eventRecord: "cuEventRecord", eventSync: "cuEventSynchronize",
 	eventElapsed: "cuEventElapsedTime", eventDestroy: "cuEventDestroy_v2", eventQuery: "cuEventQuery",
-	memGetInfo: "cuMemGetInfo_v2",
+	memGetInfo: "cuMemGetInfo_v2", occupancy: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
 }
 
 // CUdevice_attribute values and CUresult codes (cuda.h).
