@@ -79,7 +79,8 @@ type recording struct {
 	flags    *flagPool // error flags the recorded steps set (nil: none)
 	launches int64     // kernel launches recorded (counted per replay)
 	qmvw     int64     // of which word-load quantized mat-vecs
-	qmvq     int64     // and 8-bit ones
+	qmvq     int64     // and 8-bit ones (two launches)
+	qmvf     int64     // and one-launch 8-bit ones
 	// users counts the runs replaying rec whose final checks have not
 	// run yet; a dropped recording is destroyed when the last one ends
 	// (its graph may be queued and its flags are read after the run's
@@ -229,7 +230,7 @@ func (e *Executor) record(ctx context.Context, key string, steps func(context.Co
 	e.gate.Lock()
 	defer e.gate.Unlock()
 	rec := &recording{key: key}
-	launches, qmvw, qmvq := e.launches.Load(), qmvWordLaunches.Load(), qmvQ8Launches.Load()
+	launches, qmvw, qmvq, qmvf := e.launches.Load(), qmvWordLaunches.Load(), qmvQ8Launches.Load(), qmvFLaunches.Load()
 	if err := e.dev.BeginCapture(e.stream); err != nil {
 		return nil, fmt.Errorf("rocm: begin capture: %w", err)
 	}
@@ -240,9 +241,11 @@ func (e *Executor) record(ctx context.Context, key string, steps func(context.Co
 	rec.launches = e.launches.Load() - launches
 	rec.qmvw = qmvWordLaunches.Load() - qmvw
 	rec.qmvq = qmvQ8Launches.Load() - qmvq
+	rec.qmvf = qmvFLaunches.Load() - qmvf
 	e.launches.Add(-rec.launches) // nothing ran: replays count them
 	qmvWordLaunches.Add(-rec.qmvw)
 	qmvQ8Launches.Add(-rec.qmvq)
+	qmvFLaunches.Add(-rec.qmvf)
 	if serr != nil || cerr != nil {
 		if graph != 0 {
 			e.dev.DestroyGraph(graph)
@@ -283,6 +286,7 @@ func (e *Executor) replay(ctx context.Context, rec *recording) error {
 	e.launches.Add(rec.launches)
 	qmvWordLaunches.Add(rec.qmvw)
 	qmvQ8Launches.Add(rec.qmvq)
+	qmvFLaunches.Add(rec.qmvf)
 	var check func() error
 	if p := rec.flags; p != nil {
 		check = func() error { return e.checkFlags(p) }

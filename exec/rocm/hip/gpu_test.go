@@ -228,6 +228,15 @@ func TestGPU(t *testing.T) {
 		}
 	})
 
+	// The occupancy query of a kernel: a plausible count of resident blocks.
+	t.Run("occupancy", func(t *testing.T) {
+		blocks, err := d.ActiveBlocks(saxpy, 256, 0)
+		must(t, "ActiveBlocks", err)
+		if blocks < 1 || blocks > 64 {
+			t.Errorf("ActiveBlocks(saxpy, 256 threads) = %d, want 1…64", blocks)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		_, err := m.Function("no_such_kernel")
 		var e *Error
