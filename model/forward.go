@@ -52,10 +52,12 @@ const (
 	inRopeSin = "rope.sin"
 	outLogits = "logits" // f32 [B, V] (last position) or [B, T, V]
 	// Decode programs also pick the greedy token on the device, so that a
-	// greedy step copies 8 bytes a sequence to the host instead of the
+	// greedy step copies 4 bytes a sequence to the host instead of the
 	// logits (513 KB for a vocabulary of 128256) and scans nothing there.
-	outArgmax = "argmax"    // u32 [B]: the first index of the largest logit
-	outMaxLog = "max_logit" // f32 [B]: that logit (NaN when a logit is NaN)
+	// The NaN check is folded into the same output: one download a step,
+	// not two (each costs ~60 µs of host time on the H200 machine, 4% of a
+	// 1B decode step).
+	outNext = "next" // u32 [B]: the first index of the largest logit, plus Vocab when that logit is NaN
 )
 
 func inCache(kv string, layer int) string  { return fmt.Sprintf("cache.%s.%d", kv, layer) }
@@ -337,7 +339,7 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))
 	g.Output(outLogits, lg)
-	g.Output(outArgmax, lg.Argmax(1, false))
-	g.Output(outMaxLog, lg.Max(false, 1))
+	am, mx := lg.Argmax(1, false), lg.Max(false, 1)
+	g.Output(outNext, graph.Where(mx.Ne(mx), am.Add(g.Full(dtype.U32, float64(c.Vocab))), am))
 	return g.Compile(graph.Options{})
 }

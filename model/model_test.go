@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -475,5 +476,47 @@ func TestFusedProjections(t *testing.T) {
 	}
 	if e := relErr(row(t, logits, 0), want[5]); e > tolF32 {
 		t.Errorf("decode after fusion: error %.3g, want ≤ %g", e, tolF32)
+	}
+}
+
+// TestGreedyNaN: a greedy decode step whose logits are NaN is an error
+// naming the token, not a token: the step's one output carries the check
+// (argmax + Vocab where the largest logit is NaN). Token 7's embedding row
+// is NaN, so the step that reads it has NaN logits everywhere (the first
+// index, 0, is the argmax) while the prompt, which lacks it, does not.
+func TestGreedyNaN(t *testing.T) {
+	_, w, _ := tiny(t)
+	cfg := TinyConfig()
+	var nw []NamedTensor
+	for _, nt := range w {
+		if nt.Name == "model.embed_tokens.weight" {
+			c := nt.T.Clone()
+			for j := range cfg.Hidden {
+				c.SetFloat64(7*cfg.Hidden+j, math.NaN())
+			}
+			nt = NamedTensor{nt.Name, c}
+		}
+		nw = append(nw, nt)
+	}
+	dir := filepath.Join(t.TempDir(), "nan")
+	if err := WriteHF(dir, cfg, nw); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, dir, Options{})
+	s, err := m.NewSession(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prompt := []int{1, 2, 3, 4, 5}
+	if _, err := s.Prefill(ctx, [][]int{prompt}); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.decodeGreedy(ctx, []int{9})
+	if err != nil || next[0] < 0 || next[0] >= cfg.Vocab {
+		t.Fatalf("a finite step: %v, %v", next, err)
+	}
+	if next, err := s.decodeGreedy(ctx, []int{7}); err == nil || !strings.Contains(err.Error(), "the logit of token 0 is NaN") {
+		t.Fatalf("a step with NaN logits gave %v, %v; want the NaN error naming token 0", next, err)
 	}
 }

@@ -124,25 +124,21 @@ func (s *Session) Decode(ctx context.Context, ids []int) (*tensor.Tensor, error)
 }
 
 // decodeGreedy is Decode that returns each sequence's greedy token (the
-// first id of the largest logit), picked on the executor: only the ids and
-// their logits come to the host. A NaN logit is an error, as in Sampler.
+// first id of the largest logit), picked on the executor: only the ids
+// come to the host. A NaN logit is an error, as in Sampler.
 func (s *Session) decodeGreedy(ctx context.Context, ids []int) ([]int, error) {
-	out, err := s.decode(ctx, ids, outArgmax, outMaxLog)
+	out, err := s.decode(ctx, ids, outNext)
 	if err != nil {
 		return nil, err
 	}
-	am, err := tensor.Values[uint32](out[outArgmax])
+	nx, err := tensor.Values[uint32](out[outNext])
 	if err != nil {
 		return nil, err
 	}
-	mx, err := tensor.Values[float32](out[outMaxLog])
-	if err != nil {
-		return nil, err
-	}
-	next := make([]int, len(am))
-	for i, a := range am {
-		if mx[i] != mx[i] {
-			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a)
+	next := make([]int, len(nx))
+	for i, a := range nx {
+		if v := uint32(s.m.cfg.Vocab); a >= v {
+			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a-v)
 		}
 		next[i] = int(a)
 	}
