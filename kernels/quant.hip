@@ -866,6 +866,7 @@ LOOM_DEV void qf_window(const unsigned char* p, unsigned int* X) {
 // 32-value steps, sx its 16-value sums).
 template <int V>
 struct qf_q4_0 {
+  static constexpr int CHUNK = 32;
   float d;
   int lo[4], hi[4];
   LOOM_DEV void load(const unsigned char* row, long long c) {
@@ -898,6 +899,7 @@ struct qf_q4_0 {
 
 template <int V>
 struct qf_q8_0 {
+  static constexpr int CHUNK = 32;
   float d;
   int q[8];
   LOOM_DEV void load(const unsigned char* row, long long c) {
@@ -929,14 +931,16 @@ struct qf_q8_0 {
 // another; chunk c as qmvq_q4_k.
 template <int V>
 struct qf_q4_k {
+  static constexpr int CHUNK = 64;
   float d0, d1, n0, n1;
-  int lo[4], hi[4];
+  int lo[8], hi[8];
   LOOM_DEV void load(const unsigned char* row, long long c) {
-    const long long sb = c >> 3;
-    const int t = (int)(c & 7), j = t >> 1, h = t & 1;
+    const long long sb = c >> 2;
+    const int j = (int)(c & 3);
     const unsigned char* b = row + 144 * sb;
     const uint4 hd = *reinterpret_cast<const uint4*>(b);
-    const uint4 qw = *reinterpret_cast<const uint4*>(b + 16 + 32 * j + 16 * h);
+    const uint4 q0 = *reinterpret_cast<const uint4*>(b + 16 + 32 * j);
+    const uint4 q1 = *reinterpret_cast<const uint4*>(b + 32 + 32 * j);
     const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)),
                 dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
     unsigned int s[3] = {hd.y, hd.z, hd.w};
@@ -947,31 +951,39 @@ struct qf_q4_k {
     d1 = d * sc1;
     n0 = dmin * m0;
     n1 = dmin * m1;
-    const unsigned int qs[4] = {qw.x, qw.y, qw.z, qw.w};
+    const unsigned int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 8; ++k) {
       lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
       hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
     }
   }
+  // Sub-block 2j's 32 weights are the low nibbles (activations e … e+31),
+  // 2j + 1's the high ones (e+32 … e+63), e = 256·sb + 64·j = 64·c.
   LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const {
-    const long long sb = c >> 3;
-    const int t = (int)(c & 7), j = t >> 1, h = t & 1;
-    const long long e = 256 * sb + 64 * j + 16 * h;
-    const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
-    const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 8);
-    int s0 = loom_dp4a(lo[0], a.x, 0);
-    s0 = loom_dp4a(lo[1], a.y, s0);
-    s0 = loom_dp4a(lo[2], a.z, s0);
-    s0 = loom_dp4a(lo[3], a.w, s0);
+    const long long e = 64 * c;
+    const int4* a = reinterpret_cast<const int4*>(qa + e / 4);
+    const int4 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    int s0 = loom_dp4a(lo[0], a0.x, 0);
+    s0 = loom_dp4a(lo[1], a0.y, s0);
+    s0 = loom_dp4a(lo[2], a0.z, s0);
+    s0 = loom_dp4a(lo[3], a0.w, s0);
+    s0 = loom_dp4a(lo[4], a1.x, s0);
+    s0 = loom_dp4a(lo[5], a1.y, s0);
+    s0 = loom_dp4a(lo[6], a1.z, s0);
+    s0 = loom_dp4a(lo[7], a1.w, s0);
     int s1 = loom_dp4a(hi[0], a2.x, 0);
     s1 = loom_dp4a(hi[1], a2.y, s1);
     s1 = loom_dp4a(hi[2], a2.z, s1);
     s1 = loom_dp4a(hi[3], a2.w, s1);
+    s1 = loom_dp4a(hi[4], a3.x, s1);
+    s1 = loom_dp4a(hi[5], a3.y, s1);
+    s1 = loom_dp4a(hi[6], a3.z, s1);
+    s1 = loom_dp4a(hi[7], a3.w, s1);
     float v = d0 * dx[e / 32] * (float)s0;
-    v = fmaf(-n0, sx[e / 16], v);
+    v = fmaf(-n0, sx[e / 16] + sx[e / 16 + 1], v);
     v = fmaf(d1 * dx[e / 32 + 1], (float)s1, v);
-    return fmaf(-n1, sx[e / 16 + 2], v);
+    return fmaf(-n1, sx[e / 16 + 2] + sx[e / 16 + 3], v);
   }
 };
 
@@ -980,6 +992,7 @@ struct qf_q4_k {
 // qf_window and its four scales from one more window.
 template <int V>
 struct qf_q6_k {
+  static constexpr int CHUNK = 32;
   float ds[4];
   int q[4][2];
   LOOM_DEV void load(const unsigned char* row, long long c) {
@@ -1103,7 +1116,7 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
   qf_quantize<X>(x, qa, dx, sx, K / 4);
   __syncthreads();
   const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
-  const long long chunks = K / 32;
+  const long long chunks = K / F::CHUNK;
   for (long long g = (long long)blockIdx.x * groups + group; g * R < N; g += (long long)gridDim.x * groups) {
     const unsigned char* rows[R];
     float acc[R];
