@@ -786,7 +786,10 @@ LOOM_QMVQ3(q6_k)
 //     time (and Q4_K's header 4), one pass of the load unit over the
 //     wave's cache lines per load;
 //   - a group of 32 lanes takes QMVF_ROWS = 2 weight rows at once, so the
-//     activations it reads from shared memory serve both.
+//     activations it reads from shared memory serve both;
+//   - a Q4_K lane takes 64 weights (two sub-blocks: one header load and
+//     decode for both): W13 43% → 54–55% of the copy bandwidth (loom
+//     bench, one call, twice).
 //
 // W13 on an H200 (x[1,4096] · W[14336,4096]ᵀ, 200 launches rotating over
 // four copies of the weight, so that it is not read from L2): Q4_0 17.8 →
@@ -804,7 +807,10 @@ LOOM_QMVQ3(q6_k)
 // groups leave some a row more), with the next span's loads issued
 // before the current one is multiplied: 23.0 against 14.6 µs for Q4_0 —
 // the double-buffered loads cost registers, 3 blocks resident instead of
-// 5, and these kernels are bound by how many loads are in flight.
+// 5, and these kernels are bound by how many loads are in flight; (3) 64
+// weights a lane for Q4_0 (two blocks) and Q6_K (16 positions a quarter),
+// as for Q4_K: Q4_0 51% against 56% of copy, Q6_K 45% against 44%, within
+// the noise, so both keep 32.
 //
 // Shared memory: K·(1 + 4/32 + 4/16) bytes (QMVFSharedBytes); the host
 // takes this path where that fits in 48 KiB (K ≤ 35744).

@@ -123,7 +123,7 @@ func TestGPUQMVQ8(t *testing.T) {
 	for _, two := range []bool{false, true} {
 		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
-				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}, {2, 33, 800}, {1, 20000, 256}} {
+				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}, {2, 33, 800}, {1, 33, 800}, {1, 20000, 256}} {
 					if tr, _ := f.Traits(); c.k%tr.Block != 0 {
 						continue
 					}
@@ -157,7 +157,7 @@ func TestGPUQMVQ8(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						oneLaunch := !two && c.m == 1 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared
+						oneLaunch := !two && c.m == 1 && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared
 						if q, fl := qmvQ8Launches.Load()-q0, qmvFLaunches.Load()-f0; oneLaunch && (fl != 1 || q != 0) || !oneLaunch && (q != 1 || fl != 0) {
 							t.Fatalf("launches: %d one-launch, %d two-launch; want the one-launch kernel %v", fl, q, oneLaunch)
 						}
