@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
@@ -109,8 +110,9 @@ func TestGPUQMVWord(t *testing.T) {
 // loom_qmvq_*: more rows, and one row with LOOM_QMV=q8x),
 // against the float64 product of the dequantized weights and x as stored.
 // Their error is the activations' rounding: at most half a step d =
-// amax/127 of each 32-value block of x per weight, Σ_k |w_k|·d_k/2, plus
-// f32 sums and the output's rounding. Rows not a multiple of a block's 4,
+// amax/127 of each 32-value block of x per weight, Σ_k c_k·d_k/2 with c_k
+// what the kernel multiplies the 8-bit activation by (quantCoefficients),
+// plus f32 sums and the output's rounding. Rows not a multiple of a block's 4,
 // rows shorter than 32 chunks and longer ones, rows 2 bytes off a 4-byte
 // boundary (Q4_0 and Q8_0 at K = 800, Q6_K at K = 256 and 768), 1–8
 // activation rows, every x dtype; more weight rows than the device holds
@@ -166,6 +168,7 @@ func TestGPUQMVQ8(t *testing.T) {
 						if err := quant.Dequantize(f, raw.Bytes(), wq); err != nil {
 							t.Fatal(err)
 						}
+						coef := quantCoefficients(t, f, raw.Bytes(), wq)
 						xs := xt.Float64s()
 						half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 						for i := range c.m {
@@ -175,7 +178,7 @@ func TestGPUQMVQ8(t *testing.T) {
 									var amax, wabs float64
 									for l := b; l < b+32; l++ {
 										amax = max(amax, math.Abs(xs[i*c.k+l]))
-										wabs += math.Abs(float64(wq[j*c.k+l]))
+										wabs += coef[j*c.k+l]
 										sum += float64(wq[j*c.k+l]) * xs[i*c.k+l]
 										abs += math.Abs(float64(wq[j*c.k+l]) * xs[i*c.k+l])
 									}
@@ -192,6 +195,43 @@ func TestGPUQMVQ8(t *testing.T) {
 			}
 		}
 	}
+}
+
+// quantCoefficients returns, per weight, what the 8-bit mat-vecs multiply
+// the rounded activation by: |w| where the whole weight goes into the
+// integer dot product (Q8_0; Q6_K's q − 32 is formed in integers), and
+// |d·q| = |w − w₀| for Q4_0 and Q4_K, whose offset (−8d; −dmin·m) is
+// applied to the unrounded sums of x instead; w₀ is the block dequantized
+// with every quant 0. With |w| there, the bound was too tight by up to
+// 15/8 (a Q4_0 quant of 15 weighs 15d in the dot product, its weight 7d).
+func quantCoefficients(t *testing.T, f quant.Type, raw []byte, w []float32) []float64 {
+	t.Helper()
+	var block, start, end int // quant bytes [start, end) of each block of block bytes
+	switch f {
+	case quant.Q4_0:
+		block, start, end = 18, 2, 18
+	case quant.Q4_K:
+		block, start, end = 144, 16, 144
+	}
+	c := make([]float64, len(w))
+	if block == 0 {
+		for i, v := range w {
+			c[i] = math.Abs(float64(v))
+		}
+		return c
+	}
+	zero := slices.Clone(raw)
+	for b := 0; b+block <= len(zero); b += block {
+		clear(zero[b+start : b+end])
+	}
+	w0 := make([]float32, len(w))
+	if err := quant.Dequantize(f, zero, w0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range w {
+		c[i] = math.Abs(float64(w[i]) - float64(w0[i]))
+	}
+	return c
 }
 
 // randomQuantized is an n×k matrix of standard normal values quantized
