@@ -779,8 +779,8 @@ LOOM_QMVQ3(q6_k)
 //     loom_q8x lays them out), so the product is one launch; the blocks
 //     stay resident (as many as the device holds) and walk the rows
 //     grid-stride, so x is quantized once per block;
-//   - weight blocks are read with aligned loads of V bytes (4, 8 or 16)
-//     from the aligned address at or below them, and the 2-byte
+//   - weight blocks are read with aligned loads of V bytes (4 or 8; 16
+//     measured no faster) from the aligned address at or below them, and the 2-byte
 //     misalignment of Q4_0's 18-, Q8_0's 34- and Q6_K's 210-byte blocks is
 //     undone in registers (qf_window); loom_qmvq reads them 2 bytes at a
 //     time (and Q4_K's header 4), one pass of the load unit over the
@@ -819,18 +819,21 @@ LOOM_QMVQ3(q6_k)
 LOOM_DEV unsigned int qf_funnel16(unsigned int lo, unsigned int hi) { return (lo >> 16) | (hi << 16); }
 
 // qf_window<NW, V>(p, X): X[0..NW) are the NW aligned 4-byte words from
-// the 4-byte boundary at or below p, read with aligned V-byte loads from
-// the V-byte boundary at or below p. Every V-byte piece read holds at
-// least one byte the caller needs (the caller's bytes end past the last
-// piece's start), so no read leaves the memory the block lies in.
+// the 4-byte boundary at or below p, read with aligned V-byte loads (V = 4
+// or 8; 16 measured no faster) from the V-byte boundary at or below p.
+// The reads may reach past the bytes the caller needs, up to the end of
+// the last piece; each caller says why its pieces stay in memory that
+// holds the weights (every piece holds a byte of the block, or lies
+// inside the block or super-block).
 template <int NW, int V>
 LOOM_DEV void qf_window(const unsigned char* p, unsigned int* X) {
+  static_assert(V == 4 || V == 8, "qf_window: V is 4 or 8");
   const unsigned long long a = (unsigned long long)p;
   if (V == 4) {
     const unsigned int* w = reinterpret_cast<const unsigned int*>(a & ~3ull);
 #pragma unroll
     for (int k = 0; k < NW; ++k) X[k] = w[k];
-  } else if (V == 8) {
+  } else {
     // NW + 1 words from the 8-byte boundary; word j = (a >> 2) & 1 first.
     const uint2* w = reinterpret_cast<const uint2*>(a & ~7ull);
     unsigned int W[NW + 2];
@@ -843,26 +846,6 @@ LOOM_DEV void qf_window(const unsigned char* p, unsigned int* X) {
     const bool j = (a >> 2) & 1;
 #pragma unroll
     for (int k = 0; k < NW; ++k) X[k] = j ? W[k + 1] : W[k];
-  } else {
-    // NW + 3 words from the 16-byte boundary, shifted down by
-    // j = (a >> 2) & 3 words in two steps.
-    const uint4* w = reinterpret_cast<const uint4*>(a & ~15ull);
-    constexpr int NL = (NW + 3 + 3) / 4;
-    unsigned int W[4 * NL];
-#pragma unroll
-    for (int k = 0; k < NL; ++k) {
-      const uint4 u = w[k];
-      W[4 * k] = u.x;
-      W[4 * k + 1] = u.y;
-      W[4 * k + 2] = u.z;
-      W[4 * k + 3] = u.w;
-    }
-    const int j = (int)((a >> 2) & 3);
-    unsigned int T[NW + 2];
-#pragma unroll
-    for (int k = 0; k < NW + 2; ++k) T[k] = (j & 1) ? W[k + 1] : W[k];
-#pragma unroll
-    for (int k = 0; k < NW; ++k) X[k] = (j & 2) ? T[k + 2] : T[k];
   }
 }
 
@@ -878,7 +861,7 @@ struct qf_q4_0 {
   LOOM_DEV void load(const unsigned char* row, long long c) {
     const unsigned char* p = row + 18 * c;
     unsigned int X[5];
-    qf_window<5, V>(p, X);
+    qf_window<5, V>(p, X); // V = 4: the last word starts ≤ p + 16; 8: ≤ p + 16 (block: p … p + 17)
     const bool s = ((unsigned long long)p & 2) != 0;
     d = loom_f16_to_f32((unsigned short)(s ? X[0] >> 16 : X[0] & 0xffffu));
 #pragma unroll
@@ -911,7 +894,7 @@ struct qf_q8_0 {
   LOOM_DEV void load(const unsigned char* row, long long c) {
     const unsigned char* p = row + 34 * c;
     unsigned int X[9];
-    qf_window<9, V>(p, X);
+    qf_window<9, V>(p, X); // the last piece starts ≤ p + 32 (block: p … p + 33)
     const bool s = ((unsigned long long)p & 2) != 0;
     d = loom_f16_to_f32((unsigned short)(s ? X[0] >> 16 : X[0] & 0xffffu));
 #pragma unroll
@@ -1008,6 +991,8 @@ struct qf_q6_k {
     const unsigned char* ql = b + 64 * hf + l0;
     const unsigned char* qh = b + 128 + 32 * hf + l0;
     const bool s = ((unsigned long long)b & 2) != 0; // every field's misalignment is the block's
+    // An aligned run's third word (or an 8-byte run's second piece) lies
+    // past the run but inside the super-block (qh + 8 ≤ b + 192).
     unsigned int A[3], B[3], C[3];
     qf_window<3, V>(ql, A);
     qf_window<3, V>(ql + 32, B);
@@ -1030,7 +1015,7 @@ struct qf_q6_k {
     // the super-block's last 18 bytes; this chunk's scales are bytes
     // 8hf + (l0 >> 4) + 2r (r = 0…3) of it.
     unsigned int S[5];
-    qf_window<5, 4>(b + 192, S);
+    qf_window<5, 4>(b + 192, S); // the last word holds d (bytes 208, 209)
     unsigned int sw[5];
 #pragma unroll
     for (int k = 0; k < 4; ++k) sw[k] = s ? qf_funnel16(S[k], S[k + 1]) : S[k];
