@@ -150,9 +150,8 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 // row (more rows take Q8XEntry + QMVQEntry, faster there), launches
 // QMVFThreads threads a block with QMVFSharedBytes(K) bytes of dynamic
 // shared memory (at most QMVFMaxShared), needs K a multiple of
-// QMVFChunk(t), the weight rows QMVFAlign(t)-byte aligned and x
-// contiguous. Arguments: w, x, y, K, N (i64),
-// rowBytes (i64).
+// QMVFChunk(t), the weight rows aligned as QMVWordEntry says and x
+// contiguous. Arguments: w, x, y, K (i64), N (i64), rowBytes (i64).
 func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 	name, ok = QMVQEntry(t, x, QMVMaxRows)
 	if !ok {
@@ -162,20 +161,12 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 }
 
 // QMVFChunk is the weights a lane of loom_qmvf takes at a time in format
-// t (a chunk's struct in quant.hip): K must be a multiple of it. QMVFAlign
-// is the alignment in bytes the kernel needs of the weight rows.
+// t (a chunk's struct in quant.hip): K must be a multiple of it.
 func QMVFChunk(t quant.Type) int {
 	if t == quant.Q4_K {
 		return 64
 	}
 	return 32
-}
-
-func QMVFAlign(t quant.Type) int {
-	if t == quant.Q4_K {
-		return 16
-	}
-	return 2
 }
 
 // QMVFThreads is loom_qmvf's block size; QMVFRows the weight rows a group
@@ -210,7 +201,6 @@ func QuantEntries() []string {
 				if n, ok := QMVQEntry(t, d, m); ok {
 					out = append(out, n)
 				}
-
 			}
 		}
 	}

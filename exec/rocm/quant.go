@@ -151,9 +151,10 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	if M <= kernels.QMVMaxRows {
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
 			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
+				// One row in one launch where its chunks and x fit; the rows'
+				// alignment is the one just checked.
 				if fname, ok := kernels.QMVFEntry(f, n.DType); ok && M == 1 && !qmvTwoLaunch &&
-					K%kernels.QMVFChunk(f) == 0 && uint64(wp)%uint64(kernels.QMVFAlign(f)) == 0 && int64(rb)%int64(kernels.QMVFAlign(f)) == 0 &&
-					kernels.QMVFSharedBytes(int64(K)) <= kernels.QMVFMaxShared {
+					K%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(K)) <= kernels.QMVFMaxShared {
 					return e.qmvF(k.Name, fname, wp, xp, out, int64(K), N, int64(rb))
 				}
 				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
