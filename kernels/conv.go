@@ -20,7 +20,32 @@ func ConvSource(t codegen.Target) string { return codegen.PreludeFor(t, convHIP)
 // ConvEntries lists every entry point of ConvSource.
 func ConvEntries() []string {
 	return []string{"loom_im2col_b2", "loom_im2col_b4", "loom_im2col_b8", "loom_col2im_f32", "loom_col2im_f64",
-		"loom_convt_direct_f16", "loom_convt_direct_bf16"}
+		"loom_convt_direct_f16", "loom_convt_direct_bf16", TransposeEntries[0], TransposeEntries[1]}
+}
+
+// TransposeEntries are the batched transposes of 2-byte elements
+// (conv.hip): in [B][R][C] → out [B][C][R], which the channels-last library
+// convs take their operands and output through. TransposePlan picks one.
+var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2"}
+
+// TransposePlan returns the entry, grid and block of a transpose of b
+// matrices of r × c elements, and the kernel's tilesC argument: pairs of
+// elements (64 × 64 tiles) where r and c are even and both arrays are
+// 4-byte aligned (aligned), single elements (32 × 32 tiles) otherwise;
+// a block of 32 × 8 threads per tile in grid.x, the matrices in grid.y (at
+// most 65535; the kernel loops over the rest). ok is false where the tiles
+// do not fit grid.x or a side does not fit an int.
+func TransposePlan(b int64, r, c int, aligned bool) (name string, gb [2][3]uint32, tilesC int, ok bool) {
+	name, t := TransposeEntries[0], 32
+	if aligned && r%2 == 0 && c%2 == 0 {
+		name, t = TransposeEntries[1], 64
+	}
+	tilesR, tilesC := (r+t-1)/t, (c+t-1)/t
+	tiles := int64(tilesR) * int64(tilesC)
+	if b < 1 || r < 1 || c < 1 || tiles > 1<<31-1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 {
+		return "", gb, 0, false
+	}
+	return name, [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true
 }
 
 // ConvGeom is a 2-D convolution's geometry over packed NCHW arrays (1-D
@@ -105,6 +130,20 @@ func Im2col(g ConvGeom, x []float64, n0, nb, p0, np int) []float64 {
 		}
 	}
 	return cols
+}
+
+// Transpose is the twin of loom_transpose_b2 and b2x2: out[b][j][i] = in[b][i][j]
+// for b matrices of r × c elements.
+func Transpose(b, r, c int, in []float64) []float64 {
+	out := make([]float64, len(in))
+	for m := range b {
+		for i := range r {
+			for j := range c {
+				out[(m*c+j)*r+i] = in[(m*r+i)*c+j]
+			}
+		}
+	}
+	return out
 }
 
 // Col2im is the twin of loom_col2im_*: for the transposed conv of geometry

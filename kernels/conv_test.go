@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
@@ -194,5 +195,79 @@ func TestConvCompile(t *testing.T) {
 				checkCompiled(t, j, res[i], tg.arch, tg.machine, tg.amd)
 			}
 		})
+	}
+}
+
+// TestChannelsLastTwin checks the operand moves of the channels-last conv
+// path (exec/rocm/conv.go) on the twins: the input [N][C][HW] → [N][HW][C],
+// the weight [K][C/G][RS] → [K][RS][C/G], a conv over those channels-last
+// arrays, and its output [N][OHW][K] → [N][K][OHW] equal directConv.
+func TestChannelsLastTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 40 {
+		g := ConvGeom{N: 1 + r.IntN(3), KH: 1 + r.IntN(3), KW: 1 + r.IntN(3), SH: 1 + r.IntN(2), SW: 1 + r.IntN(2),
+			DH: 1 + r.IntN(2), DW: 1 + r.IntN(2), PH: r.IntN(2), PW: r.IntN(2), G: 1 + r.IntN(2)}
+		g.C, g.CO = g.G*(1+r.IntN(4)), g.G*(1+r.IntN(4))
+		g.H, g.W = 4+r.IntN(5), 4+r.IntN(5)
+		g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
+		g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+		cig, cog := g.C/g.G, g.CO/g.G
+		x := randSlice(r, g.N*g.C*g.H*g.W)
+		w := randSlice(r, g.CO*cig*g.KH*g.KW)
+		want := directConv(g, x, w)
+		xl := Transpose(g.N, g.C, g.H*g.W, x)     // [N][H][W][C]
+		wl := Transpose(g.CO, cig, g.KH*g.KW, w)  // [K][KH][KW][C/G]
+		yl := make([]float64, g.N*g.OH*g.OW*g.CO) // [N][OH][OW][K]
+		for n := range g.N {
+			for oy := range g.OH {
+				for ox := range g.OW {
+					for k := range g.CO {
+						gr, s := k/cog, 0.0
+						for ky := range g.KH {
+							iy := oy*g.SH - g.PH + ky*g.DH
+							for kx := range g.KW {
+								ix := ox*g.SW - g.PW + kx*g.DW
+								if iy < 0 || iy >= g.H || ix < 0 || ix >= g.W {
+									continue
+								}
+								for c := range cig {
+									s += xl[((n*g.H+iy)*g.W+ix)*g.C+gr*cig+c] * wl[((k*g.KH+ky)*g.KW+kx)*cig+c]
+								}
+							}
+						}
+						yl[((n*g.OH+oy)*g.OW+ox)*g.CO+k] = s
+					}
+				}
+			}
+		}
+		got := Transpose(g.N, g.OH*g.OW, g.CO, yl)
+		for i := range want {
+			if !near(got[i], want[i]) {
+				t.Fatalf("trial %d %+v: out[%d] = %v, want %v", trial, g, i, got[i], want[i])
+			}
+		}
+	}
+	if got := Transpose(2, 2, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}); !slices.Equal(got, []float64{1, 4, 2, 5, 3, 6, 7, 10, 8, 11, 9, 12}) {
+		t.Fatalf("Transpose(2, 2, 3) = %v", got)
+	}
+	if _, _, _, ok := TransposePlan(1, 1<<22, 1<<20, false); ok {
+		t.Fatal("TransposePlan(1, 2^22, 2^20) fits 2^32 tiles in grid.x")
+	}
+	for _, c := range []struct {
+		b       int64
+		r, c    int
+		aligned bool
+		name    string
+		gb      [2][3]uint32
+		tilesC  int
+	}{
+		{70000, 33, 64, true, "loom_transpose_b2", [2][3]uint32{{4, 65535, 1}, {32, 8, 1}}, 2},
+		{3, 256, 3136, true, "loom_transpose_b2x2", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
+		{3, 256, 3136, false, "loom_transpose_b2", [2][3]uint32{{8 * 98, 3, 1}, {32, 8, 1}}, 98},
+	} {
+		name, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.aligned)
+		if !ok || name != c.name || tc != c.tilesC || gb != c.gb {
+			t.Fatalf("TransposePlan(%d, %d, %d, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.aligned, name, gb, tc, ok)
+		}
 	}
 }

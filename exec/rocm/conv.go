@@ -2,6 +2,7 @@ package rocm
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sync"
 
@@ -20,7 +21,10 @@ import (
 //   - the vendor library (cuDNN on NVIDIA; hip.OpenDNN): one call per
 //     step, its algorithm picked by the library's heuristics with at most
 //     dnnWorkspaceMax bytes of workspace, taken from the allocator for the
-//     step. f32 is computed without TF32 unless the plan allows TF32.
+//     step. f32 is computed without TF32 unless the plan allows TF32. A
+//     forward f16/bf16 conv may run channels-last (convChannelsLast: its
+//     operands and output transposed through scratch) where that was
+//     measured faster when the step was prepared.
 //   - Loom's own kernels (kernels/conv.hip), always available and the only
 //     path on AMD (MIOpen is not bound) or with LOOM_GPU_CONV=portable:
 //     conv = im2col + one GEMM per group on the GEMM engine of matmul
@@ -36,7 +40,9 @@ import (
 // fails with the allocator's out-of-memory error.
 
 // ConvEnv set to "portable" makes executors run convolutions on Loom's own
-// kernels even where the vendor library loads.
+// kernels even where the vendor library loads; "nchw" keeps the library's
+// convs on NCHW arrays, "nhwc" takes the channels-last path wherever the
+// library plans it (tests use both to cover each path).
 const ConvEnv = "LOOM_GPU_CONV"
 
 const dnnWorkspaceMax = 1 << 30
@@ -49,6 +55,7 @@ type dnnState struct {
 	once sync.Once
 	lib  hip.DNN // nil: none
 	why  string
+	mode string // ConvEnv's value when the library was opened
 
 	mu    sync.Mutex
 	plans []hip.ConvPlan // closed with the executor
@@ -59,7 +66,8 @@ type dnnState struct {
 func (e *Executor) dnn() *dnnState {
 	s := &e.dnnS
 	s.once.Do(func() {
-		if os.Getenv(ConvEnv) == "portable" {
+		s.mode = os.Getenv(ConvEnv)
+		if s.mode == "portable" {
 			s.why = ConvEnv + "=portable"
 			return
 		}
@@ -112,6 +120,7 @@ type convStep struct {
 	transposed bool
 	tf32       bool
 	dnn        hip.ConvPlan // nil: the portable kernels
+	nhwc       bool         // dnn works channels-last (convChannelsLast)
 	how        string
 }
 
@@ -151,14 +160,19 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 	// GEMM-like ones.
 	halfT := cs.transposed && (cs.d == dtype.F16 || cs.d == dtype.BF16)
 	if s := e.dnn(); s.lib != nil && !empty && !halfT {
-		p, err := s.lib.Plan(hip.ConvDesc{Type: gt, Transposed: cs.transposed,
+		desc := hip.ConvDesc{Type: gt, Transposed: cs.transposed,
 			N: g.N, C: g.C, H: g.H, W: g.W, K: g.CO, R: g.KH, S: g.KW, OutH: g.OH, OutW: g.OW,
 			PadH: g.PH, PadW: g.PW, StrideH: g.SH, StrideW: g.SW, DilH: g.DH, DilW: g.DW,
-			Groups: g.G, TF32: tf32, MaxWorkspace: dnnWorkspaceMax})
+			Groups: g.G, TF32: tf32, MaxWorkspace: dnnWorkspaceMax}
+		p, err := s.lib.Plan(desc)
 		if err == nil {
 			cs.dnn, cs.how = p, p.Algo()
+			if err := e.channelsLast(cs, desc, s.lib); err != nil {
+				p.Close()
+				return nil, err
+			}
 			s.mu.Lock()
-			s.plans = append(s.plans, p)
+			s.plans = append(s.plans, cs.dnn)
 			s.mu.Unlock()
 		} else {
 			refused = err.Error()
@@ -227,24 +241,16 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 	if err != nil {
 		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
 	}
-	if cs.dnn != nil {
-		var ws *block
-		if need := cs.dnn.Workspace(); need > 0 {
-			if ws, err = e.alloc.alloc(int64(need)); err != nil {
-				return fmt.Errorf("rocm: %s: %s workspace of %d bytes: %w", k.Name, cs.how, need, err)
-			}
-			defer e.releaseScratch(ws) // stream-ordered: reused only by later work
-		}
-		var wsp hip.DevPtr
-		if ws != nil {
-			wsp = ws.ptr
-		}
-		e.launchMu.Lock()
-		defer e.launchMu.Unlock()
-		if err := cs.dnn.Run(x, w, out, wsp); err != nil {
+	if cs.dnn != nil && cs.nhwc {
+		if err := e.convChannelsLast(cs, x, w, out); err != nil {
 			return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
 		}
-		e.launches.Add(1)
+		return nil
+	}
+	if cs.dnn != nil {
+		if err := e.convLibrary(cs.dnn, x, w, out); err != nil {
+			return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
+		}
 		return nil
 	}
 	if cs.transposed {
@@ -378,5 +384,207 @@ func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) err
 			return err
 		}
 	}
+	return nil
+}
+
+// The channels-last path. cuDNN's half-precision tensor-core convolutions
+// work on NHWC arrays; given NCHW ones it converts them itself, and W12 in
+// bf16 took 0.26 ms where PyTorch's channels-last conv takes 0.17. So a
+// forward f16/bf16 conv on the library may run over channels-last copies
+// of its operands: the input and the weight are transposed into scratch
+// (kernels.TransposeEntry), the library convolves them into a
+// channels-last output in scratch, and that is transposed into the
+// step's NCHW output. The path is taken where a run of it, transposes
+// included, is faster than a run over NCHW arrays, both timed once when
+// the step is prepared (timeLayouts). Its scratch — the
+// three channels-last arrays — is at most dnnWorkspaceMax bytes besides
+// the library's workspace; a larger conv stays on NCHW arrays.
+
+// chlBytes is the size of one channels-last array in the scratch, rounded
+// up to 256 bytes so that each starts aligned for the library's loads.
+func chlBytes(n int64) int64 { return (n*2 + 255) &^ 255 }
+
+// chlSizes returns the element counts of the input, weight and output.
+func chlSizes(g kernels.ConvGeom) (x, w, y int64) {
+	return int64(g.N) * int64(g.C) * int64(g.H*g.W), int64(g.CO) * int64(g.C/g.G) * int64(g.KH*g.KW), int64(g.N) * int64(g.CO) * int64(g.OH*g.OW)
+}
+
+// channelsLast decides whether library conv cs (planned over NCHW arrays
+// from desc) runs channels-last instead, and if so replaces cs.dnn with
+// the channels-last plan. Only f16 and bf16 forward convs are considered.
+func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) error {
+	mode := e.dnn().mode
+	if cs.transposed || (cs.d != dtype.F16 && cs.d != dtype.BF16) || mode == "nchw" {
+		return nil
+	}
+	g := cs.g
+	xn, wn, yn := chlSizes(g)
+	if chlBytes(xn)+chlBytes(wn)+chlBytes(yn) > dnnWorkspaceMax {
+		cs.how += " (not channels-last: its copies would take more than the scratch bound)"
+		return nil
+	}
+	for _, t := range [][3]int64{{int64(g.N), int64(g.C), int64(g.H * g.W)}, {int64(g.CO), int64(g.C / g.G), int64(g.KH * g.KW)}, {int64(g.N), int64(g.OH * g.OW), int64(g.CO)}} {
+		if _, _, _, ok := kernels.TransposePlan(t[0], int(t[1]), int(t[2]), false); !ok {
+			return nil
+		}
+	}
+	desc.NHWC = true
+	q, err := lib.Plan(desc)
+	if err != nil {
+		cs.how += " (the library refused it channels-last: " + err.Error() + ")"
+		return nil
+	}
+	why := "forced by " + ConvEnv + "=nhwc"
+	if mode != "nhwc" {
+		nchw, nhwc, err := e.timeLayouts(cs, q)
+		if err != nil {
+			q.Close()
+			return err
+		}
+		if nhwc >= nchw {
+			q.Close()
+			cs.how += fmt.Sprintf(" (NCHW arrays %.3f ms; channels-last with the transposes %.3f ms)", nchw, nhwc)
+			return nil
+		}
+		why = fmt.Sprintf("%.3f ms with the transposes, against %.3f ms over NCHW arrays", nhwc, nchw)
+	}
+	cs.dnn.Close()
+	cs.dnn, cs.nhwc = q, true
+	cs.how = q.Algo() + " (" + why + ")"
+	return nil
+}
+
+// timeLayouts times library conv cs once over NCHW arrays (cs.dnn) and
+// once channels-last (plan q, with the transposes), on zeroed scratch
+// arrays: the best of three runs of each after one to warm up, in
+// milliseconds of device time. (cuDNN's own measurements, cudnnFind*, are
+// no guide here: they gave W12 in bf16 2.1–2.3 ms either way, against
+// 0.26 ms measured around a run, and they leave out the transposes.)
+func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64, err error) {
+	g := cs.g
+	xn, wn, yn := chlSizes(g)
+	buf, err := e.alloc.alloc(chlBytes(xn) + chlBytes(wn) + chlBytes(yn))
+	if err != nil {
+		return 0, 0, fmt.Errorf("timing the conv's layouts: %w", err)
+	}
+	defer e.releaseScratch(buf)
+	x := buf.ptr
+	w := x + hip.DevPtr(chlBytes(xn))
+	y := w + hip.DevPtr(chlBytes(wn))
+	e.launchMu.Lock()
+	err = e.dev.MemsetD8(x, 0, uint64(chlBytes(xn)+chlBytes(wn)), e.stream)
+	e.launchMu.Unlock()
+	if err != nil {
+		return 0, 0, err
+	}
+	if nchw, err = e.bestTime(func() error { return e.convLibrary(cs.dnn, x, w, y) }); err != nil {
+		return 0, 0, err
+	}
+	chl := *cs
+	chl.dnn, chl.nhwc = q, true
+	if nhwc, err = e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y) }); err != nil {
+		return 0, 0, err
+	}
+	return nchw, nhwc, nil
+}
+
+// bestTime runs f, which queues work on the stream, four times and returns
+// the least device time of the last three, in milliseconds.
+func (e *Executor) bestTime(f func() error) (float64, error) {
+	var ev [2]hip.Event
+	for i := range ev {
+		var err error
+		if ev[i], err = e.dev.NewEvent(); err != nil {
+			return 0, err
+		}
+		defer e.dev.DestroyEvent(ev[i])
+	}
+	record := func(ev hip.Event) error {
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		return e.dev.Record(ev, e.stream)
+	}
+	best := math.Inf(1)
+	for round := range 4 {
+		if err := record(ev[0]); err != nil {
+			return 0, err
+		}
+		if err := f(); err != nil {
+			return 0, err
+		}
+		if err := record(ev[1]); err != nil {
+			return 0, err
+		}
+		if err := e.dev.EventSynchronize(ev[1]); err != nil {
+			return 0, err
+		}
+		ms, err := e.dev.ElapsedMs(ev[0], ev[1])
+		if err != nil {
+			return 0, err
+		}
+		if round > 0 {
+			best = min(best, float64(ms))
+		}
+	}
+	return best, nil
+}
+
+// transpose queues in [b][r][c] → out [b][c][r] for 2-byte elements.
+func (e *Executor) transpose(in, out hip.DevPtr, b int64, r, c int) error {
+	name, gb, tilesC, ok := kernels.TransposePlan(b, r, c, in%4 == 0 && out%4 == 0)
+	if !ok {
+		return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", b, r, c)
+	}
+	var a hip.Args
+	a.Ptr(in).Ptr(out).I64(b).I32(int32(r)).I32(int32(c)).I32(int32(tilesC))
+	return e.launchGrid(name, gb, &a)
+}
+
+// convChannelsLast queues a channels-last library conv: x and w
+// transposed into scratch, the conv, its output transposed into out.
+func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr) error {
+	g := cs.g
+	xn, wn, yn := chlSizes(g)
+	buf, err := e.alloc.alloc(chlBytes(xn) + chlBytes(wn) + chlBytes(yn))
+	if err != nil {
+		return fmt.Errorf("channels-last scratch: %w", err)
+	}
+	defer e.releaseScratch(buf)
+	xs := buf.ptr
+	wsb := xs + hip.DevPtr(chlBytes(xn))
+	ys := wsb + hip.DevPtr(chlBytes(wn))
+	if err := e.transpose(x, xs, int64(g.N), g.C, g.H*g.W); err != nil {
+		return err
+	}
+	if err := e.transpose(w, wsb, int64(g.CO), g.C/g.G, g.KH*g.KW); err != nil {
+		return err
+	}
+	if err := e.convLibrary(cs.dnn, xs, wsb, ys); err != nil {
+		return err
+	}
+	return e.transpose(ys, out, int64(g.N), g.OH*g.OW, g.CO)
+}
+
+// convLibrary queues library conv p over x and w into y, with its
+// workspace from the allocator (stream-ordered: reused only by later work).
+func (e *Executor) convLibrary(p hip.ConvPlan, x, w, y hip.DevPtr) error {
+	var ws *block
+	if need := p.Workspace(); need > 0 {
+		var err error
+		if ws, err = e.alloc.alloc(int64(need)); err != nil {
+			return fmt.Errorf("workspace of %d bytes: %w", need, err)
+		}
+		defer e.releaseScratch(ws)
+	}
+	var wsp hip.DevPtr
+	if ws != nil {
+		wsp = ws.ptr
+	}
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := p.Run(x, w, y, wsp); err != nil {
+		return err
+	}
+	e.launches.Add(1)
 	return nil
 }

@@ -1,18 +1,22 @@
 package rocm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -31,6 +35,7 @@ func convCases() []convCase {
 		{"stride2 dil2 asym", false, 2, []int{3, 4, 13, 10}, []int{5, 4, 3, 2}, graph.ConvOptions{Stride: []int{2, 1}, Padding: []int{2, 1}, Dilation: []int{2, 1}}},
 		{"groups2", false, 2, []int{2, 6, 9, 9}, []int{4, 3, 3, 3}, graph.ConvOptions{Padding: []int{1}, Groups: 2}},
 		{"depthwise", false, 2, []int{2, 5, 8, 7}, []int{5, 1, 3, 3}, graph.ConvOptions{Padding: []int{1}, Groups: 5}},
+		{"3x3 partial 64-tiles", false, 2, []int{2, 66, 10, 14}, []int{34, 66, 3, 3}, graph.ConvOptions{Padding: []int{1}}},
 		{"1x1", false, 2, []int{3, 16, 7, 7}, []int{8, 16, 1, 1}, graph.ConvOptions{}},
 		{"empty batch", false, 2, []int{0, 4, 6, 6}, []int{3, 4, 3, 3}, graph.ConvOptions{}},
 		{"conv1d", false, 1, []int{2, 6, 40}, []int{7, 6, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{3}}},
@@ -79,9 +84,20 @@ func randTensor(t *testing.T, r *rand.Rand, d dtype.DType, shape []int) *tensor.
 // scratch made small, so the image- and pixel-chunk loops run), and on the
 // CPU, and compares: f64 within 1e-12, f32 within 1e-4, halves within a
 // few units of their last place, relative to the sum of |terms|.
+//
+// The library executors are three: the library's own choice between NCHW
+// and channels-last arrays for halves, and each of them forced
+// (ConvEnv=nchw, nhwc); each latches the variable when it opens the
+// library.
 func TestGPUConv(t *testing.T) {
 	lib := freshGPU(t)
 	lib.dnn() // open the library before the variable below hides it
+	t.Setenv(ConvEnv, "nchw")
+	nchw := freshGPU(t)
+	nchw.dnn()
+	t.Setenv(ConvEnv, "nhwc")
+	nhwc := freshGPU(t)
+	nhwc.dnn()
 	t.Setenv(ConvEnv, "portable")
 	port := freshGPU(t)
 	t.Logf("library executor: %s; portable executor: %s", lib.ConvBackend(), port.ConvBackend())
@@ -110,7 +126,7 @@ func TestGPUConv(t *testing.T) {
 					terms = float64(tc.w[0]*tc.w[2]) * float64(tc.w[len(tc.w)-1])
 				}
 				tol := map[dtype.DType]float64{dtype.F64: 1e-12, dtype.F32: 1e-5, dtype.F16: 4e-3, dtype.BF16: 3e-2}[d] * terms
-				for _, ex := range []*Executor{lib, port} {
+				for _, ex := range []*Executor{lib, nchw, nhwc, port} {
 					got, err := p.Run(ctx, ex, in)
 					if err != nil {
 						t.Fatalf("%s: %v", ex.ConvBackend(), err)
@@ -119,15 +135,33 @@ func TestGPUConv(t *testing.T) {
 					if len(wv) != len(gv) {
 						t.Fatalf("%d outputs, want %d", len(gv), len(wv))
 					}
+					how := convHow(t, p, ex)
 					for i := range wv {
 						if !(math.Abs(gv[i]-wv[i]) <= tol) {
-							t.Fatalf("%s: y[%d] = %v, CPU %v (tolerance %g)", ex.ConvBackend(), i, gv[i], wv[i], tol)
+							t.Fatalf("%s: y[%d] = %v, CPU %v (tolerance %g)", how, i, gv[i], wv[i], tol)
 						}
+					}
+					// The forced channels-last executor must have taken
+					// the path for the plain convs in halves.
+					if ex == nhwc && nhwc.dnn().lib != nil && !tc.transposed && tc.x[0] > 0 && (d == dtype.F16 || d == dtype.BF16) &&
+						tc.opt.Groups <= 1 && !strings.Contains(how, "channels-last") {
+						t.Errorf("%s=nhwc: the step ran %s", ConvEnv, how)
 					}
 				}
 			})
 		}
 	}
+}
+
+// convHow is how executor e ran program p's conv step (convStep.how).
+func convHow(t *testing.T, p *graph.Program, e *Executor) string {
+	t.Helper()
+	for _, s := range p.Plan().Steps {
+		if v, ok := s.Kernel.Cache.Load(plan.KeyOf(e, convKey{})); ok {
+			return v.(*convStep).how
+		}
+	}
+	return "(no conv step)"
 }
 
 // TestGPUConvPortableParts times the portable conv path's two parts for
@@ -194,5 +228,104 @@ func TestGPUConvPortableParts(t *testing.T) {
 		flops := 2 * float64(nb) * float64(g.CO) * float64(P) * float64(ckk)
 		t.Logf("%v: chunk of %d images: im2col %.3f ms (%.0f GB/s written), GEMM %.3f ms (%.1f TFLOP/s); whole conv %.3f ms (%s)",
 			d, nb, tIm, float64(nb*ckk*P*size)/tIm/1e6, tG, flops/tG/1e9, tAll, e.GEMMBackend())
+	}
+}
+
+// TestGPUConvLayouts runs W12 in bf16 (and with bias + relu) on the
+// library's NCHW and channels-last paths and its own choice, and logs each
+// one's device time and how the step ran (with the measured times the
+// choice was made on). LOOM_CONV_PARTS=1 runs it.
+func TestGPUConvLayouts(t *testing.T) {
+	if os.Getenv("LOOM_CONV_PARTS") != "1" {
+		t.Skip("set LOOM_CONV_PARTS=1 to time the library conv's layouts")
+	}
+	var exs []*Executor
+	var names []string
+	for _, mode := range []string{"", "nchw", "nhwc"} {
+		t.Setenv(ConvEnv, mode)
+		e := freshGPU(t)
+		e.dnn()
+		exs, names = append(exs, e), append(names, mode)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, crb := range []bool{false, true} {
+		g := graph.New()
+		x, w := g.Input("x", dtype.BF16, 32, 256, 56, 56), g.Input("w", dtype.BF16, 256, 256, 3, 3)
+		y := graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}})
+		in := map[string]*tensor.Tensor{"x": randTensor(t, r, dtype.BF16, []int{32, 256, 56, 56}), "w": randTensor(t, r, dtype.BF16, []int{256, 256, 3, 3})}
+		if crb {
+			b := g.Input("b", dtype.BF16, 256, 1, 1)
+			y = y.Add(b).Relu()
+			in["b"] = randTensor(t, r, dtype.BF16, []int{256, 1, 1})
+		}
+		g.Output("y", y)
+		p, err := g.Compile(graph.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range exs {
+			vals := map[string]exec.Value{}
+			for name, h := range in {
+				d, err := e.FromHost(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Free()
+				vals[name] = d
+			}
+			run := func() error {
+				out, err := p.RunValues(ctx, e, vals, true)
+				for _, v := range out {
+					v.(*Tensor).Free()
+				}
+				return err
+			}
+			if err := run(); err != nil {
+				t.Fatal(err)
+			}
+			best := math.Inf(1)
+			for range 10 {
+				ms, err := e.DeviceTime(run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				best = min(best, ms)
+			}
+			t.Logf("crb=%v %s=%q: %.3f ms (%d steps): %s", crb, ConvEnv, names[i], best, len(p.Plan().Steps), convHow(t, p, e))
+			if names[i] != "nhwc" || crb {
+				continue
+			}
+			// The channels-last path's parts.
+			var cs *convStep
+			for _, s := range p.Plan().Steps {
+				if v, ok := s.Kernel.Cache.Load(plan.KeyOf(e, convKey{})); ok {
+					cs = v.(*convStep)
+				}
+			}
+			xn, wn, yn := chlSizes(cs.g)
+			var bl [3]*block
+			for j := range bl {
+				if bl[j], err = e.alloc.alloc(chlBytes(max(xn, wn, yn))); err != nil {
+					t.Fatal(err)
+				}
+				defer e.releaseScratch(bl[j])
+			}
+			a, b := bl[0].ptr, bl[1].ptr
+			g := cs.g
+			tx, err1 := e.bestTime(func() error { return e.transpose(a, b, int64(g.N), g.C, g.H*g.W) })
+			tw, err2 := e.bestTime(func() error { return e.transpose(a, b, int64(g.CO), g.C/g.G, g.KH*g.KW) })
+			ty, err3 := e.bestTime(func() error { return e.transpose(a, b, int64(g.N), g.OH*g.OW, g.CO) })
+			cp, err4 := e.bestTime(func() error {
+				e.launchMu.Lock()
+				defer e.launchMu.Unlock()
+				return e.dev.MemcpyDtoD(b, a, uint64(xn*2), e.stream)
+			})
+			tc, err5 := e.bestTime(func() error { return e.convLibrary(cs.dnn, a, b, bl[2].ptr) })
+			if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("channels-last parts: transposes x %.3f ms (%.0f GB/s), w %.3f ms, y %.3f ms (%.0f GB/s); copy of x %.3f ms (%.0f GB/s); conv %.3f ms",
+				tx, float64(4*xn)/tx/1e6, tw, ty, float64(4*yn)/ty/1e6, cp, float64(4*xn)/cp/1e6, tc)
+		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // not bound: on AMD the executor runs its own kernels (im2col + GEMM).
 //
 // Only what Loom's conv steps need: 2-D cross-correlation over packed NCHW
-// tensors (1-D convs pass H = 1), groups, per-axis stride, padding and
+// tensors, or NHWC ones for the forward conv (ConvDesc.NHWC; 1-D convs pass
+// H = 1), groups, per-axis stride, padding and
 // dilation; forward (conv) and backward data (conv_transpose). The
 // algorithm is chosen once per ConvDesc by measuring them all
 // (cudnnFind*Algorithm, PyTorch's benchmark mode): the fastest that needs
@@ -41,7 +42,12 @@ type ConvDesc struct {
 	DilH, DilW       int
 	Groups           int
 	TF32             bool // f32 may use TF32 tensor cores
-	MaxWorkspace     uint64
+	// NHWC lays the forward conv's arrays out channels-last: X [N, H, W,
+	// C], W [K, R, S, C/Groups], Y [N, OutH, OutW, K] (the sizes keep
+	// their meaning). cuDNN's half-precision tensor-core kernels work
+	// channels-last; over NCHW arrays it converts them itself. Forward only.
+	NHWC         bool
+	MaxWorkspace uint64
 }
 
 // ConvPlan is a convolution bound to its descriptors and algorithm.
@@ -80,6 +86,7 @@ const (
 	cudnnHalf               = 2
 	cudnnBFloat16           = 9
 	cudnnNCHW               = 0
+	cudnnNHWC               = 1
 	cudnnCrossCorrelation   = 1
 	cudnnDefaultMath        = 0
 	cudnnTensorOpMath       = 1
@@ -244,6 +251,9 @@ func cudnnTypes(t GemmType) (data, compute int32) {
 
 // checkConv rejects descriptors cuDNN's 32-bit interface cannot express.
 func checkConv(cd ConvDesc) error {
+	if cd.NHWC && cd.Transposed {
+		return fmt.Errorf("hip: conv: channels-last arrays are for the forward conv only")
+	}
 	const max32 = 1<<31 - 1
 	for _, v := range []int{cd.N, cd.C, cd.H, cd.W, cd.K, cd.R, cd.S, cd.OutH, cd.OutW} {
 		if v < 1 || v > max32 {
@@ -308,13 +318,17 @@ func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 		if cd.Transposed {
 			fk, fc = cd.C, cd.K/cd.Groups
 		}
+		format := int32(cudnnNCHW)
+		if cd.NHWC {
+			format = cudnnNHWC
+		}
 		for _, e := range []struct {
 			f  string
 			rc int32
 		}{
-			{a.setTensor.name, a.setTensor.fn(p.x, cudnnNCHW, data, i(cd.N), i(cd.C), i(cd.H), i(cd.W))},
-			{a.setTensor.name, a.setTensor.fn(p.y, cudnnNCHW, data, i(cd.N), i(cd.K), i(cd.OutH), i(cd.OutW))},
-			{a.setFilter.name, a.setFilter.fn(p.w, data, cudnnNCHW, i(fk), i(fc), i(cd.R), i(cd.S))},
+			{a.setTensor.name, a.setTensor.fn(p.x, format, data, i(cd.N), i(cd.C), i(cd.H), i(cd.W))},
+			{a.setTensor.name, a.setTensor.fn(p.y, format, data, i(cd.N), i(cd.K), i(cd.OutH), i(cd.OutW))},
+			{a.setFilter.name, a.setFilter.fn(p.w, data, format, i(fk), i(fc), i(cd.R), i(cd.S))},
 			{a.setConv.name, a.setConv.fn(p.v, i(cd.PadH), i(cd.PadW), i(cd.StrideH), i(cd.StrideW), i(cd.DilH), i(cd.DilW), cudnnCrossCorrelation, compute)},
 			{a.setGroups.name, a.setGroups.fn(p.v, i(cd.Groups))},
 			{a.setMath.name, a.setMath.fn(p.v, math)},
@@ -477,6 +491,9 @@ func (p *cudnnPlan) Workspace() uint64 { return p.ws }
 func (p *cudnnPlan) Algo() string {
 	if p.cd.Transposed {
 		return fmt.Sprintf("cudnn bwd-data algo %d", p.algo)
+	}
+	if p.cd.NHWC {
+		return fmt.Sprintf("cudnn fwd algo %d, channels-last", p.algo)
 	}
 	return fmt.Sprintf("cudnn fwd algo %d", p.algo)
 }
