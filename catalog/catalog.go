@@ -229,6 +229,16 @@ func Kernels() ([]Entry, error) {
 			out = append(out, Entry{Label: fmt.Sprintf("%s fused (step %d)", id, i), Kernel: s.Kernel})
 		}
 	}
+	// A conv with its epilogue: on the GPU's channels-last path (f16/bf16
+	// on the vendor library) the epilogue runs in the output's transposes.
+	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
+		if err := addFused(fmt.Sprintf("conv + bias + relu %v (fused output transposes)", dt), func(g *graph.Graph) *graph.Tensor {
+			x, w, b := g.Input("x", dt, 2, 8, 6, 6), g.Input("w", dt, 8, 8, 3, 3), g.Input("b", dt, 8, 1, 1)
+			return graph.Conv2d(x, w, graph.ConvOptions{Padding: []int{1}}).Add(b).Relu()
+		}); err != nil {
+			return nil, err
+		}
+	}
 	// Matmul steps run the vendor BLAS where one loads, else the portable
 	// GEMM: one source with every dtype and transpose pair, so one entry.
 	if err := addFused("matmul (portable GEMM, every dtype)", func(g *graph.Graph) *graph.Tensor {
@@ -388,6 +398,20 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 			return "", "", fmt.Errorf("catalog: %s: not a skinny product", k.Name)
 		}
 		return kernels.GemvFused(t, l.Name, k, parts)
+	}
+	if k := e.Kernel; k.IsFusedConv() {
+		// The output transposes with the epilogue inside
+		// (exec/rocm/conv.go's channels-last path); name is the pair's
+		// first entry.
+		parts, err := plan.SplitFused(k, 1<<30)
+		if err != nil {
+			return "", "", err
+		}
+		prefix, code, err := kernels.TransposeFused(t, k, parts)
+		if err != nil {
+			return "", "", err
+		}
+		return prefix + "_b2", code, nil
 	}
 	if k := e.Kernel; kernels.Handles(k) {
 		ls, _, err := kernels.Plan(k, t)

@@ -9,8 +9,8 @@ import (
 	"github.com/loomgraph/loom/plan"
 )
 
-// fuseCores (the "core-fusion" pass, fusion only) puts pools, upsamplings
-// and matmuls — the cores — in one kernel with their elementwise
+// fuseCores (the "core-fusion" pass, fusion only) puts pools, upsamplings,
+// matmuls and convs — the cores — in one kernel with their elementwise
 // neighbours (plan.CoreAt): the chain that computes a core's (first)
 // input becomes its prologue, computed at every input element the core
 // reads, and the chain that reads its output element for element becomes
@@ -25,6 +25,11 @@ import (
 // the whole input, and a launch, for arithmetic, which memory-bound kernels
 // have to spare. Executors that cannot recompute (the CPU; a GEMM library)
 // run the three parts one after the other (plan.SplitFused), as unfused.
+//
+// A conv takes an epilogue only: the GPU's channels-last library path
+// applies it as it transposes the conv's output back to NCHW, so a conv's
+// bias and ReLU cost no pass of their own (exec/rocm/conv.go); elsewhere
+// the parts run one after the other.
 //
 // A prologue joins only when its value is read by the core alone and
 // straight (not an output, no view); an epilogue only when it is one plain
@@ -82,6 +87,10 @@ func fuseCores(s *State) error {
 			// input: a decode step's down projection recomputing
 			// silu(gate)·up per row took 41 µs instead of 13 + 5 (H200).
 			why = "a product reads its input once per output row: computed once and stored"
+		case wn.Op == ir.OpConv || wn.Op == ir.OpConvTranspose:
+			// A conv reads each input element once per tap, and the
+			// vendor library reads arrays, not functions.
+			why = "a conv reads its input once per tap of its kernel: computed once and stored"
 		case outputs[pg.Root]:
 			why = "it is a graph output"
 		case len(rs) != 1:

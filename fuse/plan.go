@@ -189,7 +189,7 @@ func kernelName(k *plan.Kernel) string {
 	if k.IsFusedMatmul() {
 		return "M_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}
-	if k.IsWindow() || k.IsFusedWindow() {
+	if k.IsWindow() || k.IsFusedWindow() || k.IsFusedConv() {
 		return "W_" + strings.Join(ops, "_") + "_" + fmt.Sprint(k.Numel())
 	}
 	if k.IsCollective() {

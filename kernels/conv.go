@@ -3,19 +3,70 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"hash/fnv"
+	"strings"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/plan"
 )
 
 //go:embed conv.hip
 var convHIP string
 
+//go:embed transpose.hip
+var transposeHIP string
+
 // ConvSource returns the translation unit of the portable convolution
-// kernels for t (conv.hip with the prelude helpers it uses): im2col for
-// 2-, 4- and 8-byte elements, col2im for f32 and f64, and the direct
-// transposed conv for f16 and bf16. One compile serves every conv step.
-func ConvSource(t codegen.Target) string { return codegen.PreludeFor(t, convHIP) + convHIP }
+// kernels for t (conv.hip and transpose.hip with the prelude helpers they
+// use): im2col for 2-, 4- and 8-byte elements, col2im for f32 and f64, the
+// direct transposed conv for f16 and bf16, and the transposes of the
+// channels-last library path. One compile serves every conv step.
+func ConvSource(t codegen.Target) string {
+	body := convHIP + transposeHIP
+	return codegen.PreludeFor(t, body) + body
+}
+
+// TransposeFused returns the translation unit and the entry-name prefix of
+// the output transposes of fused conv kernel k (a conv with an epilogue:
+// parts from plan.SplitFused, no prologue): the two kernels of
+// transpose.hip, named prefix + "_b2" and prefix + "_b2x2", storing each
+// element of the conv's output through the epilogue at its flat index in
+// the NCHW output, in k's output type (the index 32-bit where the output
+// allows: the epilogue's operands divide it to find their elements, and
+// 64-bit divisions made the fused store cost most of a pass of its own).
+// The entries take the transposes'
+// parameters, then one pointer per operand of k, in k.Ins order.
+func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (prefix, code string, err error) {
+	if parts.Pre != nil || parts.Post == nil {
+		return "", "", fmt.Errorf("kernels: %s: a fused conv takes an epilogue and no prologue", k.Name)
+	}
+	if d := parts.Core.Out.DType; d.Size() != 2 {
+		return "", "", fmt.Errorf("kernels: %s: transposes move 2-byte elements, not %v", k.Name, d)
+	}
+	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, false)
+	if err != nil {
+		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
+	}
+	var b strings.Builder
+	b.WriteString(fn)
+	var ptrs []string
+	for i, o := range k.Ins {
+		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
+	}
+	fmt.Fprintf(&b, "#define LOOM_TR_EXTRA %s\n", strings.Join(ptrs, ""))
+	fmt.Fprintf(&b, "#define LOOM_TR_OUT %s\n", ctypes[k.Out.DType].storage)
+	fmt.Fprintf(&b, "#define LOOM_TR_POST(i, v) loom_post(%s)\n",
+		strings.Join(append(partPointers(parts.PostIns), "(v)", "(i)"), ", "))
+	fmt.Fprintf(&b, "#define LOOM_TR_NAME(S) %s_##S\n", namePlaceholder)
+	body := b.String() + transposeHIP
+	prelude := codegen.PreludeFor(t, body)
+	h := fnv.New64a()
+	h.Write([]byte(prelude))
+	h.Write([]byte(body))
+	prefix = fmt.Sprintf("loom_transpose_fused_%08x", uint32(h.Sum64()))
+	return prefix, prelude + strings.ReplaceAll(body, namePlaceholder, prefix), nil
+}
 
 // ConvEntries lists every entry point of ConvSource.
 func ConvEntries() []string {
@@ -28,7 +79,8 @@ func ConvEntries() []string {
 // convs take their operands and output through. TransposePlan picks one.
 var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2"}
 
-// TransposePlan returns the entry, grid and block of a transpose of b
+// TransposePlan returns the entry (TransposeEntries; a fused conv's
+// transposes have the same suffixes after their prefix), grid and block of a transpose of b
 // matrices of r × c elements, and the kernel's tilesC argument: pairs of
 // elements (64 × 64 tiles) where r and c are even and both arrays are
 // 4-byte aligned (aligned), single elements (32 × 32 tiles) otherwise;

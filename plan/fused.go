@@ -40,12 +40,14 @@ func IsPoolOrUpsample(n *ir.Node) bool {
 }
 
 // IsFusionCore reports whether n can be the core of a fused kernel: a pool,
-// an upsampling or a matmul.
-func IsFusionCore(n *ir.Node) bool { return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul }
+// an upsampling, a matmul or a convolution.
+func IsFusionCore(n *ir.Node) bool {
+	return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul || n.Op == ir.OpConv || n.Op == ir.OpConvTranspose
+}
 
 // CoreAt returns the index of the core instruction of a fused kernel (more
 // than one instruction, exactly one of them not elementwise, and that one
-// a pool, an upsampling or a matmul), or -1.
+// a pool, an upsampling, a matmul or a convolution), or -1.
 func (k *Kernel) CoreAt() int {
 	if len(k.Instrs) < 2 {
 		return -1
@@ -82,6 +84,19 @@ func (k *Kernel) MatmulAt() int {
 	}
 	return -1
 }
+
+// ConvAt returns the index of the convolution (or transposed convolution)
+// of a fused conv kernel (CoreAt), or -1. fuse gives convs an epilogue
+// only.
+func (k *Kernel) ConvAt() int {
+	if c := k.CoreAt(); c >= 0 && (k.Instrs[c].Node.Op == ir.OpConv || k.Instrs[c].Node.Op == ir.OpConvTranspose) {
+		return c
+	}
+	return -1
+}
+
+// IsFusedConv reports whether k is a fused conv kernel (ConvAt ≥ 0).
+func (k *Kernel) IsFusedConv() bool { return k.ConvAt() >= 0 }
 
 // IsFusedMatmul reports whether k is a fused matmul kernel (MatmulAt ≥ 0).
 func (k *Kernel) IsFusedMatmul() bool { return k.MatmulAt() >= 0 }

@@ -31,7 +31,7 @@ var (
 var Conv = []Workload{
 	{ID: "W12", Desc: "conv2d 3×3 pad 1 f32 NCHW, N×C×HW² → C (Size.Conv; CPU 8×64×56², GPU 32×256×56²)", Build: w12(dtype.F32, false), Flops: w12Flops},
 	{ID: "W12-bf16", Desc: "W12 in bf16 (f32 accumulation)", Build: w12(dtype.BF16, false), Flops: w12Flops},
-	{ID: "W12-crb", Desc: "W12 + bias + relu, f32: the conv step and one fused epilogue kernel", Build: w12(dtype.F32, true), Flops: w12Flops},
+	{ID: "W12-crb", Desc: "W12 + bias + relu, f32: one kernel, the conv with its epilogue (on the GPU's channels-last path the epilogue runs in the output's transpose)", Build: w12(dtype.F32, true), Flops: w12Flops},
 	{ID: "W12-crb-bf16", Desc: "W12-crb in bf16", Build: w12(dtype.BF16, true), Flops: w12Flops},
 	{ID: "W12b", Desc: "conv1d 16×384×3000 → 384, k 3, pad 1, f32 (a fixed shape)", Build: w12b, Flops: func(Size) float64 { return 2 * 16 * 384 * 3000 * 384 * 3 }},
 	{ID: "W12c", Desc: "conv_transpose2d 16×128×64² → 64, k 4, stride 2, pad 1, f32 (a fixed shape)", Build: w12c, Flops: func(Size) float64 { return 2 * 16 * 128 * 64 * 64 * 64 * 16 }},

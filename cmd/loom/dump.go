@@ -39,8 +39,8 @@ var dumpGraphs = map[string]func() *graph.Graph{
 		g.Output("y", graph.Linear(x, w, b).Gelu().Add(x.Affine(0.5, 0)))
 		return g
 	},
-	// conv: a ResNet block's conv → bias → relu → residual add: one conv
-	// step and one fused epilogue kernel.
+	// conv: a ResNet block's conv → bias → relu → residual add: one
+	// kernel, the conv with its epilogue.
 	"conv": func() *graph.Graph {
 		g := graph.New()
 		x := g.Input("x", dtype.F32, 2, 16, dumpRows, dumpRows)

@@ -1,9 +1,11 @@
 package rocm
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/loomgraph/loom/blas"
@@ -456,8 +458,8 @@ func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) er
 
 // timeLayouts times library conv cs once over NCHW arrays (cs.dnn) and
 // once channels-last (plan q, with the transposes), on zeroed scratch
-// arrays: the best of three runs of each after one to warm up, in
-// milliseconds of device time. (cuDNN's own measurements, cudnnFind*, are
+// arrays: the best of nine runs of each, in three alternating rounds after
+// one run to warm up, in milliseconds of device time. (cuDNN's own measurements, cudnnFind*, are
 // no guide here: they gave W12 in bf16 2.1–2.3 ms either way, against
 // 0.26 ms measured around a run, and they leave out the transposes.)
 func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64, err error) {
@@ -477,13 +479,21 @@ func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64
 	if err != nil {
 		return 0, 0, err
 	}
-	if nchw, err = e.bestTime(func() error { return e.convLibrary(cs.dnn, x, w, y) }); err != nil {
-		return 0, 0, err
-	}
+	// The two layouts' runs alternate, so that the device's clocks,
+	// still rising after an idle spell, weigh on both alike.
 	chl := *cs
 	chl.dnn, chl.nhwc = q, true
-	if nhwc, err = e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y) }); err != nil {
-		return 0, 0, err
+	nchw, nhwc = math.Inf(1), math.Inf(1)
+	for range 3 {
+		a, err := e.bestTime(func() error { return e.convLibrary(cs.dnn, x, w, y) })
+		if err != nil {
+			return 0, 0, err
+		}
+		b, err := e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y) })
+		if err != nil {
+			return 0, 0, err
+		}
+		nchw, nhwc = min(nchw, a), min(nhwc, b)
 	}
 	return nchw, nhwc, nil
 }
@@ -544,6 +554,15 @@ func (e *Executor) transpose(in, out hip.DevPtr, b int64, r, c int) error {
 // transposed into scratch, the conv, its output transposed into out.
 func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr) error {
 	g := cs.g
+	return e.convChannelsLastInto(cs, x, w, func(ys hip.DevPtr) error {
+		return e.transpose(ys, out, int64(g.N), g.OH*g.OW, g.CO)
+	})
+}
+
+// convChannelsLastInto is convChannelsLast with the last step, the store
+// of the channels-last output ys, left to store.
+func (e *Executor) convChannelsLastInto(cs *convStep, x, w hip.DevPtr, store func(ys hip.DevPtr) error) error {
+	g := cs.g
 	xn, wn, yn := chlSizes(g)
 	buf, err := e.alloc.alloc(chlBytes(xn) + chlBytes(wn) + chlBytes(yn))
 	if err != nil {
@@ -562,7 +581,7 @@ func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr) error {
 	if err := e.convLibrary(cs.dnn, xs, wsb, ys); err != nil {
 		return err
 	}
-	return e.transpose(ys, out, int64(g.N), g.OH*g.OW, g.CO)
+	return store(ys)
 }
 
 // convLibrary queues library conv p over x and w into y, with its
@@ -586,5 +605,143 @@ func (e *Executor) convLibrary(p hip.ConvPlan, x, w, y hip.DevPtr) error {
 		return err
 	}
 	e.launches.Add(1)
+	return nil
+}
+
+// Fused conv kernels (plan.ConvAt: a conv with the elementwise chain that
+// reads its output; fuse gives convs no prologue). On the channels-last
+// path the epilogue runs in the transpose of the conv's output back to
+// NCHW (kernels.TransposeFused): conv + bias + ReLU + residual is the
+// conv's own launches, with no pass of its own for the epilogue. Anything
+// else — NCHW arrays, the portable kernels, an empty conv — runs the parts
+// (exec.RunFusedParts): the conv, then the epilogue's kernel, as unfused.
+
+// fusedConvKey keys a fused conv's compiled transposes in plan.Kernel.Cache.
+type fusedConvKey struct{}
+
+// fusedTranspose is a fused conv's output transposes, compiled and loaded.
+type fusedTranspose struct {
+	prefix string
+	fns    map[string]hip.Function // by TransposeEntries suffix: "b2", "b2x2"
+}
+
+// prepareFusedConv readies a fused conv: its conv step (the layout chosen
+// by measuring), and the fused transposes where it runs channels-last,
+// else the epilogue's kernel.
+func (e *Executor) prepareFusedConv(k *plan.Kernel, buffers int, tf32 bool) error {
+	parts, err := exec.FusedParts(k, buffers)
+	if err != nil {
+		return err
+	}
+	cs, err := e.prepareConv(parts.Core, tf32)
+	if err != nil {
+		return err
+	}
+	if cs.nhwc && parts.Pre == nil && parts.Post != nil {
+		_, err := e.fusedTransposes(k, parts)
+		return err
+	}
+	for _, p := range []*plan.Kernel{parts.Pre, parts.Post} {
+		if p != nil {
+			if _, err := e.prepare(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fusedTransposes compiles (once per process, through the code cache) and
+// loads (once per kernel and executor) fused conv k's output transposes.
+func (e *Executor) fusedTransposes(k *plan.Kernel, parts *plan.FusedParts) (*fusedTranspose, error) {
+	key := plan.KeyOf(e, fusedConvKey{})
+	if v, ok := k.Cache.Load(key); ok {
+		return v.(*fusedTranspose), nil
+	}
+	prefix, code, err := kernels.TransposeFused(e.target, k, parts)
+	if err != nil {
+		return nil, err
+	}
+	ft := &fusedTranspose{prefix: prefix, fns: map[string]hip.Function{}}
+	for _, entry := range kernels.TransposeEntries {
+		suffix := entry[strings.LastIndexByte(entry, '_')+1:]
+		name := prefix + "_" + suffix
+		obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
+		if err != nil {
+			return nil, err
+		}
+		if ft.fns[suffix], err = e.function(obj, name); err != nil {
+			return nil, err
+		}
+	}
+	v, _ := k.Cache.LoadOrStore(key, ft)
+	return v.(*fusedTranspose), nil
+}
+
+// runFusedConv queues a fused conv: channels-last with the epilogue in the
+// output's transpose, or the parts.
+func (e *Executor) runFusedConv(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
+	parts, err := exec.FusedParts(k, len(mem))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	core := parts.Core
+	cs, err := e.prepareConv(core, false)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	n := core.Instrs[0].Node
+	if !cs.nhwc || parts.Pre != nil || parts.Post == nil || n.Numel() == 0 || cs.g.C == 0 {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	ft, err := e.fusedTransposes(k, parts)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	size := cs.d.Size()
+	x, err := e.span(mem, core.Ins[0].Buf, size, core.Ins[0].Layout.Offset, n.Args[0].Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s input: %w", k.Name, err)
+	}
+	w, err := e.span(mem, core.Ins[1].Buf, size, core.Ins[1].Layout.Offset, n.Args[1].Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+	}
+	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	var extra []hip.DevPtr
+	for i, op := range k.Ins {
+		_, hi := op.Layout.Span()
+		p, err := e.span(mem, op.Buf, op.Buf.DType.Size(), 0, hi)
+		if err != nil {
+			return fmt.Errorf("rocm: %s operand %d: %w", k.Name, i, err)
+		}
+		extra = append(extra, p)
+	}
+	store := func(ys hip.DevPtr) error {
+		g := cs.g
+		name, gb, tilesC, ok := kernels.TransposePlan(int64(g.N), g.OH*g.OW, g.CO, ys%4 == 0 && out%4 == 0)
+		if !ok {
+			return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", g.N, g.OH*g.OW, g.CO)
+		}
+		fn := ft.fns[name[strings.LastIndexByte(name, '_')+1:]]
+		var a hip.Args
+		a.Ptr(ys).Ptr(out).I64(int64(g.N)).I32(int32(g.OH * g.OW)).I32(int32(g.CO)).I32(int32(tilesC))
+		for _, p := range extra {
+			a.Ptr(p)
+		}
+		e.launchMu.Lock()
+		defer e.launchMu.Unlock()
+		if err := e.dev.Launch(fn, gb[0], gb[1], 0, e.stream, &a); err != nil {
+			return fmt.Errorf("launch %s_%s (grid %v): %w", ft.prefix, name, gb[0], err)
+		}
+		e.launches.Add(1)
+		return nil
+	}
+	if err := e.convChannelsLastInto(cs, x, w, store); err != nil {
+		return fmt.Errorf("rocm: %s (%s, epilogue in the output's transpose): %w", k.Name, cs.how, err)
+	}
 	return nil
 }

@@ -157,7 +157,15 @@ func TestGPUConv(t *testing.T) {
 func convHow(t *testing.T, p *graph.Program, e *Executor) string {
 	t.Helper()
 	for _, s := range p.Plan().Steps {
-		if v, ok := s.Kernel.Cache.Load(plan.KeyOf(e, convKey{})); ok {
+		k := s.Kernel
+		if k.IsFusedConv() {
+			parts, err := exec.FusedParts(k, len(p.Plan().Buffers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			k = parts.Core
+		}
+		if v, ok := k.Cache.Load(plan.KeyOf(e, convKey{})); ok {
 			return v.(*convStep).how
 		}
 	}
@@ -326,6 +334,79 @@ func TestGPUConvLayouts(t *testing.T) {
 			}
 			t.Logf("channels-last parts: transposes x %.3f ms (%.0f GB/s), w %.3f ms, y %.3f ms (%.0f GB/s); copy of x %.3f ms (%.0f GB/s); conv %.3f ms",
 				tx, float64(4*xn)/tx/1e6, tw, ty, float64(4*yn)/ty/1e6, cp, float64(4*xn)/cp/1e6, tc)
+		}
+	}
+}
+
+// TestGPUConvEpilogue runs conv → bias → relu → residual add (the
+// residual read through a transposed view) → cast to f32, fused into one
+// kernel, on the library's layouts (its choice, NCHW and channels-last
+// forced) and the portable path, against the same graph on the CPU. The
+// channels-last executor must apply the epilogue in the output's transpose
+// (its fused transposes compiled for the kernel); the others run the
+// parts.
+func TestGPUConvEpilogue(t *testing.T) {
+	var exs []*Executor
+	for _, mode := range []string{"", "nchw", "nhwc", "portable"} {
+		t.Setenv(ConvEnv, mode)
+		e := freshGPU(t)
+		e.dnn()
+		exs = append(exs, e)
+	}
+	c := cpu.New()
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct {
+		name string
+		x, w []int
+		opt  graph.ConvOptions
+	}{
+		{"3x3 pad1 even", []int{2, 64, 12, 10}, []int{32, 64, 3, 3}, graph.ConvOptions{Padding: []int{1}}},
+		{"3x3 stride2 odd", []int{3, 6, 11, 9}, []int{5, 6, 3, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{2}}},
+	} {
+		for _, d := range []dtype.DType{dtype.F16, dtype.BF16, dtype.F32} {
+			t.Run(fmt.Sprintf("%s/%v", tc.name, d), func(t *testing.T) {
+				g := graph.New()
+				x, w := g.Input("x", d, tc.x...), g.Input("w", d, tc.w...)
+				b := g.Input("b", d, tc.w[0], 1, 1)
+				y := graph.Conv2d(x, w, tc.opt)
+				sh := y.Shape()
+				res := g.Input("r", d, sh[0], sh[1], sh[3], sh[2]).Transpose(2, 3)
+				g.Output("y", y.Add(b).Relu().Add(res).Cast(dtype.F32))
+				p, err := g.Compile(graph.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(p.Plan().Steps); n != 1 || !p.Plan().Steps[0].Kernel.IsFusedConv() {
+					t.Fatalf("%d steps, want one fused conv kernel", n)
+				}
+				in := map[string]*tensor.Tensor{"x": randTensor(t, r, d, tc.x), "w": randTensor(t, r, d, tc.w),
+					"b": randTensor(t, r, d, []int{tc.w[0], 1, 1}), "r": randTensor(t, r, d, []int{sh[0], sh[1], sh[3], sh[2]})}
+				want, err := p.Run(ctx, c, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				terms := float64(tc.w[1] * tc.w[2] * tc.w[3])
+				// The conv's error (as TestGPUConv), then two adds rounding
+				// in d over values up to terms + 2 in magnitude.
+				tol := map[dtype.DType]float64{dtype.F32: 1e-5, dtype.F16: 4e-3, dtype.BF16: 3e-2}[d] * (terms + 2)
+				for i, ex := range exs {
+					got, err := p.Run(ctx, ex, in)
+					if err != nil {
+						t.Fatalf("%s: %v", ex.ConvBackend(), err)
+					}
+					wv, gv := want["y"].Float64s(), got["y"].Float64s()
+					k := p.Plan().Steps[0].Kernel
+					_, fusedT := k.Cache.Load(plan.KeyOf(ex, fusedConvKey{}))
+					for j := range wv {
+						if !(math.Abs(gv[j]-wv[j]) <= tol) {
+							t.Fatalf("executor %d (fused transposes: %v): y[%d] = %v, CPU %v (tolerance %g)", i, fusedT, j, gv[j], wv[j], tol)
+						}
+					}
+					if half := d != dtype.F32; ex == exs[2] && half != fusedT {
+						t.Errorf("%s=nhwc, %v: fused transposes %v, want %v", ConvEnv, d, fusedT, half)
+					}
+				}
+			})
 		}
 	}
 }

@@ -425,6 +425,9 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsFusedMatmul() {
 		return e.runFusedMatmul(ctx, k, mem)
 	}
+	if k.IsFusedConv() {
+		return e.runFusedConv(ctx, k, mem)
+	}
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}

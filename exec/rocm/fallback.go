@@ -36,6 +36,10 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 	if k.IsFusedMatmul() {
 		return nil // the skinny-product kernel, or the parts: GPU steps either way
 	}
+	if k.IsFusedConv() {
+		_, err := gemmType(k.Instrs[k.ConvAt()].Node.DType)
+		return err // the conv with its fused transpose, or the parts
+	}
 	if k.IsFusedWindow() {
 		if kernels.HasWindowKernel(k) {
 			return nil

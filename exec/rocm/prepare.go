@@ -64,6 +64,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 				_, err = e.prepareMatmul(k, p.AllowTF32)
 			case k.IsFusedMatmul():
 				err = e.prepareFusedMatmul(k, len(p.Buffers), p.AllowTF32)
+			case k.IsFusedConv():
+				err = e.prepareFusedConv(k, len(p.Buffers), p.AllowTF32)
 			case isIndexKernel(k): // indexing, pools, upsampling
 				_, err = e.prepareIndex(k)
 			case k.IsWindow(): // convolutions
@@ -106,8 +108,8 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 		_, ok := k.Cache.Load(plan.KeyOf(e, matmulKey{}))
 		return ok
 	}
-	if k.IsFusedMatmul() {
-		return false // prepareFusedMatmul is cheap once its parts are
+	if k.IsFusedMatmul() || k.IsFusedConv() {
+		return false // prepareFused* are cheap once their parts are
 	}
 	if isIndexKernel(k) {
 		_, ok := k.Cache.Load(plan.KeyOf(e, indexKey{}))
