@@ -26,7 +26,12 @@ var Dense = []Workload{
 	{ID: "W13-q6_k", Desc: "decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 1)},
 	{ID: "W13-q8_0", Desc: "decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 1)},
 	{ID: "W13-bf16", Desc: "decode mat-vec, W in bf16 (the peer's product)", Build: w13bf16},
+	{ID: "W13m8-q4_0", Desc: "decode mat-vec with 8 activation rows (x[8,4096] bf16), W in Q4_0: issue 14 asks ≤ 1.5× the one-row time", Build: w13(quant.Q4_0, 8)},
+	{ID: "W13m8-q4_k", Desc: "8-row decode mat-vec, W in Q4_K", Build: w13(quant.Q4_K, 8)},
+	{ID: "W13m8-q6_k", Desc: "8-row decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 8)},
+	{ID: "W13m8-q8_0", Desc: "8-row decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 8)},
 	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
+	{ID: "W13p-bf16", Desc: "prefill x[512,4096] · W[4096,14336], both bf16: the GEMM W13p-q4_k is held to (≥ 70% of its TFLOP/s)", Build: w13pbf16, Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K)},
 	{ID: "W-attn", Desc: "decode attention bf16 (CausalAttention): q [1, 32, 1, 64] over 8 key/value heads, k and v [1, 8, 1024, 64], every key visible (bytes: the keys and values)", Build: wAttn},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
@@ -127,6 +132,12 @@ func w13(f quant.Type, m int) func(Size) (*graph.Graph, error) {
 func w13bf16(Size) (*graph.Graph, error) {
 	g := graph.New()
 	g.Output("out", g.Input("x", dtype.BF16, 1, 4096).Matmul(g.Input("w", dtype.BF16, 4096, 14336)))
+	return g, g.Err()
+}
+
+func w13pbf16(Size) (*graph.Graph, error) {
+	g := graph.New()
+	g.Output("out", g.Input("x", dtype.BF16, 512, 4096).Matmul(g.Input("w", dtype.BF16, 4096, 14336)))
 	return g, g.Err()
 }
 
