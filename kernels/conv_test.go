@@ -77,19 +77,26 @@ func randSlice(r *rand.Rand, n int) []float64 {
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*(1+math.Abs(b)) }
 
+// randConvGeom is a random conv geometry (stride 1–3, padding 0–2,
+// dilation 1–2, groups 1–2, 4–8 pixels a side) with its output size, which
+// may be below 1 (the caller skips it).
+func randConvGeom(r *rand.Rand) ConvGeom {
+	g := ConvGeom{N: 1 + r.IntN(3), KH: 1 + r.IntN(3), KW: 1 + r.IntN(3), SH: 1 + r.IntN(3), SW: 1 + r.IntN(3),
+		DH: 1 + r.IntN(2), DW: 1 + r.IntN(2), PH: r.IntN(3), PW: r.IntN(3), G: 1 + r.IntN(2)}
+	g.C, g.CO = g.G*(1+r.IntN(3)), g.G*(1+r.IntN(3))
+	g.H, g.W = 4+r.IntN(5), 4+r.IntN(5)
+	g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
+	g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+	return g
+}
+
 // TestConvTwins: the twins composed as the executor composes the kernels
 // (im2col in image and pixel chunks, then a GEMM per group; a GEMM per
 // group, then col2im) equal the definitions.
 func TestConvTwins(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := range 60 {
-		g := ConvGeom{N: 1 + r.IntN(3), KH: 1 + r.IntN(3), KW: 1 + r.IntN(3), SH: 1 + r.IntN(3), SW: 1 + r.IntN(3),
-			DH: 1 + r.IntN(2), DW: 1 + r.IntN(2), PH: r.IntN(3), PW: r.IntN(3), G: 1 + r.IntN(2)}
-		g.C, g.CO = g.G*(1+r.IntN(3)), g.G*(1+r.IntN(3))
-		g.H, g.W = 4+r.IntN(5), 4+r.IntN(5)
-		// conv
-		g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
-		g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+		g := randConvGeom(r)
 		if g.OH >= 1 && g.OW >= 1 {
 			x := randSlice(r, g.N*g.C*g.H*g.W)
 			w := randSlice(r, g.CO*g.C/g.G*g.KH*g.KW)
@@ -205,12 +212,10 @@ func TestConvCompile(t *testing.T) {
 func TestChannelsLastTwin(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := range 40 {
-		g := ConvGeom{N: 1 + r.IntN(3), KH: 1 + r.IntN(3), KW: 1 + r.IntN(3), SH: 1 + r.IntN(2), SW: 1 + r.IntN(2),
-			DH: 1 + r.IntN(2), DW: 1 + r.IntN(2), PH: r.IntN(2), PW: r.IntN(2), G: 1 + r.IntN(2)}
-		g.C, g.CO = g.G*(1+r.IntN(4)), g.G*(1+r.IntN(4))
-		g.H, g.W = 4+r.IntN(5), 4+r.IntN(5)
-		g.OH = (g.H+2*g.PH-g.DH*(g.KH-1)-1)/g.SH + 1
-		g.OW = (g.W+2*g.PW-g.DW*(g.KW-1)-1)/g.SW + 1
+		g := randConvGeom(r)
+		if g.OH < 1 || g.OW < 1 {
+			continue
+		}
 		cig, cog := g.C/g.G, g.CO/g.G
 		x := randSlice(r, g.N*g.C*g.H*g.W)
 		w := randSlice(r, g.CO*cig*g.KH*g.KW)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"testing"
 	"time"
 
@@ -67,6 +70,63 @@ func TestGPUDecodeProfile(t *testing.T) {
 		}
 	}
 	wall := time.Since(start) / steps
+	// The greedy step (the token picked on the device, 4 bytes down), as
+	// Generate runs it.
+	hip.TraceCalls(true)
+	start = time.Now()
+	for range steps {
+		if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gwall := time.Since(start) / steps
+	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of 300 greedy steps at 10 kHz.
+	if f := os.Getenv("LOOM_LLAMA_CPUPROF"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.SetCPUProfileRate(10000)
+		if err := pprof.StartCPUProfile(out); err != nil {
+			t.Log(err)
+		}
+		for range 300 {
+			if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pprof.StopCPUProfile()
+		out.Close()
+		// And an execution trace of 100 more (go tool trace -pprof=…).
+		tf, err := os.Create(f + ".trace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := trace.Start(tf); err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		trace.Stop()
+		tf.Close()
+	}
+	var gtraced time.Duration
+	for _, c := range hip.TraceCalls(false) {
+		gtraced += c.Total
+		t.Logf("  greedy %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
+	}
+	t.Logf("  greedy step: traced driver calls %v/step of %v wall", gtraced/steps, gwall)
+	hip.TraceCalls(true)
+	start = time.Now()
+	for range steps {
+		if _, err := s.Decode(ctx, []int{7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wall = time.Since(start) / steps
 	calls := hip.TraceCalls(false)
 	t.Logf("decode step: %v wall, %.1f launches", wall, float64(e.Stats().Kernels.Launches-l0)/steps)
 	var traced time.Duration

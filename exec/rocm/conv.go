@@ -169,10 +169,7 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 		p, err := s.lib.Plan(desc)
 		if err == nil {
 			cs.dnn, cs.how = p, p.Algo()
-			if err := e.channelsLast(cs, desc, s.lib); err != nil {
-				p.Close()
-				return nil, err
-			}
+			e.channelsLast(cs, desc, s.lib)
 			s.mu.Lock()
 			s.plans = append(s.plans, cs.dnn)
 			s.mu.Unlock()
@@ -413,47 +410,50 @@ func chlSizes(g kernels.ConvGeom) (x, w, y int64) {
 
 // channelsLast decides whether library conv cs (planned over NCHW arrays
 // from desc) runs channels-last instead, and if so replaces cs.dnn with
-// the channels-last plan. Only f16 and bf16 forward convs are considered.
-func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) error {
+// the channels-last plan, and says why in cs.how either way. Only f16 and
+// bf16 forward convs are considered.
+func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) {
 	mode := e.dnn().mode
 	if cs.transposed || (cs.d != dtype.F16 && cs.d != dtype.BF16) || mode == "nchw" {
-		return nil
+		return
 	}
 	g := cs.g
 	xn, wn, yn := chlSizes(g)
 	if chlBytes(xn)+chlBytes(wn)+chlBytes(yn) > dnnWorkspaceMax {
 		cs.how += " (not channels-last: its copies would take more than the scratch bound)"
-		return nil
+		return
 	}
 	for _, t := range [][3]int64{{int64(g.N), int64(g.C), int64(g.H * g.W)}, {int64(g.CO), int64(g.C / g.G), int64(g.KH * g.KW)}, {int64(g.N), int64(g.OH * g.OW), int64(g.CO)}} {
 		if _, _, _, ok := kernels.TransposePlan(t[0], int(t[1]), int(t[2]), false); !ok {
-			return nil
+			return
 		}
 	}
 	desc.NHWC = true
 	q, err := lib.Plan(desc)
 	if err != nil {
 		cs.how += " (the library refused it channels-last: " + err.Error() + ")"
-		return nil
+		return
 	}
 	why := "forced by " + ConvEnv + "=nhwc"
 	if mode != "nhwc" {
 		nchw, nhwc, err := e.timeLayouts(cs, q)
 		if err != nil {
+			// No room to time it (or a failed run, which the step's own
+			// run reports again): the conv stays on NCHW arrays.
 			q.Close()
-			return err
+			cs.how += " (channels-last not timed: " + err.Error() + ")"
+			return
 		}
 		if nhwc >= nchw {
 			q.Close()
 			cs.how += fmt.Sprintf(" (NCHW arrays %.3f ms; channels-last with the transposes %.3f ms)", nchw, nhwc)
-			return nil
+			return
 		}
 		why = fmt.Sprintf("%.3f ms with the transposes, against %.3f ms over NCHW arrays", nhwc, nchw)
 	}
 	cs.dnn.Close()
 	cs.dnn, cs.nhwc = q, true
 	cs.how = q.Algo() + " (" + why + ")"
-	return nil
 }
 
 // timeLayouts times library conv cs once over NCHW arrays (cs.dnn) and

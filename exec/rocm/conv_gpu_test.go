@@ -200,28 +200,11 @@ func TestGPUConvPortableParts(t *testing.T) {
 			t.Fatal(err)
 		}
 		timeIt := func(f func() error) float64 {
-			s, _ := e.dev.NewEvent()
-			en, _ := e.dev.NewEvent()
-			defer e.dev.DestroyEvent(s)
-			defer e.dev.DestroyEvent(en)
-			best := math.Inf(1)
-			for range 5 {
-				if err := e.dev.Record(s, e.stream); err != nil {
-					t.Fatal(err)
-				}
-				if err := f(); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.dev.Record(en, e.stream); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.dev.EventSynchronize(en); err != nil {
-					t.Fatal(err)
-				}
-				ms, _ := e.dev.ElapsedMs(s, en)
-				best = min(best, float64(ms))
+			ms, err := e.bestTime(f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return best
+			return ms
 		}
 		tIm := timeIt(func() error {
 			var a hip.Args

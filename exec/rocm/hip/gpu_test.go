@@ -4,9 +4,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -328,3 +330,95 @@ func nonZero(rng *rand.Rand) float32 {
 }
 
 func abs(v float32) float32 { return float32(math.Abs(float64(v))) }
+
+// TestGPUCallLatency logs the host time of the small calls a decode step
+// makes after its run (a 4-byte download, an idle stream's sync, an
+// enqueued 4-byte memset, a 4-byte upload), each the mean of 200 calls,
+// to say where a step's host time goes. LOOM_HIP_LATENCY=1 runs it.
+func TestGPUCallLatency(t *testing.T) {
+	if os.Getenv("LOOM_HIP_LATENCY") != "1" {
+		t.Skip("set LOOM_HIP_LATENCY=1 to time small driver calls")
+	}
+	d := openGPU(t)
+	s, err := d.NewStream()
+	must(t, "NewStream", err)
+	p, err := d.Malloc(256)
+	must(t, "Malloc", err)
+	defer d.Free(p)
+	var v uint32
+	const n = 200
+	timeIt := func(name string, f func() error) {
+		for range 10 {
+			must(t, name, f())
+		}
+		start := time.Now()
+		for range n {
+			must(t, name, f())
+		}
+		t.Logf("%-32s %8.2f µs/call", name, float64(time.Since(start).Microseconds())/n)
+	}
+	timeIt("MemcpyDtoH 4 bytes", func() error { return d.MemcpyDtoH(unsafe.Pointer(&v), p, 4, s) })
+	timeIt("MemcpyHtoD 4 bytes", func() error { return d.MemcpyHtoD(p, unsafe.Pointer(&v), 4, s) })
+	timeIt("Synchronize (idle stream)", func() error { return d.Synchronize(s) })
+	timeIt("MemsetD8 4 bytes (enqueued)", func() error { return d.MemsetD8(p, 0, 4, s) })
+	timeIt("MemsetD8 + Synchronize", func() error {
+		if err := d.MemsetD8(p, 0, 4, s); err != nil {
+			return err
+		}
+		return d.Synchronize(s)
+	})
+	// A decode step's pattern: ~1 ms of device work, the wait, then the
+	// downloads; the wait as one blocking call or as a poll of an event.
+	pl, err := LoadPlatform(d.Info().Platform)
+	must(t, "LoadPlatform", err)
+	c, err := pl.Compiler()
+	must(t, "Compiler", err)
+	code, _, err := c.Compile(`extern "C" __global__ void spin(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+`, "spin", d.Info().Arch, nil)
+	must(t, "Compile spin", err)
+	m, err := d.LoadModule(code)
+	must(t, "LoadModule", err)
+	spin, err := m.Function("spin")
+	must(t, "Function(spin)", err)
+	ev, err := d.NewEvent()
+	must(t, "NewEvent", err)
+	defer d.DestroyEvent(ev)
+	for _, poll := range []bool{false, true} {
+		var wait, down time.Duration
+		const steps = 100
+		for range steps {
+			var a Args
+			a.I64(2_000_000)
+			must(t, "Launch", d.Launch(spin, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, &a))
+			t0 := time.Now()
+			if poll {
+				must(t, "Record", d.Record(ev, s))
+				for {
+					done, err := d.EventQuery(ev)
+					must(t, "EventQuery", err)
+					if done {
+						break
+					}
+				}
+			} else {
+				must(t, "Synchronize", d.Synchronize(s))
+			}
+			t1 := time.Now()
+			must(t, "MemcpyDtoH", d.MemcpyDtoH(unsafe.Pointer(&v), p, 4, s))
+			must(t, "MemcpyDtoH", d.MemcpyDtoH(unsafe.Pointer(&v), p, 4, s))
+			wait += t1.Sub(t0)
+			down += time.Since(t1)
+		}
+		t.Logf("after ~1 ms of device work (poll %v): wait %v, then two 4-byte downloads %v", poll, wait/steps, down/steps)
+	}
+	timeIt("MemsetD8 + MemcpyDtoH", func() error {
+		if err := d.MemsetD8(p, 0, 4, s); err != nil {
+			return err
+		}
+		return d.MemcpyDtoH(unsafe.Pointer(&v), p, 4, s)
+	})
+}
