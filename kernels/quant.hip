@@ -113,6 +113,10 @@ LOOM_DEV float dq_q8_k(const unsigned char* b, int g, int r) {
   return __int_as_float((int)LOOM_U32(b)) * (float)(signed char)b[4 + 16 * g + r];
 }
 
+// Tried and dropped (H200, one call): the 4 outputs in one 8- or 16-byte
+// store instead of 4 — the Q4_K dequantization of W13p (14336 × 4096 to
+// bf16, loom bench W13d-q4_k) took 0.138 ms against 0.137, 27% of the copy
+// bandwidth either way: the stores are not what holds it there.
 #define LOOM_DEQUANT(FMT, BLK, BYTES, OUT, NAME, STORE)                                             \
   extern "C" __global__ void __launch_bounds__(256) NAME(const unsigned char* __restrict__ src,     \
                                                           OUT* __restrict__ y, long long n) {       \
