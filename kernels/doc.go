@@ -107,7 +107,11 @@
 //     stores through the epilogue, both rendered by codegen.ScalarFunc as
 //     device functions of the flat index (LOOM_XV, LOOM_STORE), so it
 //     computes the values of its unfused steps. Convolutions have their
-//     own kernels (conv.hip) and run through exec/rocm/conv.go.
+//     own kernels (conv.hip) and run through exec/rocm/conv.go; the
+//     channels-last library path moves its operands and output with
+//     transpose.hip's tiled transposes, and a fused conv kernel
+//     (plan.ConvAt) gets its own build of them with the epilogue applied
+//     at each stored element (TransposeFused).
 //   - Skinny products (gemv.hip, at most 8 rows): GemvSource's entries, and
 //     per fused matmul kernel (plan.MatmulAt) one entry with its epilogue
 //     applied at each stored element (GemvFused).

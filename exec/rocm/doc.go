@@ -16,9 +16,13 @@
 // with scratch from the allocator; indexing and sorting steps run the
 // hand-written kernels of package kernels, whose device error flag is read
 // back after the step (a bad id fails the run there, naming the op and the
-// id), and so do pools and upsampling (window.go). A step with no GPU
-// kernel — a convolution, for now — runs on the CPU through the runner's
-// fallback (exec.Fallbacker; Placement shows it).
+// id), and so do pools and upsampling (window.go). Convolutions run on
+// cuDNN (channels-last for f16/bf16 where that was timed faster, with a
+// fused epilogue inside the output's transpose) or on Loom's im2col + GEMM
+// kernels (conv.go). A step with no GPU kernel — a nearest upsampling whose
+// index product overflows 64 bits, a dtype the GPU path refuses — runs on
+// the CPU through the runner's fallback (exec.Fallbacker; Placement shows
+// it).
 // Launches are serialised by a mutex; the executor is safe for concurrent
 // use, and concurrent runs interleave on the one stream.
 //
