@@ -401,17 +401,17 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 	}
 	if k := e.Kernel; k.IsFusedConv() {
 		// The output transposes with the epilogue inside
-		// (exec/rocm/conv.go's channels-last path); name is the pair's
-		// first entry.
+		// (exec/rocm/conv.go's channels-last path); name is the first
+		// entry.
 		parts, err := plan.SplitFused(k, 1<<30)
 		if err != nil {
 			return "", "", err
 		}
-		prefix, code, err := kernels.TransposeFused(t, k, parts)
+		names, code, err := kernels.TransposeFused(t, k, parts)
 		if err != nil {
 			return "", "", err
 		}
-		return prefix + "_b2", code, nil
+		return names[0], code, nil
 	}
 	if k := e.Kernel; kernels.Handles(k) {
 		ls, _, err := kernels.Plan(k, t)

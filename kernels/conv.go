@@ -27,26 +27,26 @@ func ConvSource(t codegen.Target) string {
 	return codegen.PreludeFor(t, body) + body
 }
 
-// TransposeFused returns the translation unit and the entry-name prefix of
-// the output transposes of fused conv kernel k (a conv with an epilogue:
-// parts from plan.SplitFused, no prologue): the two kernels of
-// transpose.hip, named prefix + "_b2" and prefix + "_b2x2", storing each
+// TransposeFused returns the translation unit of the output transposes of
+// fused conv kernel k (a conv with an epilogue: parts from
+// plan.SplitFused, no prologue) and their entry names, names[i] the fused
+// build of TransposeEntries[i]: transpose.hip's kernels storing each
 // element of the conv's output through the epilogue at its flat index in
 // the NCHW output, in k's output type (the index 32-bit where the output
 // allows: the epilogue's operands divide it to find their elements, and
 // 64-bit divisions made the fused store cost most of a pass of its own).
-// The entries take the transposes'
-// parameters, then one pointer per operand of k, in k.Ins order.
-func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (prefix, code string, err error) {
+// The entries take the transposes' parameters, then one pointer per
+// operand of k, in k.Ins order.
+func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (names []string, code string, err error) {
 	if parts.Pre != nil || parts.Post == nil {
-		return "", "", fmt.Errorf("kernels: %s: a fused conv takes an epilogue and no prologue", k.Name)
+		return nil, "", fmt.Errorf("kernels: %s: a fused conv takes an epilogue and no prologue", k.Name)
 	}
 	if d := parts.Core.Out.DType; d.Size() != 2 {
-		return "", "", fmt.Errorf("kernels: %s: transposes move 2-byte elements, not %v", k.Name, d)
+		return nil, "", fmt.Errorf("kernels: %s: transposes move 2-byte elements, not %v", k.Name, d)
 	}
 	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, false)
 	if err != nil {
-		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
+		return nil, "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
 	}
 	var b strings.Builder
 	b.WriteString(fn)
@@ -64,40 +64,44 @@ func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (p
 	h := fnv.New64a()
 	h.Write([]byte(prelude))
 	h.Write([]byte(body))
-	prefix = fmt.Sprintf("loom_transpose_fused_%08x", uint32(h.Sum64()))
-	return prefix, prelude + strings.ReplaceAll(body, namePlaceholder, prefix), nil
+	prefix := fmt.Sprintf("loom_transpose_fused_%08x", uint32(h.Sum64()))
+	for _, e := range TransposeEntries {
+		names = append(names, prefix+strings.TrimPrefix(e, "loom_transpose"))
+	}
+	return names, prelude + strings.ReplaceAll(body, namePlaceholder, prefix), nil
 }
 
 // ConvEntries lists every entry point of ConvSource.
 func ConvEntries() []string {
-	return []string{"loom_im2col_b2", "loom_im2col_b4", "loom_im2col_b8", "loom_col2im_f32", "loom_col2im_f64",
-		"loom_convt_direct_f16", "loom_convt_direct_bf16", TransposeEntries[0], TransposeEntries[1]}
+	return append([]string{"loom_im2col_b2", "loom_im2col_b4", "loom_im2col_b8", "loom_col2im_f32", "loom_col2im_f64",
+		"loom_convt_direct_f16", "loom_convt_direct_bf16"}, TransposeEntries...)
 }
 
 // TransposeEntries are the batched transposes of 2-byte elements
-// (conv.hip): in [B][R][C] → out [B][C][R], which the channels-last library
-// convs take their operands and output through. TransposePlan picks one.
+// (transpose.hip): in [B][R][C] → out [B][C][R], which the channels-last
+// library convs take their operands and output through. TransposePlan
+// picks one.
 var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2"}
 
-// TransposePlan returns the entry (TransposeEntries; a fused conv's
-// transposes have the same suffixes after their prefix), grid and block of a transpose of b
-// matrices of r × c elements, and the kernel's tilesC argument: pairs of
+// TransposePlan returns which of TransposeEntries (or of a fused conv's
+// TransposeFused names, in the same order) moves b matrices of r × c
+// elements, its grid and block, and the kernel's tilesC argument: pairs of
 // elements (64 × 64 tiles) where r and c are even and both arrays are
-// 4-byte aligned (aligned), single elements (32 × 32 tiles) otherwise;
-// a block of 32 × 8 threads per tile in grid.x, the matrices in grid.y (at
+// 4-byte aligned (aligned), single elements (32 × 32 tiles) otherwise; a
+// block of 32 × 8 threads per tile in grid.x, the matrices in grid.y (at
 // most 65535; the kernel loops over the rest). ok is false where the tiles
 // do not fit grid.x or a side does not fit an int.
-func TransposePlan(b int64, r, c int, aligned bool) (name string, gb [2][3]uint32, tilesC int, ok bool) {
-	name, t := TransposeEntries[0], 32
+func TransposePlan(b int64, r, c int, aligned bool) (entry int, gb [2][3]uint32, tilesC int, ok bool) {
+	entry, t := 0, 32
 	if aligned && r%2 == 0 && c%2 == 0 {
-		name, t = TransposeEntries[1], 64
+		entry, t = 1, 64
 	}
 	tilesR, tilesC := (r+t-1)/t, (c+t-1)/t
 	tiles := int64(tilesR) * int64(tilesC)
 	if b < 1 || r < 1 || c < 1 || tiles > 1<<31-1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 {
-		return "", gb, 0, false
+		return 0, gb, 0, false
 	}
-	return name, [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true
+	return entry, [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true
 }
 
 // ConvGeom is a 2-D convolution's geometry over packed NCHW arrays (1-D

@@ -270,9 +270,9 @@ func TestChannelsLastTwin(t *testing.T) {
 		{3, 256, 3136, true, "loom_transpose_b2x2", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
 		{3, 256, 3136, false, "loom_transpose_b2", [2][3]uint32{{8 * 98, 3, 1}, {32, 8, 1}}, 98},
 	} {
-		name, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.aligned)
-		if !ok || name != c.name || tc != c.tilesC || gb != c.gb {
-			t.Fatalf("TransposePlan(%d, %d, %d, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.aligned, name, gb, tc, ok)
+		entry, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.aligned)
+		if !ok || TransposeEntries[entry] != c.name || tc != c.tilesC || gb != c.gb {
+			t.Fatalf("TransposePlan(%d, %d, %d, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.aligned, TransposeEntries[entry], gb, tc, ok)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // TestGPUDecodeProfile breaks a 1B-shaped bf16 decode step down: its wall
-// time as Decode runs it, the device time of the same step's work (queued
+// time as Decode and as a greedy step (Generate's) run it, the device time of the same step's work (queued
 // behind a long spin, inputs already on the device, so the host's queueing
 // is hidden), and the host time of every kind of driver call during the
 // timed steps (hip.TraceCalls). It runs only with LOOM_LLAMA_PROFILE=1.
@@ -61,26 +61,39 @@ func TestGPUDecodeProfile(t *testing.T) {
 		}
 	}
 	const steps = 50
-	l0 := e.Stats().Kernels.Launches
-	hip.TraceCalls(true)
-	start := time.Now()
-	for range steps {
-		if _, err := s.Decode(ctx, []int{7}); err != nil {
-			t.Fatal(err)
+	decode := func() error { _, err := s.Decode(ctx, []int{7}); return err }
+	// greedy is the step Generate runs: the token picked on the device,
+	// 4 bytes down.
+	greedy := func() error { _, err := s.decodeGreedy(ctx, []int{7}); return err }
+	repeat := func(n int, f func() error) {
+		for range n {
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	wall := time.Since(start) / steps
-	// The greedy step (the token picked on the device, 4 bytes down), as
-	// Generate runs it.
-	hip.TraceCalls(true)
-	start = time.Now()
-	for range steps {
-		if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
-			t.Fatal(err)
+	// traceSteps runs steps steps of f with the driver calls traced and
+	// logs the wall time, launches and each call per step.
+	traceSteps := func(label string, f func() error) {
+		l0 := e.Stats().Kernels.Launches
+		hip.TraceCalls(true)
+		start := time.Now()
+		repeat(steps, f)
+		wall := time.Since(start) / steps
+		calls := hip.TraceCalls(false)
+		t.Logf("%s: %v wall, %.1f launches", label, wall, float64(e.Stats().Kernels.Launches-l0)/steps)
+		var traced time.Duration
+		for _, c := range calls {
+			traced += c.Total
+			t.Logf("  %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
 		}
+		t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
 	}
-	gwall := time.Since(start) / steps
-	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of 300 greedy steps at 10 kHz.
+	traceSteps("greedy decode step", greedy)
+	traceSteps("decode step", decode)
+	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of 300 greedy steps at 10 kHz,
+	// and an execution trace of 100 more in FILE.trace (go tool trace
+	// -pprof=syscall|sched|sync).
 	if f := os.Getenv("LOOM_LLAMA_CPUPROF"); f != "" {
 		out, err := os.Create(f)
 		if err != nil {
@@ -90,14 +103,9 @@ func TestGPUDecodeProfile(t *testing.T) {
 		if err := pprof.StartCPUProfile(out); err != nil {
 			t.Log(err)
 		}
-		for range 300 {
-			if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		repeat(300, greedy)
 		pprof.StopCPUProfile()
 		out.Close()
-		// And an execution trace of 100 more (go tool trace -pprof=…).
 		tf, err := os.Create(f + ".trace")
 		if err != nil {
 			t.Fatal(err)
@@ -105,36 +113,10 @@ func TestGPUDecodeProfile(t *testing.T) {
 		if err := trace.Start(tf); err != nil {
 			t.Fatal(err)
 		}
-		for range 100 {
-			if _, err := s.decodeGreedy(ctx, []int{7}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		repeat(100, greedy)
 		trace.Stop()
 		tf.Close()
 	}
-	var gtraced time.Duration
-	for _, c := range hip.TraceCalls(false) {
-		gtraced += c.Total
-		t.Logf("  greedy %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
-	}
-	t.Logf("  greedy step: traced driver calls %v/step of %v wall", gtraced/steps, gwall)
-	hip.TraceCalls(true)
-	start = time.Now()
-	for range steps {
-		if _, err := s.Decode(ctx, []int{7}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wall = time.Since(start) / steps
-	calls := hip.TraceCalls(false)
-	t.Logf("decode step: %v wall, %.1f launches", wall, float64(e.Stats().Kernels.Launches-l0)/steps)
-	var traced time.Duration
-	for _, c := range calls {
-		traced += c.Total
-		t.Logf("  %-28s %7.1f calls/step %9v/step %7v/call", c.Name, float64(c.Count)/steps, c.Total/steps, c.Total/time.Duration(c.Count))
-	}
-	t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
 
 	// The same step's device time: ids and pos already on the device.
 	prog, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(s.pos + 1)})

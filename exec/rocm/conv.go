@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/loomgraph/loom/blas"
@@ -232,16 +231,12 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 		defer e.launchMu.Unlock()
 		return e.dev.MemsetD8(out, 0, uint64(int64(n.Numel())*size), e.stream)
 	}
-	x, err := ptr(k.Ins[0].Buf, k.Ins[0].Layout.Offset, n.Args[0].Numel())
+	x, w, err := e.convOperands(k, mem)
 	if err != nil {
-		return fmt.Errorf("rocm: %s input: %w", k.Name, err)
-	}
-	w, err := ptr(k.Ins[1].Buf, k.Ins[1].Layout.Offset, n.Args[1].Numel())
-	if err != nil {
-		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
 	}
 	if cs.dnn != nil && cs.nhwc {
-		if err := e.convChannelsLast(cs, x, w, out); err != nil {
+		if err := e.convChannelsLast(cs, x, w, out, nil, nil); err != nil {
 			return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
 		}
 		return nil
@@ -261,6 +256,20 @@ func (e *Executor) runConv(k *plan.Kernel, mem []exec.Memory) error {
 		return fmt.Errorf("rocm: %s (%s): %w", k.Name, cs.how, err)
 	}
 	return nil
+}
+
+// convOperands returns where conv step k's input and weight start (packed
+// arrays at their offsets, as fuse hands window ops).
+func (e *Executor) convOperands(k *plan.Kernel, mem []exec.Memory) (x, w hip.DevPtr, err error) {
+	n := k.Instrs[0].Node
+	size := n.DType.Size()
+	if x, err = e.span(mem, k.Ins[0].Buf, size, k.Ins[0].Layout.Offset, n.Args[0].Numel()); err != nil {
+		return 0, 0, fmt.Errorf("input: %w", err)
+	}
+	if w, err = e.span(mem, k.Ins[1].Buf, size, k.Ins[1].Layout.Offset, n.Args[1].Numel()); err != nil {
+		return 0, 0, fmt.Errorf("weight: %w", err)
+	}
+	return x, w, nil
 }
 
 // launchFlat queues a grid-stride conv kernel over n elements.
@@ -391,7 +400,7 @@ func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) err
 // bf16 took 0.26 ms where PyTorch's channels-last conv takes 0.17. So a
 // forward f16/bf16 conv on the library may run over channels-last copies
 // of its operands: the input and the weight are transposed into scratch
-// (kernels.TransposeEntry), the library convolves them into a
+// (kernels.TransposeEntries), the library convolves them into a
 // channels-last output in scratch, and that is transposed into the
 // step's NCHW output. The path is taken where a run of it, transposes
 // included, is faster than a run over NCHW arrays, both timed once when
@@ -403,9 +412,40 @@ func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) err
 // up to 256 bytes so that each starts aligned for the library's loads.
 func chlBytes(n int64) int64 { return (n*2 + 255) &^ 255 }
 
-// chlSizes returns the element counts of the input, weight and output.
-func chlSizes(g kernels.ConvGeom) (x, w, y int64) {
-	return int64(g.N) * int64(g.C) * int64(g.H*g.W), int64(g.CO) * int64(g.C/g.G) * int64(g.KH*g.KW), int64(g.N) * int64(g.CO) * int64(g.OH*g.OW)
+// chlMove is one transpose of the channels-last path: b matrices of r × c
+// elements, each moved to c × r.
+type chlMove struct {
+	b    int64
+	r, c int
+}
+
+// chlMoves returns the path's three moves for geometry g: the input
+// [N][C][H·W] → [N][H·W][C], the weight [K][C/G][R·S] → [K][R·S][C/G], and
+// the output back, [N][OH·OW][K] → [N][K][OH·OW].
+func chlMoves(g kernels.ConvGeom) (x, w, y chlMove) {
+	return chlMove{int64(g.N), g.C, g.H * g.W}, chlMove{int64(g.CO), g.C / g.G, g.KH * g.KW}, chlMove{int64(g.N), g.OH * g.OW, g.CO}
+}
+
+// numel is the number of elements a move reads (and writes).
+func (m chlMove) numel() int64 { return m.b * int64(m.r) * int64(m.c) }
+
+// chlScratchBytes is the scratch of the three channels-last arrays.
+func chlScratchBytes(g kernels.ConvGeom) int64 {
+	x, w, y := chlMoves(g)
+	return chlBytes(x.numel()) + chlBytes(w.numel()) + chlBytes(y.numel())
+}
+
+// chlScratch allocates the three channels-last arrays of geometry g in one
+// block (released by the caller with releaseScratch).
+func (e *Executor) chlScratch(g kernels.ConvGeom) (buf *block, xs, ws, ys hip.DevPtr, err error) {
+	x, w, _ := chlMoves(g)
+	if buf, err = e.alloc.alloc(chlScratchBytes(g)); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	xs = buf.ptr
+	ws = xs + hip.DevPtr(chlBytes(x.numel()))
+	ys = ws + hip.DevPtr(chlBytes(w.numel()))
+	return buf, xs, ws, ys, nil
 }
 
 // channelsLast decides whether library conv cs (planned over NCHW arrays
@@ -417,14 +457,14 @@ func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) {
 	if cs.transposed || (cs.d != dtype.F16 && cs.d != dtype.BF16) || mode == "nchw" {
 		return
 	}
-	g := cs.g
-	xn, wn, yn := chlSizes(g)
-	if chlBytes(xn)+chlBytes(wn)+chlBytes(yn) > dnnWorkspaceMax {
+	if chlScratchBytes(cs.g) > dnnWorkspaceMax {
 		cs.how += " (not channels-last: its copies would take more than the scratch bound)"
 		return
 	}
-	for _, t := range [][3]int64{{int64(g.N), int64(g.C), int64(g.H * g.W)}, {int64(g.CO), int64(g.C / g.G), int64(g.KH * g.KW)}, {int64(g.N), int64(g.OH * g.OW), int64(g.CO)}} {
-		if _, _, _, ok := kernels.TransposePlan(t[0], int(t[1]), int(t[2]), false); !ok {
+	x, w, y := chlMoves(cs.g)
+	for _, m := range []chlMove{x, w, y} {
+		// Unaligned: single elements take the most tiles.
+		if _, _, _, ok := kernels.TransposePlan(m.b, m.r, m.c, false); !ok {
 			return
 		}
 	}
@@ -463,18 +503,13 @@ func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) {
 // no guide here: they gave W12 in bf16 2.1–2.3 ms either way, against
 // 0.26 ms measured around a run, and they leave out the transposes.)
 func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64, err error) {
-	g := cs.g
-	xn, wn, yn := chlSizes(g)
-	buf, err := e.alloc.alloc(chlBytes(xn) + chlBytes(wn) + chlBytes(yn))
+	buf, x, w, y, err := e.chlScratch(cs.g)
 	if err != nil {
 		return 0, 0, fmt.Errorf("timing the conv's layouts: %w", err)
 	}
 	defer e.releaseScratch(buf)
-	x := buf.ptr
-	w := x + hip.DevPtr(chlBytes(xn))
-	y := w + hip.DevPtr(chlBytes(wn))
 	e.launchMu.Lock()
-	err = e.dev.MemsetD8(x, 0, uint64(chlBytes(xn)+chlBytes(wn)), e.stream)
+	err = e.dev.MemsetD8(x, 0, uint64(y-x), e.stream) // the input and the weight
 	e.launchMu.Unlock()
 	if err != nil {
 		return 0, 0, err
@@ -489,7 +524,7 @@ func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64
 		if err != nil {
 			return 0, 0, err
 		}
-		b, err := e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y) })
+		b, err := e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y, nil, nil) })
 		if err != nil {
 			return 0, 0, err
 		}
@@ -539,49 +574,51 @@ func (e *Executor) bestTime(f func() error) (float64, error) {
 	return best, nil
 }
 
-// transpose queues in [b][r][c] → out [b][c][r] for 2-byte elements.
-func (e *Executor) transpose(in, out hip.DevPtr, b int64, r, c int) error {
-	name, gb, tilesC, ok := kernels.TransposePlan(b, r, c, in%4 == 0 && out%4 == 0)
+// transpose queues move m from in to out for 2-byte elements: on
+// ConvSource's transposes, or with fused (not nil) on a fused conv's
+// build of them, whose epilogue reads the operands extra.
+func (e *Executor) transpose(m chlMove, in, out hip.DevPtr, fused *fusedTranspose, extra []hip.DevPtr) error {
+	entry, gb, tilesC, ok := kernels.TransposePlan(m.b, m.r, m.c, in%4 == 0 && out%4 == 0)
 	if !ok {
-		return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", b, r, c)
+		return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", m.b, m.r, m.c)
 	}
 	var a hip.Args
-	a.Ptr(in).Ptr(out).I64(b).I32(int32(r)).I32(int32(c)).I32(int32(tilesC))
-	return e.launchGrid(name, gb, &a)
+	a.Ptr(in).Ptr(out).I64(m.b).I32(int32(m.r)).I32(int32(m.c)).I32(int32(tilesC))
+	if fused == nil {
+		return e.launchGrid(kernels.TransposeEntries[entry], gb, &a)
+	}
+	for _, p := range extra {
+		a.Ptr(p)
+	}
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.dev.Launch(fused.fns[entry], gb[0], gb[1], 0, e.stream, &a); err != nil {
+		return fmt.Errorf("launch %s (grid %v): %w", fused.names[entry], gb[0], err)
+	}
+	e.launches.Add(1)
+	return nil
 }
 
 // convChannelsLast queues a channels-last library conv: x and w
-// transposed into scratch, the conv, its output transposed into out.
-func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr) error {
-	g := cs.g
-	return e.convChannelsLastInto(cs, x, w, func(ys hip.DevPtr) error {
-		return e.transpose(ys, out, int64(g.N), g.OH*g.OW, g.CO)
-	})
-}
-
-// convChannelsLastInto is convChannelsLast with the last step, the store
-// of the channels-last output ys, left to store.
-func (e *Executor) convChannelsLastInto(cs *convStep, x, w hip.DevPtr, store func(ys hip.DevPtr) error) error {
-	g := cs.g
-	xn, wn, yn := chlSizes(g)
-	buf, err := e.alloc.alloc(chlBytes(xn) + chlBytes(wn) + chlBytes(yn))
+// transposed into scratch, the conv, its output transposed into out
+// (through fused's epilogue when fused is not nil, its operands extra).
+func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr, fused *fusedTranspose, extra []hip.DevPtr) error {
+	mx, mw, my := chlMoves(cs.g)
+	buf, xs, ws, ys, err := e.chlScratch(cs.g)
 	if err != nil {
 		return fmt.Errorf("channels-last scratch: %w", err)
 	}
 	defer e.releaseScratch(buf)
-	xs := buf.ptr
-	wsb := xs + hip.DevPtr(chlBytes(xn))
-	ys := wsb + hip.DevPtr(chlBytes(wn))
-	if err := e.transpose(x, xs, int64(g.N), g.C, g.H*g.W); err != nil {
+	if err := e.transpose(mx, x, xs, nil, nil); err != nil {
 		return err
 	}
-	if err := e.transpose(w, wsb, int64(g.CO), g.C/g.G, g.KH*g.KW); err != nil {
+	if err := e.transpose(mw, w, ws, nil, nil); err != nil {
 		return err
 	}
-	if err := e.convLibrary(cs.dnn, xs, wsb, ys); err != nil {
+	if err := e.convLibrary(cs.dnn, xs, ws, ys); err != nil {
 		return err
 	}
-	return store(ys)
+	return e.transpose(my, ys, out, fused, extra)
 }
 
 // convLibrary queues library conv p over x and w into y, with its
@@ -619,10 +656,11 @@ func (e *Executor) convLibrary(p hip.ConvPlan, x, w, y hip.DevPtr) error {
 // fusedConvKey keys a fused conv's compiled transposes in plan.Kernel.Cache.
 type fusedConvKey struct{}
 
-// fusedTranspose is a fused conv's output transposes, compiled and loaded.
+// fusedTranspose is a fused conv's output transposes, compiled and loaded,
+// in the order of kernels.TransposeEntries.
 type fusedTranspose struct {
-	prefix string
-	fns    map[string]hip.Function // by TransposeEntries suffix: "b2", "b2x2"
+	names []string
+	fns   []hip.Function
 }
 
 // prepareFusedConv readies a fused conv: its conv step (the layout chosen
@@ -658,19 +696,17 @@ func (e *Executor) fusedTransposes(k *plan.Kernel, parts *plan.FusedParts) (*fus
 	if v, ok := k.Cache.Load(key); ok {
 		return v.(*fusedTranspose), nil
 	}
-	prefix, code, err := kernels.TransposeFused(e.target, k, parts)
+	names, code, err := kernels.TransposeFused(e.target, k, parts)
 	if err != nil {
 		return nil, err
 	}
-	ft := &fusedTranspose{prefix: prefix, fns: map[string]hip.Function{}}
-	for _, entry := range kernels.TransposeEntries {
-		suffix := entry[strings.LastIndexByte(entry, '_')+1:]
-		name := prefix + "_" + suffix
+	ft := &fusedTranspose{names: names, fns: make([]hip.Function, len(names))}
+	for i, name := range names {
 		obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
 		if err != nil {
 			return nil, err
 		}
-		if ft.fns[suffix], err = e.function(obj, name); err != nil {
+		if ft.fns[i], err = e.function(obj, name); err != nil {
 			return nil, err
 		}
 	}
@@ -698,49 +734,19 @@ func (e *Executor) runFusedConv(ctx context.Context, k *plan.Kernel, mem []exec.
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
-	size := cs.d.Size()
-	x, err := e.span(mem, core.Ins[0].Buf, size, core.Ins[0].Layout.Offset, n.Args[0].Numel())
+	x, w, err := e.convOperands(core, mem)
 	if err != nil {
-		return fmt.Errorf("rocm: %s input: %w", k.Name, err)
-	}
-	w, err := e.span(mem, core.Ins[1].Buf, size, core.Ins[1].Layout.Offset, n.Args[1].Numel())
-	if err != nil {
-		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
 	}
 	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
 	if err != nil {
 		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
 	}
-	var extra []hip.DevPtr
-	for i, op := range k.Ins {
-		_, hi := op.Layout.Span()
-		p, err := e.span(mem, op.Buf, op.Buf.DType.Size(), 0, hi)
-		if err != nil {
-			return fmt.Errorf("rocm: %s operand %d: %w", k.Name, i, err)
-		}
-		extra = append(extra, p)
+	extra, err := e.operandBases(k, mem)
+	if err != nil {
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
 	}
-	store := func(ys hip.DevPtr) error {
-		g := cs.g
-		name, gb, tilesC, ok := kernels.TransposePlan(int64(g.N), g.OH*g.OW, g.CO, ys%4 == 0 && out%4 == 0)
-		if !ok {
-			return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", g.N, g.OH*g.OW, g.CO)
-		}
-		fn := ft.fns[name[strings.LastIndexByte(name, '_')+1:]]
-		var a hip.Args
-		a.Ptr(ys).Ptr(out).I64(int64(g.N)).I32(int32(g.OH * g.OW)).I32(int32(g.CO)).I32(int32(tilesC))
-		for _, p := range extra {
-			a.Ptr(p)
-		}
-		e.launchMu.Lock()
-		defer e.launchMu.Unlock()
-		if err := e.dev.Launch(fn, gb[0], gb[1], 0, e.stream, &a); err != nil {
-			return fmt.Errorf("launch %s_%s (grid %v): %w", ft.prefix, name, gb[0], err)
-		}
-		e.launches.Add(1)
-		return nil
-	}
-	if err := e.convChannelsLastInto(cs, x, w, store); err != nil {
+	if err := e.convChannelsLast(cs, x, w, out, ft, extra); err != nil {
 		return fmt.Errorf("rocm: %s (%s, epilogue in the output's transpose): %w", k.Name, cs.how, err)
 	}
 	return nil

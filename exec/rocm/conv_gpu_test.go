@@ -255,15 +255,7 @@ func TestGPUConvLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, e := range exs {
-			vals := map[string]exec.Value{}
-			for name, h := range in {
-				d, err := e.FromHost(h)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer d.Free()
-				vals[name] = d
-			}
+			vals := residentValues(t, e, in)
 			run := func() error {
 				out, err := p.RunValues(ctx, e, vals, true)
 				for _, v := range out {
@@ -293,19 +285,19 @@ func TestGPUConvLayouts(t *testing.T) {
 					cs = v.(*convStep)
 				}
 			}
-			xn, wn, yn := chlSizes(cs.g)
+			mx, mw, my := chlMoves(cs.g)
+			xn, yn := mx.numel(), my.numel()
 			var bl [3]*block
 			for j := range bl {
-				if bl[j], err = e.alloc.alloc(chlBytes(max(xn, wn, yn))); err != nil {
+				if bl[j], err = e.alloc.alloc(chlBytes(max(xn, mw.numel(), yn))); err != nil {
 					t.Fatal(err)
 				}
 				defer e.releaseScratch(bl[j])
 			}
 			a, b := bl[0].ptr, bl[1].ptr
-			g := cs.g
-			tx, err1 := e.bestTime(func() error { return e.transpose(a, b, int64(g.N), g.C, g.H*g.W) })
-			tw, err2 := e.bestTime(func() error { return e.transpose(a, b, int64(g.CO), g.C/g.G, g.KH*g.KW) })
-			ty, err3 := e.bestTime(func() error { return e.transpose(a, b, int64(g.N), g.OH*g.OW, g.CO) })
+			tx, err1 := e.bestTime(func() error { return e.transpose(mx, a, b, nil, nil) })
+			tw, err2 := e.bestTime(func() error { return e.transpose(mw, a, b, nil, nil) })
+			ty, err3 := e.bestTime(func() error { return e.transpose(my, a, b, nil, nil) })
 			cp, err4 := e.bestTime(func() error {
 				e.launchMu.Lock()
 				defer e.launchMu.Unlock()

@@ -153,12 +153,11 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	args.Ptr(a).Ptr(b).Ptr(out).I32(int32(c.M)).I32(int32(c.N)).I32(int32(c.K))
 	args.I64(int64(c.LDA)).I64(int64(c.LDB)).I64(int64(c.LDC))
 	args.I64(int64(c.StrideA)).I64(int64(c.StrideB)).I64(int64(c.StrideC))
-	for i, op := range k.Ins {
-		_, hi := op.Layout.Span()
-		p, err := e.span(mem, op.Buf, op.Buf.DType.Size(), 0, hi)
-		if err != nil {
-			return fmt.Errorf("rocm: %s operand %d: %w", k.Name, i, err)
-		}
+	ops, err := e.operandBases(k, mem)
+	if err != nil {
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
+	}
+	for _, p := range ops {
 		args.Ptr(p)
 	}
 	e.launchMu.Lock()
@@ -168,6 +167,23 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	e.launches.Add(1)
 	return nil
+}
+
+// operandBases returns the base of every operand of fused kernel k, in
+// k.Ins order, each checked to hold what its layout reads: the pointers a
+// kernel with an epilogue rendered by codegen.ScalarFunc takes (it applies
+// the layouts itself).
+func (e *Executor) operandBases(k *plan.Kernel, mem []exec.Memory) ([]hip.DevPtr, error) {
+	ps := make([]hip.DevPtr, len(k.Ins))
+	for i, op := range k.Ins {
+		_, hi := op.Layout.Span()
+		p, err := e.span(mem, op.Buf, op.Buf.DType.Size(), 0, hi)
+		if err != nil {
+			return nil, fmt.Errorf("operand %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	return ps, nil
 }
 
 // partRunner runs a fused kernel's parts as steps of the executor's own,

@@ -514,15 +514,7 @@ func TestGPUBandwidth(t *testing.T) {
 		w, _ := workloads.ByID(id)
 		g, _ := w.Build(workloads.Size{Elems: 1 << 26, Rows: 4096, Cols: 8192})
 		in, _ := workloads.Inputs(g, 1)
-		res := map[string]exec.Value{}
-		for name, h := range in {
-			r, err := e.FromHost(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Free()
-			res[name] = r
-		}
+		res := residentValues(t, e, in)
 		line := id
 		for _, fused := range []bool{true, false} {
 			p, err := g.Compile(graph.Options{NoFusion: !fused})

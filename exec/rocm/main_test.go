@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // TestMain points the kernel disk cache at a fresh temporary directory
@@ -78,4 +80,20 @@ func compileOnly(t testing.TB) *Executor {
 		target: codegen.Target{Platform: platform, Arch: arch},
 		opts:   compileOptions(platform, comp.Version()), codes: newCodeCache(),
 	}
+}
+
+// residentValues uploads host inputs to e, as RunValues takes them; they
+// are freed when the test ends.
+func residentValues(t testing.TB, e *Executor, in map[string]*tensor.Tensor) map[string]exec.Value {
+	t.Helper()
+	vals := map[string]exec.Value{}
+	for name, h := range in {
+		d, err := e.FromHost(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Free() })
+		vals[name] = d
+	}
+	return vals
 }

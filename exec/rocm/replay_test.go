@@ -80,15 +80,7 @@ func TestGPUReplay(t *testing.T) {
 	// The same resident inputs three times: the second run records, the
 	// third replays.
 	{
-		vals := map[string]exec.Value{}
-		for k, h := range map[string]*tensor.Tensor{"cache": zeros, "pos": u32(2), "ids": u32(7), "long": host(2, 1<<16)} {
-			v, err := e.FromHost(h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer v.Free()
-			vals[k] = v
-		}
+		vals := residentValues(t, e, map[string]*tensor.Tensor{"cache": zeros, "pos": u32(2), "ids": u32(7), "long": host(2, 1<<16)})
 		for k, v := range resident {
 			vals[k] = v
 		}
