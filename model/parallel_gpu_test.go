@@ -45,7 +45,7 @@ func TestGPUTensorParallel(t *testing.T) {
 		if size > n {
 			break
 		}
-		tokens, rate, err := runTP(dir, size, prompt)
+		tokens, rate, stats, err := runTP(dir, size, prompt)
 		if err != nil {
 			t.Fatalf("%d GPUs: %v", size, err)
 		}
@@ -54,18 +54,19 @@ func TestGPUTensorParallel(t *testing.T) {
 		} else if !slices.Equal(tokens, base) {
 			t.Errorf("%d GPUs: greedy tokens %v, one GPU's %v", size, tokens, base)
 		}
-		t.Logf("%d GPUs: batch-8 decode %.0f tokens/s, %.2f× one GPU's", size, rate, rate/baseRate)
+		t.Logf("%d GPUs: batch-8 decode %.0f tokens/s, %.2f× one GPU's (rank 0's replays: %+v)", size, rate, rate/baseRate, stats)
 	}
 }
 
 // runTP loads the model over size GPUs and returns rank 0's 32 greedy
-// tokens after prompt and the decode rate of 8 sequences (tokens/s).
-func runTP(dir string, size int, prompt []int) ([]int, float64, error) {
+// tokens after prompt, the decode rate of 8 sequences (tokens/s) and rank
+// 0's replay counters.
+func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats, error) {
 	es := make([]*rocm.Executor, size)
 	for i := range es {
 		e, err := rocm.OpenDevice(i)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, rocm.ReplayStats{}, err
 		}
 		defer e.Close()
 		es[i] = e
@@ -77,7 +78,7 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, error) {
 	if size > 1 {
 		comms, err := rocm.NewGroup("tp", es)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, rocm.ReplayStats{}, err
 		}
 		for i, c := range comms {
 			defer c.Close()
@@ -88,7 +89,7 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, error) {
 	for i := range ms {
 		m, err := Load(dir, opts[i])
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, rocm.ReplayStats{}, err
 		}
 		defer m.Close()
 		ms[i] = m
@@ -141,8 +142,8 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, error) {
 	wg.Wait()
 	for r, err := range errs {
 		if err != nil {
-			return nil, 0, fmt.Errorf("rank %d: %w", r, err)
+			return nil, 0, rocm.ReplayStats{}, fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
-	return tokens[0], rates[0], nil
+	return tokens[0], rates[0], es[0].ReplayStats(), nil
 }

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,24 +49,35 @@ func TestGPUDecodeProfile(t *testing.T) {
 	}
 	w = nil
 	m := load(t, path, Options{Executor: e, DType: dtype.BF16})
-	s, err := m.NewSession(1)
+	// LOOM_LLAMA_PROFILE_BATCH=B profiles a step of B sequences (default 1).
+	batch := 1
+	if b, err := strconv.Atoi(os.Getenv("LOOM_LLAMA_PROFILE_BATCH")); err == nil && b > 0 {
+		batch = b
+	}
+	t.Logf("batch %d", batch)
+	s, err := m.NewSession(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Prefill(ctx, [][]int{randomIDs(3, 512, cfg.Vocab)}); err != nil {
+	prompts := make([][]int, batch)
+	for i := range prompts {
+		prompts[i] = randomIDs(3, 512, cfg.Vocab)
+	}
+	sevens := slices.Repeat([]int{7}, batch)
+	if _, err := s.Prefill(ctx, prompts); err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {
-		if _, err := s.Decode(ctx, []int{5}); err != nil {
+		if _, err := s.Decode(ctx, slices.Repeat([]int{5}, batch)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const steps = 50
-	decode := func() error { _, err := s.Decode(ctx, []int{7}); return err }
+	decode := func() error { _, err := s.Decode(ctx, sevens); return err }
 	// greedy is the step Generate runs: the token picked on the device,
 	// 4 bytes down.
-	greedy := func() error { _, err := s.decodeGreedy(ctx, []int{7}); return err }
+	greedy := func() error { _, err := s.decodeGreedy(ctx, sevens); return err }
 	repeat := func(n int, f func() error) {
 		for range n {
 			if err := f(); err != nil {
@@ -119,12 +132,12 @@ func TestGPUDecodeProfile(t *testing.T) {
 	}
 
 	// The same step's device time: ids and pos already on the device.
-	prog, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(s.pos + 1)})
+	prog, _, err := m.decodeProgram(ctx, decodeKey{batch, m.decodeWindow(s.pos + 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, _ := tensor.New([]uint32{7}, 1)
-	pos, _ := tensor.New([]uint32{uint32(s.pos)}, 1)
+	ids, _ := tensor.New(slices.Repeat([]uint32{7}, batch), batch)
+	pos, _ := tensor.New(slices.Repeat([]uint32{uint32(s.pos)}, batch), batch)
 	idv, err := placeTensor(e, ids)
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,13 @@ package rocm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomgraph/loom/dtype"
@@ -34,23 +37,43 @@ import (
 // context's deadline, not a hang. An aborted communicator is unusable:
 // make the group again.
 //
-// Runs with collectives are not replayed (exec.WithReplay): NCCL's
-// operations can be captured into graphs, but a rank's recording would
-// outlive a group made again after an abort.
+// Runs with collectives are replayed (exec.WithReplay) like any other:
+// the library's operations are captured into the graph with the kernels
+// (NCCL and RCCL support stream capture), which takes a tensor-parallel
+// decode step from hundreds of launches per rank to one. A recording
+// belongs to the communicators it captured: the binding it is replayed
+// for includes their serial numbers, a run with an aborted or destroyed
+// communicator runs step by step (and fails there, naming it), and
+// Comm.Close drops the recordings that used the communicator before
+// destroying it. A replay registers the recorded collectives with the run
+// like the steps would, so Wait still polls their communicators and the
+// run's end still reads their asynchronous errors.
 
 // Comm is one rank's communicator on a GPU executor (exec.Comm).
 type Comm struct {
-	e    *Executor
-	name string
-	c    *hip.Comm
+	e      *Executor
+	name   string
+	c      *hip.Comm
+	serial uint64 // unique in the process: recordings made with it say so
+}
+
+// commSerial numbers the communicators made in this process.
+var commSerial atomic.Uint64
+
+func newComm(e *Executor, name string, c *hip.Comm) *Comm {
+	return &Comm{e: e, name: name, c: c, serial: commSerial.Add(1)}
 }
 
 func (c *Comm) Group() string { return c.name }
 func (c *Comm) Rank() int     { return c.c.Rank() }
 func (c *Comm) Size() int     { return c.c.Size() }
 
-// Close destroys the communicator (after the work queued on it).
-func (c *Comm) Close() error { return c.c.Destroy() }
+// Close drops the executor's recordings that use the communicator and
+// destroys it (after the work queued on it).
+func (c *Comm) Close() error {
+	c.e.forgetComm(c)
+	return c.c.Destroy()
+}
 
 // collectives loads the platform's collective library.
 func (e *Executor) collectives() (*hip.Collectives, error) {
@@ -86,7 +109,7 @@ func (e *Executor) JoinGroup(name string, id hip.CommID, size, rank int) (*Comm,
 	if err != nil {
 		return nil, fmt.Errorf("rocm: group %q: %w", name, err)
 	}
-	return &Comm{e: e, name: name, c: hc}, nil
+	return newComm(e, name, hc), nil
 }
 
 // NewGroup makes the communicators of group name over es (rank i on
@@ -109,7 +132,7 @@ func NewGroup(name string, es []*Executor) ([]*Comm, error) {
 	}
 	out := make([]*Comm, len(es))
 	for i, hc := range hcs {
-		out[i] = &Comm{e: es[i], name: name, c: hc}
+		out[i] = newComm(es[i], name, hc)
 	}
 	return out, nil
 }
@@ -180,13 +203,13 @@ func (e *Executor) runCollective(ctx context.Context, k *plan.Kernel, mem []exec
 	if err != nil {
 		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
 	}
+	step := k.Name
 	if st := exec.RunStateOf(ctx); st != nil {
-		fresh := false
-		used := st.Local(runCommsKey{e}, func() any { fresh = true; return &runComms{} }).(*runComms)
-		if fresh {
-			exec.DeferCheck(ctx, used.asyncErrors, nil)
-		}
-		used.add(rc, fmt.Sprintf("step %d (%s)", st.Step(), k.Name))
+		step = fmt.Sprintf("step %d (%s)", st.Step(), k.Name)
+	}
+	e.useComm(ctx, rc, step)
+	if rec := e.capturing.Load(); rec != nil && ctx.Value(captureKey{}) == e {
+		rec.colls = append(rec.colls, commUse{rc, step})
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
@@ -208,6 +231,52 @@ func (e *Executor) runCollective(ctx context.Context, k *plan.Kernel, mem []exec
 	return nil
 }
 
+// commUse is a collective step's communicator, and the step, for errors.
+type commUse struct {
+	c    *Comm
+	step string
+}
+
+// useComm notes that the run ctx belongs to used c in step, so that Wait
+// polls c and the run's end reads its asynchronous errors.
+func (e *Executor) useComm(ctx context.Context, c *Comm, step string) {
+	st := exec.RunStateOf(ctx)
+	if st == nil {
+		return
+	}
+	fresh := false
+	used := st.Local(runCommsKey{e}, func() any { fresh = true; return &runComms{} }).(*runComms)
+	if fresh {
+		exec.DeferCheck(ctx, used.asyncErrors, nil)
+	}
+	used.add(c, step)
+}
+
+// commKey is the part of a replay's binding that names the communicators
+// ctx binds to p's collective groups (their serials, in step order); ok is
+// false when one is missing, not this executor's, or no longer live: the
+// steps then run one by one and say what is wrong.
+func (e *Executor) commKey(ctx context.Context, p *plan.Plan) (key []byte, ok bool) {
+	var groups []string
+	for _, s := range p.Steps {
+		if !s.Kernel.IsCollective() {
+			continue
+		}
+		n := s.Kernel.Instrs[0].Node
+		if slices.Contains(groups, n.Name) {
+			continue
+		}
+		groups = append(groups, n.Name)
+		c, err := exec.CommOf(ctx, n.Op.String(), n.Name, n.Coll().Size)
+		rc, isGPU := c.(*Comm)
+		if err != nil || !isGPU || rc.e != e || !rc.c.Live() {
+			return nil, false
+		}
+		key = binary.LittleEndian.AppendUint64(key, rc.serial)
+	}
+	return key, true
+}
+
 func (u *runComms) add(c *Comm, step string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -217,7 +286,9 @@ func (u *runComms) add(c *Comm, step string) {
 	if _, ok := u.steps[c]; !ok {
 		u.comms = append(u.comms, c)
 	}
-	u.steps[c] = append(u.steps[c], step)
+	if !slices.Contains(u.steps[c], step) {
+		u.steps[c] = append(u.steps[c], step)
+	}
 }
 
 // stepsOf names the steps of the run that used c.
@@ -248,41 +319,55 @@ func (u *runComms) asyncErrors() error {
 }
 
 // waitCollectives is Wait for a run whose steps used communicators: it
-// polls the stream and the communicators, and aborts them when the run's
+// waits for the stream's work, reads the communicators' asynchronous
+// errors every millisecond meanwhile, and aborts them when the run's
 // context ends or one reports an error.
+//
+// The wait itself is a blocking event synchronization in a goroutine, so
+// the run ends as soon as its work does. (Polling the event with pauses
+// that grow to a millisecond, as this did at first, overslept a
+// tensor-parallel decode step of ~1.5 ms by up to 1 ms.) An abort ends the
+// library's pending kernels, which ends that synchronization too; the
+// goroutine owns the event and destroys it.
 func (e *Executor) waitCollectives(ctx context.Context, u *runComms) error {
 	ev, err := e.dev.NewEvent()
 	if err != nil {
 		return fmt.Errorf("rocm: %w", err)
 	}
-	defer e.dev.DestroyEvent(ev)
 	leave := e.enter(ctx)
 	err = e.dev.Record(ev, e.stream)
 	leave()
 	if err != nil {
+		e.dev.DestroyEvent(ev)
 		return fmt.Errorf("rocm: %w", err)
 	}
+	done := make(chan error, 1)
+	go func() {
+		err := e.dev.EventSynchronize(ev)
+		e.dev.DestroyEvent(ev)
+		done <- err
+	}()
 	abort := func(why error) error {
 		for _, c := range u.list() {
 			c.c.Abort()
 		}
 		return fmt.Errorf("rocm: %w (the run's communicators are aborted: make the group again)", why)
 	}
-	for pause := 20 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
-		done, err := e.dev.EventQuery(ev)
-		if err != nil {
-			return fmt.Errorf("rocm: %w", err)
-		}
-		if done {
-			return e.Sync() // the timing event, if any; everything is done
-		}
-		if err := u.asyncErrors(); err != nil {
-			return abort(err)
-		}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
 		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("rocm: %w", err)
+			}
+			return e.Sync() // the timing event, if any; everything is done
+		case <-tick.C:
+			if err := u.asyncErrors(); err != nil {
+				return abort(err)
+			}
 		case <-ctx.Done():
 			return abort(fmt.Errorf("cancelled while waiting for collectives: %w", ctx.Err()))
-		case <-time.After(pause):
 		}
 	}
 }

@@ -66,9 +66,6 @@ type planReplays struct {
 	seen   []string     // bindings run once, not recorded (most recent last)
 	recs   []*recording // most recently used last
 	broken error        // why a capture of this plan failed: no more tries
-	// collective: the plan has collective steps, which are not replayed
-	// (collective.go).
-	collective bool
 }
 
 // recording is a captured run of a plan's steps for one binding.
@@ -81,6 +78,7 @@ type recording struct {
 	qmvw     int64     // of which word-load quantized mat-vecs
 	qmvq     int64     // and 8-bit ones (two launches)
 	qmvf     int64     // and one-launch 8-bit ones
+	colls    []commUse // the collectives recorded (collective.go)
 	// users counts the runs replaying rec whose final checks have not
 	// run yet; a dropped recording is destroyed when the last one ends
 	// (its graph may be queued and its flags are read after the run's
@@ -143,6 +141,11 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 	if !ok {
 		return steps(ctx)
 	}
+	ck, ok := e.commKey(ctx, p)
+	if !ok {
+		return steps(ctx)
+	}
+	key += string(ck)
 	r := &e.rp
 	r.mu.Lock()
 	r.n.Runs++
@@ -154,10 +157,6 @@ func (e *Executor) RunSteps(ctx context.Context, p *plan.Plan, mem []exec.Memory
 		rec.users++
 		r.mu.Unlock()
 		return e.replay(ctx, rec)
-	}
-	if pr.collective {
-		r.mu.Unlock()
-		return steps(ctx) // not replayed: see collective.go
 	}
 	if pr.broken != nil || !slices.Contains(pr.seen, key) {
 		if pr.broken == nil && !slices.Contains(pr.seen, key) {
@@ -206,7 +205,7 @@ func (r *replays) use(e *Executor, p *plan.Plan) *planReplays {
 	}
 	pr := r.plans[p]
 	if pr == nil {
-		pr = &planReplays{collective: slices.ContainsFunc(p.Steps, func(s *plan.Step) bool { return s.Kernel.IsCollective() })}
+		pr = &planReplays{}
 		r.plans[p] = pr
 	} else {
 		r.lru = slices.DeleteFunc(r.lru, func(q *plan.Plan) bool { return q == p })
@@ -283,6 +282,9 @@ func (e *Executor) replay(ctx context.Context, rec *recording) error {
 		done()
 		return fmt.Errorf("loom: run on rocm: replaying a recorded run of %d launches: %w", rec.launches, err)
 	}
+	for _, u := range rec.colls {
+		e.useComm(ctx, u.c, u.step)
+	}
 	e.launches.Add(rec.launches)
 	qmvWordLaunches.Add(rec.qmvw)
 	qmvQ8Launches.Add(rec.qmvq)
@@ -344,6 +346,23 @@ func (e *Executor) Forget(p *plan.Plan) {
 		}
 		delete(r.plans, p)
 		r.lru = slices.DeleteFunc(r.lru, func(q *plan.Plan) bool { return q == p })
+	}
+}
+
+// forgetComm drops the recordings whose collectives use c.
+func (e *Executor) forgetComm(c *Comm) {
+	r := &e.rp
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pr := range r.plans {
+		pr.recs = slices.DeleteFunc(pr.recs, func(rec *recording) bool {
+			if !slices.ContainsFunc(rec.colls, func(u commUse) bool { return u.c == c }) {
+				return false
+			}
+			e.dropRecording(rec)
+			r.n.Live--
+			return true
+		})
 	}
 }
 

@@ -404,6 +404,14 @@ func (cm *Comm) Wait(s Stream, deadline time.Time) error {
 	}
 }
 
+// Live reports whether the communicator can still be used: it has not
+// been aborted or destroyed.
+func (cm *Comm) Live() bool {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return cm.h != 0
+}
+
 // Abort ends the communicator at once, abandoning pending operations
 // (ncclCommAbort); it cannot be used afterwards.
 func (cm *Comm) Abort() error {
