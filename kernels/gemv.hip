@@ -109,6 +109,13 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
     }                                                                                                 \
   }
 
+// Tried and taken back (session 26): at M = 8 a batch-8 decode step's
+// products read their weights at about half the rate of M = 1 (49 µs for
+// the 2048 × 16384 gate/up product on an H200). Groups that own 4 rows of
+// B each, so that every row of A loaded serves 4 rows of B, were slower
+// in the same call (gate/up 860 against 740 µs a step, q/k/v 360 against
+// 280; the residual products 831 against 877).
+//
 // Each kernel comes twice: for 1 ≤ M ≤ 8 rows, and for M = 1 (suffix _m1:
 // one accumulator, a fraction of the registers, so more groups stay
 // resident to keep loads in flight: decode with one sequence).

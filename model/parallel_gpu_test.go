@@ -2,10 +2,12 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +100,7 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats
 	tokens := make([][]int, size)
 	rates := make([]float64, size)
 	errs := make([]error, size)
+	profs := make([]string, size)
 	var wg sync.WaitGroup
 	for r, m := range ms {
 		wg.Go(func() {
@@ -137,6 +140,16 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats
 					rates[r] = 8 * 64 / time.Since(start).Seconds()
 				}
 			}
+			// LOOM_LLAMA_TP_PROFILE=1: where rank r's decode step goes,
+			// step by step (no replays: each step between device events,
+			// a collective's time including its wait for the other ranks).
+			if os.Getenv("LOOM_LLAMA_TP_PROFILE") == "1" {
+				profs[r], errs[r] = profileTP(ctx, es[r], func() error {
+					next, err := s.decodeGreedy(ctx, ids)
+					ids = next
+					return err
+				})
+			}
 		})
 	}
 	wg.Wait()
@@ -145,5 +158,41 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats
 			return nil, 0, rocm.ReplayStats{}, fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
+	for r, p := range profs {
+		if p != "" {
+			fmt.Printf("rank %d of %d, a batch-8 decode step:\n%s", r, size, p)
+		}
+	}
 	return tokens[0], rates[0], es[0].ReplayStats(), nil
+}
+
+// profileTP profiles 5 steps of step on e (rocm.Executor.ProfileSteps) and
+// returns the 16 costliest kinds of step, a line each.
+func profileTP(ctx context.Context, e *rocm.Executor, step func() error) (string, error) {
+	if err := e.ProfileSteps(true); err != nil {
+		return "", err
+	}
+	const n = 5
+	for range n {
+		if err := step(); err != nil {
+			return "", err
+		}
+	}
+	prof, err := e.Profile()
+	if err := errors.Join(err, e.ProfileSteps(false)); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	total := 0.0
+	for _, st := range prof {
+		total += st.Ms
+	}
+	fmt.Fprintf(&b, "  %.3f ms of device time a step\n", total/n)
+	for i, st := range prof {
+		if i == 16 {
+			break
+		}
+		fmt.Fprintf(&b, "  %7.1f µs/step %5.1f×/step  %s\n", 1000*st.Ms/n, float64(st.Count)/n, st.Label)
+	}
+	return b.String(), nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -176,10 +178,12 @@ func TestGPUCollectiveReplay(t *testing.T) {
 	}
 }
 
-// TestGPUCollectiveDeadPeer: on two GPUs, rank 0 runs an all-reduce that
-// rank 1 never joins. The run must end with the context's deadline (an
-// error naming the wait for collectives), not hang, and the executors and
-// communicators must close afterwards.
+// TestGPUCollectiveDeadPeer: on two GPUs, after a run on both ranks (the
+// library connects the ranks in the first collectives), rank 0 runs again
+// and rank 1 does not come. Rank 0's run must end at its context's
+// deadline with an error naming the wait for collectives, not hang; the
+// communicators and executors must close afterwards. A watchdog prints
+// every goroutine's stack if the run outlives its deadline by far.
 func TestGPUCollectiveDeadPeer(t *testing.T) {
 	e := freshGPU(t)
 	if err := e.supportsCollective(); err != nil {
@@ -195,8 +199,19 @@ func TestGPUCollectiveDeadPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := onRanks(2, func(r int) error {
+		_, err := p.Run(exec.WithComms(context.Background(), comms[r]), es[r], inputs(r))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(exec.WithComms(context.Background(), comms[0]), 2*time.Second)
 	defer cancel()
+	watchdog := time.AfterFunc(20*time.Second, func() {
+		fmt.Println("TestGPUCollectiveDeadPeer: the run outlived its deadline by 18 s; goroutines:")
+		pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
+	})
+	defer watchdog.Stop()
 	start := time.Now()
 	_, err = p.Run(ctx, e, inputs(0))
 	took := time.Since(start)

@@ -78,6 +78,10 @@ func gemmCases() []gemmCase {
 			// (kernels.GemvLanes).
 			cs = append(cs, gemmCase{d, call(2, 100, 1024, 2, false, true, 0, false, false)})
 			cs = append(cs, gemmCase{d, call(3, 37, 2048, 1, false, true, 3, false, false)})
+			// Several rows of A over thousands of rows of B (a batched
+			// decode step's products), a batch over a broadcast weight.
+			cs = append(cs, gemmCase{d, call(8, 4100, 2048, 1, false, true, 0, false, false)})
+			cs = append(cs, gemmCase{d, call(3, 1030, 1024, 2, false, true, 0, false, true)})
 		}
 	}
 	cs = append(cs, gemmCase{dtype.F32, call(64, 64, 16384, 1, false, false, 0, false, false)})

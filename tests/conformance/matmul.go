@@ -334,6 +334,31 @@ func (s *suite) mmLinear(t *testing.T) {
 			}
 		}
 	}
+	// A decode step's products: 8 sequences of one token times a weight
+	// of a few thousand rows, the residual added in the epilogue (on the
+	// GPU a skinny product of 8 rows with the epilogue fused).
+	for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+		t.Run(fmt.Sprintf("decode/%v", dt), func(t *testing.T) {
+			const b, k, n = 8, 1024, 4100
+			c := s.newCase(t)
+			x, xv := c.input("x", dt, []int{b, 1, k}, mmGen)
+			w, wv := c.input("w", dt, []int{n, k}, mmGen)
+			r, rv := c.input("r", dt, []int{b, 1, n}, mmGen)
+			ref, scale := mmRef(dt, xv, wv.transpose(0, 1))
+			for i := range ref.f {
+				ref.f[i] += rv.f[i]
+				scale[i] += math.Abs(rv.f[i])
+			}
+			tol := mmTol(k)
+			if dt == dtype.BF16 {
+				// The product rounds to bf16 before the add: half a bf16
+				// ulp of it more, at most 2^-8 of the scale.
+				tol.ulps, tol.rel16 = 2, tol.rel16+1.0/256
+			}
+			c.expect("y", graph.Linear(x, w, nil).Add(r), want{v: ref, tol: tol, scale: scale})
+			c.run()
+		})
+	}
 	t.Run("epilogue", func(t *testing.T) {
 		c := s.newCase(t)
 		x, xv := c.input("x", dtype.F64, []int{2, 3, in}, mmGen)
