@@ -116,6 +116,14 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
 // in the same call (gate/up 860 against 740 µs a step, q/k/v 360 against
 // 280; the residual products 831 against 877).
 //
+// Also tried (same session): loading all 8 rows of A before any product,
+// with no "m < M" branch among the loads (rows past M reloading row
+// M − 1): no faster (gate/up 781 µs a step, the residual products 929),
+// so the loads were not what the branches serialized. The same change in
+// the quantized mat-vecs' chunk functions left W13m8 where it was (Q4_0
+// 0.056 ms, Q4_K 0.062, Q8_0 0.058; Q6_K 0.098 against 0.113 the session
+// before, not measured side by side).
+//
 // Each kernel comes twice: for 1 ≤ M ≤ 8 rows, and for M = 1 (suffix _m1:
 // one accumulator, a fraction of the registers, so more groups stay
 // resident to keep loads in flight: decode with one sequence).
