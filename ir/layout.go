@@ -157,15 +157,49 @@ func (l Layout) BroadcastTo(dims []int) (Layout, error) {
 	return out, nil
 }
 
-// Reshape re-views a contiguous layout with new dims; ok is false when the
-// layout is not contiguous (the caller must copy first).
+// Reshape re-views l with new dims (the same element count), or says it
+// cannot (ok false: the caller copies first). A contiguous layout always
+// can. A strided one can when each run of l's dims that is contiguous
+// within itself (stride[i] = stride[i+1]·dims[i+1]) is split or merged
+// into new dims on its own, never mixed with a neighbouring run: the new
+// dims over a run get the run's innermost stride times the sizes inside
+// them. So a narrowed last dim reshaped into heads ([B, T, 320] with row
+// stride 384 into [B, T, 10, 32]) stays a view of the product it was cut
+// from, where it used to be copied (two copies a layer of a llama decode
+// step). Dims of size 1 belong to any run. An empty layout re-views as
+// contiguous.
 func (l Layout) Reshape(dims []int) (out Layout, ok bool) {
-	if !l.IsContiguous() {
+	if l.IsContiguous() || l.Numel() == 0 || l.Rank() == 0 {
+		out = Contiguous(dims)
+		out.Offset = l.Offset
+		return out, true
+	}
+	strides := make([]int, len(dims))
+	nd := len(dims) - 1           // the next new dim to place, from the innermost
+	base := l.Strides[l.Rank()-1] // the current run's innermost stride
+	runN, viewN := 1, 1
+	for d := l.Rank() - 1; d >= 0; d-- {
+		runN *= l.Dims[d]
+		// The run ends at d unless dim d−1 continues it (or is of size 1).
+		if d > 0 && (l.Dims[d-1] == 1 || l.Strides[d-1] == runN*base) {
+			continue
+		}
+		for nd >= 0 && (viewN < runN || dims[nd] == 1) {
+			strides[nd] = viewN * base
+			viewN *= dims[nd]
+			nd--
+		}
+		if viewN != runN {
+			return Layout{}, false
+		}
+		if d > 0 {
+			base, runN, viewN = l.Strides[d-1], 1, 1
+		}
+	}
+	if nd >= 0 {
 		return Layout{}, false
 	}
-	out = Contiguous(dims)
-	out.Offset = l.Offset
-	return out, true
+	return Layout{Dims: slices.Clone(dims), Strides: strides, Offset: l.Offset}, true
 }
 
 // Unsqueeze inserts a dim of size 1 at position dim (0 ≤ dim ≤ rank).

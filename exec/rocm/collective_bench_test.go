@@ -11,7 +11,7 @@ import (
 
 // TestGPUAllReduceBandwidth measures AllReduce (f32 sum, in place) over
 // every GPU of this machine, one executor and one NCCL/RCCL rank each
-// (NewGroup), for 1 MiB … 1 GiB: the median of 20 timed calls after 5
+// (NewGroup), for 32 KiB, 256 KiB and 1 MiB … 1 GiB: the median of 20 timed calls after 5
 // warm-ups (device events on every rank's stream, the slowest rank's
 // time), the algorithm bandwidth bytes/time and the bus bandwidth
 // 2(N−1)/N of it (nccl-tests' definitions; on one GPU the bus moves
@@ -46,7 +46,7 @@ func TestGPUAllReduceBandwidth(t *testing.T) {
 	}
 	lib, _ := es[0].collectives()
 	t.Logf("%d GPUs (%s), %s", n, es[0].info.Name, lib.Name())
-	for size := int64(1 << 20); size <= 1<<30; size *= 4 {
+	for _, size := range allReduceSizes {
 		bufs := make([]*block, n)
 		for i, e := range es {
 			b, err := e.alloc.alloc(size)
@@ -112,12 +112,18 @@ func TestGPUAllReduceBandwidth(t *testing.T) {
 	}
 }
 
+// allReduceSizes are the measured sizes: a tensor-parallel decode step's
+// (32 KiB: 8 rows of 2048 bf16), then 256 KiB and 1 MiB … 1 GiB.
+var allReduceSizes = []int64{32 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30}
+
 func human(b int64) string {
 	switch {
 	case b >= 1<<30:
 		return fmt.Sprintf("%d GiB", b>>30)
 	case b >= 1<<20:
 		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<10:
+		return fmt.Sprintf("%d KiB", b>>10)
 	}
 	return fmt.Sprintf("%d B", b)
 }

@@ -101,17 +101,33 @@ func (s *suite) reshapeStrided(t *testing.T) {
 			if n := copies(t, c); n != 1 {
 				t.Errorf("a reshape of a transposed view made %d copies, want 1", n)
 			}
+			// Reshapes that split or merge only dims that are contiguous
+			// among themselves stay views of the narrowed or broadcast
+			// value (ir.Layout.Reshape); a new dim that spans a cut or a
+			// broadcast dim and a stored one needs a copy.
 			c2 := s.newCase(t)
 			x, xv = c2.input("x", dt, []int{4, 6, 5}, viewGen)
 			y, w = consume(x.Narrow(1, 1, 3).Reshape(4, 15), xv.narrow(1, 1, 3).reshape([]int{4, 15}))
 			c2.expect("narrowed", y, w)
-			y, w = consume(x.BroadcastTo(2, 4, 6, 5).Reshape(8, 30), xv.broadcast([]int{2, 4, 6, 5}).reshape([]int{8, 30}))
+			y, w = consume(x.Narrow(2, 1, 3).Reshape(4, 6, 3, 1).Reshape(24, 3), xv.narrow(2, 1, 3).reshape([]int{24, 3}))
+			c2.expect("narrowed_rows", y, w)
+			y, w = consume(x.BroadcastTo(2, 4, 6, 5).Reshape(2, 4, 30), xv.broadcast([]int{2, 4, 6, 5}).reshape([]int{2, 4, 30}))
 			c2.expect("broadcast", y, w)
-			if n := copies(t, c2); n != 2 {
-				t.Errorf("reshapes of a narrowed and a broadcast view made %d copies, want 2", n)
+			if n := copies(t, c2); n != 0 {
+				t.Errorf("reshapes within contiguous runs of a narrowed and a broadcast view made %d copies, want 0", n)
+			}
+			c3 := s.newCase(t)
+			x, xv = c3.input("x", dt, []int{4, 6, 5}, viewGen)
+			y, w = consume(x.Narrow(2, 1, 3).Reshape(8, 9), xv.narrow(2, 1, 3).reshape([]int{8, 9}))
+			c3.expect("across_cut", y, w)
+			y, w = consume(x.BroadcastTo(2, 4, 6, 5).Reshape(8, 30), xv.broadcast([]int{2, 4, 6, 5}).reshape([]int{8, 30}))
+			c3.expect("across_broadcast", y, w)
+			if n := copies(t, c3); n != 2 {
+				t.Errorf("reshapes across a narrowed dim's cut and a broadcast dim made %d copies, want 2", n)
 			}
 			c.run()
 			c2.run()
+			c3.run()
 		})
 	}
 }
