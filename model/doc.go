@@ -75,7 +75,7 @@
 // its own (at most log₂(MaxSeqLen/16) + 1), compiled on first use
 // (Generate compiles those it will need before its clock starts).
 //
-// Cost of launching: a decode step of the 1B shape is ~235 kernels. Each
+// Cost of launching: a decode step of the 1B shape is ~203 kernels. Each
 // decode run is made under exec.WithReplay, so an executor that records
 // (the GPU: CUDA/HIP graphs, exec/rocm/replay.go) launches the whole step
 // with one call from the second step of a session on; the session frees a
