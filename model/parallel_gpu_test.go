@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +143,7 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats
 			// step by step (no replays: each step between device events,
 			// a collective's time including its wait for the other ranks).
 			if os.Getenv("LOOM_LLAMA_TP_PROFILE") == "1" {
-				profs[r], errs[r] = profileTP(ctx, es[r], func() error {
+				profs[r], errs[r] = profileTP(es[r], func() error {
 					next, err := s.decodeGreedy(ctx, ids)
 					ids = next
 					return err
@@ -167,8 +166,8 @@ func runTP(dir string, size int, prompt []int) ([]int, float64, rocm.ReplayStats
 }
 
 // profileTP profiles 5 steps of step on e (rocm.Executor.ProfileSteps) and
-// returns the 16 costliest kinds of step, a line each.
-func profileTP(ctx context.Context, e *rocm.Executor, step func() error) (string, error) {
+// returns the 16 costliest kinds of step (profileTable).
+func profileTP(e *rocm.Executor, step func() error) (string, error) {
 	if err := e.ProfileSteps(true); err != nil {
 		return "", err
 	}
@@ -182,17 +181,5 @@ func profileTP(ctx context.Context, e *rocm.Executor, step func() error) (string
 	if err := errors.Join(err, e.ProfileSteps(false)); err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	total := 0.0
-	for _, st := range prof {
-		total += st.Ms
-	}
-	fmt.Fprintf(&b, "  %.3f ms of device time a step\n", total/n)
-	for i, st := range prof {
-		if i == 16 {
-			break
-		}
-		fmt.Fprintf(&b, "  %7.1f µs/step %5.1f×/step  %s\n", 1000*st.Ms/n, float64(st.Count)/n, st.Label)
-	}
-	return b.String(), nil
+	return profileTable(prof, n, 16), nil
 }

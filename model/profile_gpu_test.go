@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,11 +10,13 @@ import (
 	"runtime/trace"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
@@ -222,16 +225,25 @@ func TestGPUDecodeProfile(t *testing.T) {
 	if err := e.ProfileSteps(false); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("profiled steps:\n%s", profileTable(prof, profiled, 30))
+}
+
+// profileTable formats a step profile (rocm.Executor.Profile) of n decode
+// steps: the device time a step, then the rows costliest kinds of step, a
+// line each (time a step, share, launches a step, label).
+func profileTable(prof []rocm.StepTime, n, rows int) string {
 	var total float64
 	for _, st := range prof {
 		total += st.Ms
 	}
-	t.Logf("profiled steps: %.3f ms of device time a decode step", total/profiled)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %.3f ms of device time a decode step\n", total/float64(n))
 	for i, st := range prof {
-		if i == 30 {
-			t.Logf("  … %d more labels", len(prof)-i)
+		if i == rows {
+			fmt.Fprintf(&b, "  … %d more labels\n", len(prof)-i)
 			break
 		}
-		t.Logf("  %7.1f µs/step %5.1f%% %5.1f×/step  %s", 1000*st.Ms/profiled, 100*st.Ms/total, float64(st.Count)/profiled, st.Label)
+		fmt.Fprintf(&b, "  %7.1f µs/step %5.1f%% %5.1f×/step  %s\n", 1000*st.Ms/float64(n), 100*st.Ms/total, float64(st.Count)/float64(n), st.Label)
 	}
+	return b.String()
 }

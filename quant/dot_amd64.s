@@ -134,19 +134,29 @@ q80loop:
 	VZEROUPPER
 	RET
 
-// Q40INT computes the int32 lanes of Q4_0 block X+xoff · Q8_0 block
-// DI+yoff into DST (Σ q·y − 8·Σy, in eight partial sums), X the base
-// register of the weights. Clobbers Y0–Y4.
-#define Q40INT(X, xoff, yoff, DST) \
+// Q40Y loads the Q8_0 block DI+yoff's 32 quants into Y2 and their offset
+// term 8·Σy (pairs of int16) into Y4, for Q40ROW.
+#define Q40Y(yoff) \
+	VMOVDQU    yoff+2(DI), Y2 \
+	VPMADDUBSW Y2, Y14, Y4
+
+// Q40ROW computes the int32 lanes of Q4_0 block X+xoff against the Q8_0
+// block in Y2 and Y4 (Q40Y) into DST (Σ q·y − 8·Σy, in eight partial
+// sums), X the base register of the weights. Clobbers Y0, Y1, Y3.
+#define Q40ROW(X, xoff, DST) \
 	VMOVDQU     xoff+2(X), X0 \
 	VPSRLW      $4, X0, X1     \
 	VINSERTI128 $1, X1, Y0, Y0 \
 	VPAND       Y15, Y0, Y0    \
-	VMOVDQU     yoff+2(DI), Y2 \
 	VPMADDUBSW  Y2, Y0, Y3     \
-	VPMADDUBSW  Y2, Y14, Y4    \
 	VPSUBW      Y4, Y3, Y3     \
 	VPMADDWD    Y13, Y3, DST
+
+// Q40INT is Q40ROW for one weight row against the Q8_0 block DI+yoff.
+// Clobbers Y0–Y4.
+#define Q40INT(X, xoff, yoff, DST) \
+	Q40Y(yoff)          \
+	Q40ROW(X, xoff, DST)
 
 // F16X4 loads the f16 at addr+0, +stride, +2·stride, +3·stride into the
 // four low float32 of X (R is a scratch GPR).
@@ -234,22 +244,9 @@ q40done:
 // and their offset term 8·Σy are loaded and computed once for the two.
 // Clobbers Y0–Y4.
 #define Q40INT2(xoff, yoff, D0, D1) \
-	VMOVDQU     yoff+2(DI), Y2 \
-	VPMADDUBSW  Y2, Y14, Y4    \
-	VMOVDQU     xoff+2(SI), X0 \
-	VPSRLW      $4, X0, X1     \
-	VINSERTI128 $1, X1, Y0, Y0 \
-	VPAND       Y15, Y0, Y0    \
-	VPMADDUBSW  Y2, Y0, Y3     \
-	VPSUBW      Y4, Y3, Y3     \
-	VPMADDWD    Y13, Y3, D0    \
-	VMOVDQU     xoff+2(R8), X0 \
-	VPSRLW      $4, X0, X1     \
-	VINSERTI128 $1, X1, Y0, Y0 \
-	VPAND       Y15, Y0, Y0    \
-	VPMADDUBSW  Y2, Y0, Y3     \
-	VPSUBW      Y4, Y3, Y3     \
-	VPMADDWD    Y13, Y3, D1
+	Q40Y(yoff)          \
+	Q40ROW(SI, xoff, D0) \
+	Q40ROW(R8, xoff, D1)
 
 // func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 //

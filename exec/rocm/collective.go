@@ -207,9 +207,10 @@ func (e *Executor) runCollective(ctx context.Context, k *plan.Kernel, mem []exec
 	if st := exec.RunStateOf(ctx); st != nil {
 		step = fmt.Sprintf("step %d (%s)", st.Step(), k.Name)
 	}
-	e.useComm(ctx, rc, step)
 	if rec := e.capturing.Load(); rec != nil && ctx.Value(captureKey{}) == e {
-		rec.colls = append(rec.colls, commUse{rc, step})
+		rec.colls = append(rec.colls, commUse{rc, step}) // the replay registers it
+	} else {
+		e.useComm(ctx, rc, step)
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
@@ -286,9 +287,7 @@ func (u *runComms) add(c *Comm, step string) {
 	if _, ok := u.steps[c]; !ok {
 		u.comms = append(u.comms, c)
 	}
-	if !slices.Contains(u.steps[c], step) {
-		u.steps[c] = append(u.steps[c], step)
-	}
+	u.steps[c] = append(u.steps[c], step)
 }
 
 // stepsOf names the steps of the run that used c.

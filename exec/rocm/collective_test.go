@@ -141,15 +141,7 @@ func TestGPUShardedProgram(t *testing.T) {
 	count, _ := DeviceCount()
 	for n := 1; n <= max(1, count); n *= 2 {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			es := []*Executor{e}
-			for i := 1; i < n; i++ {
-				d, err := OpenDevice(i)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer d.Close()
-				es = append(es, d)
-			}
+			es := gpuRanks(t, e, n)
 			g := graph.Group{Name: "tp", Size: n}
 			sp, err := gr.CompileSharded(g, splits, graph.Options{})
 			if err != nil {
