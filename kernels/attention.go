@@ -19,9 +19,35 @@ const attentionThreads = 256
 // (48 KiB of float32: the static limit on both platforms).
 const attentionShared = 12 << 10
 
-// attentionMergeShared bounds the merge's shared weights: G·splits of
-// them (and as many sums); above it the merge reads them per element.
-const attentionMergeShared = 2048
+// attentionMergeItems is the number of (row, head) pairs a merge block
+// takes: a group of 32 lanes each (AT_ML in attention.hip).
+const attentionMergeItems = attentionThreads / 32
+
+// attentionMaxPer bounds the keys' and values' elements a thread of the
+// part kernel holds in registers when it issues every load at once.
+const attentionMaxPer = 16
+
+// attentionPrefetch says whether the part kernel issues all its loads at
+// once (attention.hip, AT_PRE) for G query heads a key head, head dims D
+// and Dv and split keys a block: when each thread's share of the first
+// pass's keys (kper = ⌈D/8⌉) and of the values (vper = ⌈split/ks⌉, with
+// ks = 256/Dv key subsets) fits attentionMaxPer registers, G does too, and
+// the subsets' sums (ks·G·Dv elements) fit the 48 KiB of static shared
+// memory beside the queries and scores (accBytes: 4 for float, 8 for
+// double).
+func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks int) {
+	if d < 1 || dv < 1 || dv > attentionThreads {
+		return false, 1, 1, 1
+	}
+	kper, ks = (d+7)/8, attentionThreads/dv
+	vper = (split + ks - 1) / ks
+	pre = kper <= attentionMaxPer && vper <= attentionMaxPer && g <= attentionMaxPer &&
+		(g*(d+split+2)+ks*g*dv)*accBytes <= attentionShared*4
+	if !pre {
+		return false, 1, 1, 1
+	}
+	return true, kper, vper, ks
+}
 
 // attentionFill is the number of part blocks a split size aims for: a
 // few per multiprocessor of a large GPU, so that a decode step's few rows
@@ -86,7 +112,19 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 	}
 	c.line("#define AT_SCALE %s", cFloat(n.Params[0], acc))
 	c.line("#define AT_THREADS %d", attentionThreads)
-	c.line("#define AT_MERGE_SHARED %d", attentionMergeShared)
+	pre, kper, vper, ks := attentionPrefetch(G, D, Dv, split, int(accBytes))
+	c.line("#define AT_PRE %d", b2i(pre))
+	c.line("#define AT_KPER %d", kper)
+	c.line("#define AT_VPER %d", vper)
+	c.line("#define AT_KS %d", ks)
+	// The merge holds each lane's splits' maxima and sums in registers
+	// and every group's weights in shared memory while there are at most
+	// 8 a lane (attention.hip, AT_MPL).
+	mpl := (nsplit + 31) / 32
+	if mpl > 8 || int64(attentionMergeItems*nsplit)*accBytes > 16<<10 {
+		mpl = 0
+	}
+	c.line("#define AT_MPL %d", mpl)
 	for _, kv := range []struct {
 		name string
 		v    int
@@ -125,10 +163,11 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A*
 	}
 	bs := [3]uint32{attentionThreads, 1, 1}
 	gx := uint32(min(rows, maxGrid))
+	mx := uint32(min((rows*G+attentionMergeItems-1)/attentionMergeItems, maxGrid))
 	p.launch = []Launch{
 		{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
 			Args: []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}},
-		{Name: "_merge", Grid: [3]uint32{gx, 1, 1}, Block: bs,
+		{Name: "_merge", Grid: [3]uint32{mx, 1, 1}, Block: bs,
 			Args: []Arg{{Kind: Scratch, Index: 0}, {Kind: Output}}},
 	}
 	return p, nil

@@ -12,16 +12,37 @@
 // with xor 1, 2, 4, which stay inside any wave of 8 lanes or more); takes
 // each head's largest score and the exponentials with one wave a head
 // (shuffles over the whole wave, LOOM_WAVE lanes); and sums the values
-// weighted by the exponentials with one thread per (head, value element).
-// It writes the split's partial result to scratch: per head, the values'
-// weighted sum acc[Dv], the largest score m and the sum of exponentials l.
-// A split with no visible key, or whose scores are all −Inf, writes
-// m = −Inf, l = 0.
+// weighted by the exponentials. It writes the split's partial result to
+// scratch: per head, the values' weighted sum acc[Dv], the largest score
+// m and the sum of exponentials l. A split with no visible key, or whose
+// scores are all −Inf, writes m = −Inf, l = 0.
 //
-// <name>_merge, grid (rows): out = Σ_split acc·e^(m − M) / Σ_split l·e^(m − M)
-// with M the largest m, skipping the splits with m = −Inf, l = 0 (a row
-// whose every score is −Inf gets 0/0: NaN, as on the CPU). Float32 throughout for f32,
-// f16 and bf16 operands (float64 for f64), rounded once on store.
+// A decode step's block is short (32 keys), so its time is the chain of
+// memory round trips, not bandwidth. Where the registers allow it
+// (AT_PRE, the host's choice), every load is issued at the start, before
+// the position that says how many keys are visible has arrived: the
+// queries, the first pass's keys (AT_KPER elements a lane) and the values
+// (AT_VPER a thread: thread i takes value element i % Dv of the keys
+// ≡ i / Dv mod AT_KS), all within the cache's S keys and dropped past the
+// visible ones; one round trip instead of four (H200: part 7.2 µs for
+// 2 MB of keys and values in a 1B decode step). The values' sums then
+// meet across the AT_KS key subsets in shared memory. Without AT_PRE a
+// thread per (head, value element) loads its values after the softmax.
+//
+// <name>_merge: out = Σ_split acc·e^(m − M) / Σ_split l·e^(m − M) with M
+// the largest m, skipping the splits with m = −Inf, l = 0 (a row whose
+// every score is −Inf gets 0/0: NaN, as on the CPU). A group of 32 lanes
+// (a wave on NVIDIA, half of one on a wave-64 AMD GPU: the shuffles' xor
+// stays below 32) takes one (row, head): its lanes read the splits' m and
+// l at once and meet by shuffles; each lane puts its splits' weights in
+// shared memory, then sums every split of every 32nd value element, all
+// the loads issued at once: two round trips. (The merge before took 9 µs
+// for a 1B decode step's 8 rows of 32 splits, phases serialized behind
+// barriers; a first version of this one, which read each split's m and
+// l again for every element, 7.7 µs.) With more than AT_ML·8 splits
+// (AT_MPL = 0) the lanes loop over them instead.
+// Float32 throughout for f32, f16 and bf16 operands (float64 for f64),
+// rounded once on store.
 //
 // NaN: the largest score is taken with a NaN-propagating max, so a NaN
 // score (or a largest score of ±Inf, whose exponential is Inf − Inf) makes
@@ -38,37 +59,80 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
   __shared__ AT_A qs[AT_G * AT_DQ];
   __shared__ AT_A ps[AT_G * AT_SPLIT];
   __shared__ AT_A ml[AT_G * 2];
+#if AT_PRE
+  __shared__ AT_A red[AT_KS * AT_G * AT_DV];
+#endif
   const int tid = threadIdx.x;
   const long long split = blockIdx.y;
+  const int lane = tid % 8, kg = tid / 8;
   for (long long row = blockIdx.x; row < AT_ROWS; row += gridDim.x) {
     // row = (b·KV + kh)·T + t
     const long long t = row % AT_T, kh = (row / AT_T) % AT_KV, b = row / (AT_T * AT_KV);
     const long long h0 = kh * AT_G;
+    const long long s0 = split * AT_SPLIT;  // < AT_S: the grid has ⌈S/split⌉ splits
+    const V_T* kb = k + AT_K_OFF + b * AT_K_SB + kh * AT_K_SH;
+    const V_T* vb = v + AT_V_OFF + b * AT_V_SB + kh * AT_V_SH;
+#if AT_PRE
+    // Every load at once: the keys and values that exist (s < S), used
+    // only where visible.
+    AT_A kr[AT_KPER];
+    {
+      const long long s = s0 + kg < AT_S ? s0 + kg : s0;
+#pragma unroll
+      for (int i = 0; i < AT_KPER; ++i) {
+        const int d = lane + 8 * i;
+        kr[i] = d < AT_D ? AT_WIDEN(kb[s * AT_K_SS + d * AT_K_SD]) : (AT_A)0;
+      }
+    }
+    const int vd = tid % AT_DV, vk = tid / AT_DV;
+    AT_A vr[AT_VPER];
+#pragma unroll
+    for (int r = 0; r < AT_VPER; ++r) {
+      const long long j = vk + (long long)r * AT_KS;
+      vr[r] = (vk < AT_KS && j < AT_SPLIT && s0 + j < AT_S) ? AT_WIDEN(vb[(s0 + j) * AT_V_SS + vd * AT_V_SD]) : (AT_A)0;
+    }
+#endif
     for (int i = tid; i < AT_G * AT_D; i += AT_THREADS) {
       const int g = i / AT_D, d = i % AT_D;
       qs[g * AT_DQ + d] = AT_WIDEN(at_q(q, b, h0 + g, t)[d * AT_Q_SD]);
     }
     const long long lim = (long long)start[AT_S_OFF + b * AT_S_SB] + t + 1;  // keys s < lim are visible
-    const long long s0 = split * AT_SPLIT;
     const long long vis = lim < AT_S ? lim : AT_S;
     const int n = s0 >= vis ? 0 : (int)(vis - s0 < AT_SPLIT ? vis - s0 : AT_SPLIT);
     __syncthreads();
     // Scores: a group of 8 lanes a key, AT_THREADS / 8 keys a pass. Every
     // lane takes part in the shuffles (keys past n compute on key s0 and
     // drop the result).
-    const int lane = tid % 8;
     for (int j0 = 0; j0 < n; j0 += AT_THREADS / 8) {
-      const int j = j0 + tid / 8;
+      const int j = j0 + kg;
       const long long s = s0 + (j < n ? j : 0);
-      const V_T* kr = k + AT_K_OFF + b * AT_K_SB + kh * AT_K_SH + s * AT_K_SS;
+      const V_T* kp = kb + s * AT_K_SS;
       AT_A dot[AT_G];
 #pragma unroll
       for (int g = 0; g < AT_G; ++g) dot[g] = 0;
+#if AT_PRE
+      if (j0 > 0) {
+#pragma unroll
+        for (int i = 0; i < AT_KPER; ++i) {
+          const int d = lane + 8 * i;
+          kr[i] = d < AT_D ? AT_WIDEN(kp[d * AT_K_SD]) : (AT_A)0;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < AT_KPER; ++i) {
+        const int d = lane + 8 * i;
+        if (d < AT_D) {
+#pragma unroll
+          for (int g = 0; g < AT_G; ++g) dot[g] += qs[g * AT_DQ + d] * kr[i];
+        }
+      }
+#else
       for (int d = lane; d < AT_D; d += 8) {
-        const AT_A kv = AT_WIDEN(kr[d * AT_K_SD]);
+        const AT_A kv = AT_WIDEN(kp[d * AT_K_SD]);
 #pragma unroll
         for (int g = 0; g < AT_G; ++g) dot[g] += qs[g * AT_DQ + d] * kv;
       }
+#endif
 #pragma unroll
       for (int g = 0; g < AT_G; ++g) {
         AT_A x = dot[g];
@@ -102,13 +166,38 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       }
     }
     __syncthreads();
+    AT_A* out = part + (row * AT_NSPLIT + split) * (AT_G * (AT_DV + 2));
+#if AT_PRE
+    // Each thread's keys weighted, per head; then the AT_KS subsets' sums.
+    if (vk < AT_KS) {
+      AT_A acc[AT_G];
+#pragma unroll
+      for (int g = 0; g < AT_G; ++g) acc[g] = 0;
+#pragma unroll
+      for (int r = 0; r < AT_VPER; ++r) {
+        const int j = vk + r * AT_KS;
+        if (j < n) {
+#pragma unroll
+          for (int g = 0; g < AT_G; ++g) acc[g] += ps[g * AT_SPLIT + j] * vr[r];
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < AT_G; ++g) red[(vk * AT_G + g) * AT_DV + vd] = acc[g];
+    }
+    __syncthreads();
+    for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
+      AT_A acc = 0;
+#pragma unroll
+      for (int r = 0; r < AT_KS; ++r) acc += red[r * AT_G * AT_DV + i];
+      out[(i / AT_DV) * (AT_DV + 2) + i % AT_DV] = acc;
+    }
+#else
     // The weighted values: a thread per (head, value element), its loads
     // issued together (the loop is unrolled over the block's keys,
     // predicated on n).
-    AT_A* out = part + (row * AT_NSPLIT + split) * (AT_G * (AT_DV + 2));
     for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
       const int g = i / AT_DV, d = i % AT_DV;
-      const V_T* vc = v + AT_V_OFF + b * AT_V_SB + kh * AT_V_SH + s0 * AT_V_SS + d * AT_V_SD;
+      const V_T* vc = vb + s0 * AT_V_SS + d * AT_V_SD;
       const AT_A* p = ps + g * AT_SPLIT;
       AT_A acc = 0;
 #pragma unroll 32
@@ -117,6 +206,7 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       }
       out[g * (AT_DV + 2) + d] = acc;
     }
+#endif
     for (int g = tid; g < AT_G; g += AT_THREADS) {
       out[g * (AT_DV + 2) + AT_DV] = n > 0 ? ml[2 * g] : AT_NEG_INF;
       out[g * (AT_DV + 2) + AT_DV + 1] = n > 0 ? ml[2 * g + 1] : (AT_A)0;
@@ -125,70 +215,92 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
   }
 }
 
+// AT_ML lanes a (row, head) in the merge.
+#define AT_ML 32
+
 LOOM_DEV void attention_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) {
-#if AT_G * AT_NSPLIT <= AT_MERGE_SHARED
-  // Every split's weight e^(m − M) once per head, in shared memory (the
-  // maxima and sums read by one thread each, all at once), then a thread
-  // per (head, value element) sums the splits' weighted values.
-  __shared__ AT_A wt[AT_G * AT_NSPLIT];
-  __shared__ AT_A lt[AT_G * AT_NSPLIT];
-  __shared__ AT_A hm[AT_G];
-  __shared__ AT_A hl[AT_G];
+#if AT_MPL
+  // Each group's split weights, written by the lane that read the split
+  // (−1: a split to skip).
+  __shared__ AT_A wsh[(AT_THREADS / AT_ML) * AT_NSPLIT];
 #endif
-  for (long long row = blockIdx.x; row < AT_ROWS; row += gridDim.x) {
+  const int lane = threadIdx.x % AT_ML, grp = threadIdx.x / AT_ML;
+  const long long items = AT_ROWS * AT_G;
+  const long long sp_stride = AT_G * (AT_DV + 2);
+  for (long long i0 = (long long)blockIdx.x * (AT_THREADS / AT_ML); i0 < items; i0 += (long long)gridDim.x * (AT_THREADS / AT_ML)) {
+    // Groups past the last item compute on item 0 and store nothing, so
+    // that every lane of a wave takes part in the shuffles.
+    const long long item = i0 + grp;
+    const bool valid = item < items;
+    const long long it = valid ? item : 0;
+    const long long row = it / AT_G, g = it % AT_G;
     const long long t = row % AT_T, kh = (row / AT_T) % AT_KV, b = row / (AT_T * AT_KV);
-    const AT_A* p = part + row * AT_NSPLIT * (AT_G * (AT_DV + 2));
-#if AT_G * AT_NSPLIT <= AT_MERGE_SHARED
-    for (int i = threadIdx.x; i < AT_G * AT_NSPLIT; i += AT_THREADS) {
-      const int g = i / AT_NSPLIT, sp = i % AT_NSPLIT;
-      const AT_A* q = p + sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2);
-      wt[i] = q[AT_DV];
-      lt[i] = q[AT_DV + 1];
+    const AT_A* p = part + row * AT_NSPLIT * sp_stride + g * (AT_DV + 2);
+    V_T* yr = y + ((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV;
+#if AT_MPL
+    // At most AT_MPL splits a lane: their m and l read at once.
+    AT_A mr[AT_MPL], lr[AT_MPL];
+    AT_A M = AT_NEG_INF;
+#pragma unroll
+    for (int r = 0; r < AT_MPL; ++r) {
+      const int sp = lane + r * AT_ML;
+      mr[r] = sp < AT_NSPLIT ? p[sp * sp_stride + AT_DV] : AT_NEG_INF;
+      lr[r] = sp < AT_NSPLIT ? p[sp * sp_stride + AT_DV + 1] : (AT_A)0;
+      M = at_max(M, mr[r]);
     }
-    __syncthreads();
-    for (int g = threadIdx.x; g < AT_G; g += AT_THREADS) {
-      AT_A M = AT_NEG_INF;
-      for (int sp = 0; sp < AT_NSPLIT; ++sp) M = at_max(M, wt[g * AT_NSPLIT + sp]);
-      hm[g] = M;
+#pragma unroll
+    for (int o = 1; o < AT_ML; o <<= 1) M = at_max(M, loom_shfl_xor(M, o));
+    AT_A l = 0;
+#pragma unroll
+    for (int r = 0; r < AT_MPL; ++r) {
+      const int sp = lane + r * AT_ML;
+      // A split with no visible key (or only −Inf scores) is skipped.
+      const bool skip = lr[r] == 0 && mr[r] == AT_NEG_INF;
+      const AT_A w = skip ? (AT_A)0 : AT_EXP(mr[r] - M);
+      l += skip ? (AT_A)0 : lr[r] * w;
+      if (sp < AT_NSPLIT) wsh[grp * AT_NSPLIT + sp] = skip ? (AT_A)-1 : w;
     }
+#pragma unroll
+    for (int o = 1; o < AT_ML; o <<= 1) l += loom_shfl_xor(l, o);
     __syncthreads();
-    for (int i = threadIdx.x; i < AT_G * AT_NSPLIT; i += AT_THREADS) {
-      const int g = i / AT_NSPLIT;
-      // A split with no visible key (or only −Inf scores): weight 0.
-      const bool skip = lt[i] == 0 && wt[i] == AT_NEG_INF;
-      wt[i] = skip ? (AT_A)0 : AT_EXP(wt[i] - hm[g]);
-    }
-    __syncthreads();
-    for (int g = threadIdx.x; g < AT_G; g += AT_THREADS) {
-      AT_A l = 0;
-      for (int sp = 0; sp < AT_NSPLIT; ++sp) l += lt[g * AT_NSPLIT + sp] * wt[g * AT_NSPLIT + sp];
-      hl[g] = l;
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < AT_G * AT_DV; i += AT_THREADS) {
-      const int g = i / AT_DV, d = i % AT_DV;
-      AT_A acc = 0;
-#pragma unroll 16
-      for (int sp = 0; sp < AT_NSPLIT; ++sp) {
-        acc += p[sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2) + d] * wt[g * AT_NSPLIT + sp];
+    // Every split's value element d at once (the loops unrolled).
+#pragma unroll
+    for (int dd = 0; dd < (AT_DV + AT_ML - 1) / AT_ML; ++dd) {
+      const int d = lane + dd * AT_ML;
+      if (d < AT_DV) {
+        AT_A acc = 0;
+#pragma unroll 32
+        for (int sp = 0; sp < AT_NSPLIT; ++sp) {
+          const AT_A w = wsh[grp * AT_NSPLIT + sp];
+          const AT_A x = p[sp * sp_stride + d];
+          acc += w < 0 ? (AT_A)0 : x * w;
+        }
+        if (valid) yr[d] = AT_NARROW(acc / l);
       }
-      y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / hl[g]);
     }
     __syncthreads();
 #else
-    for (int i = threadIdx.x; i < AT_G * AT_DV; i += AT_THREADS) {
-      const int g = i / AT_DV, d = i % AT_DV;
-      AT_A M = AT_NEG_INF;
-      for (int sp = 0; sp < AT_NSPLIT; ++sp) M = at_max(M, p[sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2) + AT_DV]);
-      AT_A acc = 0, l = 0;
-      for (int sp = 0; sp < AT_NSPLIT; ++sp) {
-        const AT_A* q = p + sp * (AT_G * (AT_DV + 2)) + g * (AT_DV + 2);
-        if (q[AT_DV + 1] == 0 && q[AT_DV] == AT_NEG_INF) continue;  // no visible key
-        const AT_A w = AT_EXP(q[AT_DV] - M);
-        acc += q[d] * w;
-        l += q[AT_DV + 1] * w;
+    AT_A M = AT_NEG_INF;
+    for (long long sp = lane; sp < AT_NSPLIT; sp += AT_ML) M = at_max(M, p[sp * sp_stride + AT_DV]);
+#pragma unroll
+    for (int o = 1; o < AT_ML; o <<= 1) M = at_max(M, loom_shfl_xor(M, o));
+    AT_A l = 0;
+    for (long long sp = lane; sp < AT_NSPLIT; sp += AT_ML) {
+      const AT_A m = p[sp * sp_stride + AT_DV], ls = p[sp * sp_stride + AT_DV + 1];
+      // A split with no visible key (or only −Inf scores) is skipped.
+      if (!(ls == 0 && m == AT_NEG_INF)) l += ls * AT_EXP(m - M);
+    }
+#pragma unroll
+    for (int o = 1; o < AT_ML; o <<= 1) l += loom_shfl_xor(l, o);
+    for (int d = lane; d < AT_DV; d += AT_ML) {
+      AT_A acc = 0;
+#pragma unroll 8
+      for (long long sp = 0; sp < AT_NSPLIT; ++sp) {
+        const AT_A* q = p + sp * sp_stride;
+        const AT_A m = q[AT_DV], ls = q[AT_DV + 1];
+        if (!(ls == 0 && m == AT_NEG_INF)) acc += q[d] * AT_EXP(m - M);
       }
-      y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / l);
+      if (valid) yr[d] = AT_NARROW(acc / l);
     }
 #endif
   }
