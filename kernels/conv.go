@@ -81,24 +81,37 @@ func ConvEntries() []string {
 // (transpose.hip): in [B][R][C] → out [B][C][R], which the channels-last
 // library convs take their operands and output through. TransposePlan
 // picks one.
-var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2"}
+var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2", "loom_transpose_b2x8", "loom_transpose_b2e"}
 
 // TransposePlan returns which of TransposeEntries (or of a fused conv's
 // TransposeFused names, in the same order) moves b matrices of r × c
-// elements, its grid and block, and the kernel's tilesC argument: pairs of
-// elements (64 × 64 tiles) where r and c are even and both arrays are
-// 4-byte aligned (aligned), single elements (32 × 32 tiles) otherwise; a
-// block of 32 × 8 threads per tile in grid.x, the matrices in grid.y (at
-// most 65535; the kernel loops over the rest). ok is false where the tiles
-// do not fit grid.x or a side does not fit an int.
-func TransposePlan(b int64, r, c int, aligned bool) (entry int, gb [2][3]uint32, tilesC int, ok bool) {
+// elements, its grid and block, and the kernel's tilesC argument: with a
+// side shorter than 16, one thread an element (b2e, a 1-D grid-stride
+// grid); else runs of 8 elements (64 × 64 tiles) where r and c are
+// multiples of 8 and both arrays 16-byte aligned (align16), pairs (64 × 64
+// tiles) where they are even and 4-byte aligned (align4), single elements
+// (32 × 32 tiles) otherwise; a block of 32 × 8 threads per tile in grid.x,
+// the matrices in grid.y (at most 65535; the kernel loops over the rest).
+// ok is false where the tiles do not fit grid.x or a side does not fit an
+// int.
+func TransposePlan(b int64, r, c int, align4, align16 bool) (entry int, gb [2][3]uint32, tilesC int, ok bool) {
+	if b < 1 || r < 1 || c < 1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 {
+		return 0, gb, 0, false
+	}
+	if r < 16 || c < 16 {
+		n := b * int64(r) * int64(c)
+		return 3, [2][3]uint32{{uint32(min((n+255)/256, 1<<20)), 1, 1}, {32, 8, 1}}, 1, true
+	}
 	entry, t := 0, 32
-	if aligned && r%2 == 0 && c%2 == 0 {
+	switch {
+	case align16 && r%8 == 0 && c%8 == 0:
+		entry, t = 2, 64
+	case align4 && r%2 == 0 && c%2 == 0:
 		entry, t = 1, 64
 	}
 	tilesR, tilesC := (r+t-1)/t, (c+t-1)/t
 	tiles := int64(tilesR) * int64(tilesC)
-	if b < 1 || r < 1 || c < 1 || tiles > 1<<31-1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 {
+	if tiles > 1<<31-1 {
 		return 0, gb, 0, false
 	}
 	return entry, [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true

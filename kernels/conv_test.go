@@ -255,24 +255,28 @@ func TestChannelsLastTwin(t *testing.T) {
 	if got := Transpose(2, 2, 3, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}); !slices.Equal(got, []float64{1, 4, 2, 5, 3, 6, 7, 10, 8, 11, 9, 12}) {
 		t.Fatalf("Transpose(2, 2, 3) = %v", got)
 	}
-	if _, _, _, ok := TransposePlan(1, 1<<22, 1<<20, false); ok {
+	if _, _, _, ok := TransposePlan(1, 1<<22, 1<<20, false, false); ok {
 		t.Fatal("TransposePlan(1, 2^22, 2^20) fits 2^32 tiles in grid.x")
 	}
 	for _, c := range []struct {
-		b       int64
-		r, c    int
-		aligned bool
-		name    string
-		gb      [2][3]uint32
-		tilesC  int
+		b               int64
+		r, c            int
+		align4, align16 bool
+		name            string
+		gb              [2][3]uint32
+		tilesC          int
 	}{
-		{70000, 33, 64, true, "loom_transpose_b2", [2][3]uint32{{4, 65535, 1}, {32, 8, 1}}, 2},
-		{3, 256, 3136, true, "loom_transpose_b2x2", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
-		{3, 256, 3136, false, "loom_transpose_b2", [2][3]uint32{{8 * 98, 3, 1}, {32, 8, 1}}, 98},
+		{70000, 33, 64, true, true, "loom_transpose_b2", [2][3]uint32{{4, 65535, 1}, {32, 8, 1}}, 2},
+		{3, 256, 3136, true, true, "loom_transpose_b2x8", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
+		{3, 256, 3136, true, false, "loom_transpose_b2x2", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
+		{3, 258, 3136, true, true, "loom_transpose_b2x2", [2][3]uint32{{5 * 49, 3, 1}, {32, 8, 1}}, 49},
+		{3, 256, 3136, false, false, "loom_transpose_b2", [2][3]uint32{{8 * 98, 3, 1}, {32, 8, 1}}, 98},
+		{256, 256, 9, true, true, "loom_transpose_b2e", [2][3]uint32{{2304, 1, 1}, {32, 8, 1}}, 1},
+		{1 << 20, 15, 1024, true, true, "loom_transpose_b2e", [2][3]uint32{{1 << 20, 1, 1}, {32, 8, 1}}, 1},
 	} {
-		entry, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.aligned)
+		entry, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.align4, c.align16)
 		if !ok || TransposeEntries[entry] != c.name || tc != c.tilesC || gb != c.gb {
-			t.Fatalf("TransposePlan(%d, %d, %d, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.aligned, TransposeEntries[entry], gb, tc, ok)
+			t.Fatalf("TransposePlan(%d, %d, %d, %v, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.align4, c.align16, TransposeEntries[entry], gb, tc, ok)
 		}
 	}
 }
