@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/loomgraph/loom/blas"
@@ -43,10 +44,18 @@ import (
 // ConvEnv set to "portable" makes executors run convolutions on Loom's own
 // kernels even where the vendor library loads; "nchw" keeps the library's
 // convs on NCHW arrays, "nhwc" takes the channels-last path wherever the
-// library plans it (tests use both to cover each path).
+// library plans it (the faster of its legacy and graph-API plans), and
+// "graph" the channels-last path through the graph API's plan only (tests
+// use each to cover each path).
 const ConvEnv = "LOOM_GPU_CONV"
 
 const dnnWorkspaceMax = 1 << 30
+
+// graphEngines is how many of the graph API's engines (hip.ConvDesc.
+// GraphRank 0, 1, …) a channels-last conv times beside the legacy plan:
+// for W12 in bf16 the heuristics' first ran the conv in 0.178 ms where
+// PyTorch's choice, timed among several, took 0.170 (H200).
+const graphEngines = 3
 
 // convScratch is the portable path's column bound (a variable so tests can
 // force the chunked loops with small sizes).
@@ -402,8 +411,11 @@ func (e *Executor) convTransposePortable(cs *convStep, x, w, out hip.DevPtr) err
 // of its operands: the input and the weight are transposed into scratch
 // (kernels.TransposeEntries), the library convolves them into a
 // channels-last output in scratch, and that is transposed into the
-// step's NCHW output. The path is taken where a run of it, transposes
-// included, is faster than a run over NCHW arrays, both timed once when
+// step's NCHW output. The channels-last conv is planned twice over: by
+// the legacy API (its best algorithm) and by the graph API (its first
+// graphEngines engines), and the fastest is kept. The path is taken where
+// a run of it, transposes included, is faster than a run over NCHW
+// arrays, all timed once when
 // the step is prepared (timeLayouts). Its scratch — the
 // three channels-last arrays — is at most dnnWorkspaceMax bytes besides
 // the library's workspace; a larger conv stays on NCHW arrays.
@@ -464,73 +476,126 @@ func (e *Executor) channelsLast(cs *convStep, desc hip.ConvDesc, lib hip.DNN) {
 	x, w, y := chlMoves(cs.g)
 	for _, m := range []chlMove{x, w, y} {
 		// Unaligned: single elements take the most tiles.
-		if _, _, _, ok := kernels.TransposePlan(m.b, m.r, m.c, false); !ok {
+		if _, _, _, ok := kernels.TransposePlan(m.b, m.r, m.c, false, false); !ok {
 			return
 		}
 	}
 	desc.NHWC = true
-	q, err := lib.Plan(desc)
-	if err != nil {
-		cs.how += " (the library refused it channels-last: " + err.Error() + ")"
+	// The channels-last candidates: the legacy API's plan and the graph
+	// API's (hip/dnn_graph.go), each where the library plans it.
+	var cands []hip.ConvPlan
+	var refused []string
+	if mode != "graph" {
+		if q, err := lib.Plan(desc); err == nil {
+			cands = append(cands, q)
+		} else {
+			refused = append(refused, err.Error())
+		}
+	}
+	for rank := range graphEngines {
+		gd := desc
+		gd.Graph, gd.GraphRank = true, rank
+		q, err := lib.Plan(gd)
+		if err != nil {
+			if rank == 0 {
+				refused = append(refused, err.Error())
+			}
+			break
+		}
+		cands = append(cands, q)
+	}
+	if len(cands) == 0 {
+		cs.how += " (the library refused it channels-last: " + strings.Join(refused, "; ") + ")"
 		return
 	}
-	why := "forced by " + ConvEnv + "=nhwc"
-	if mode != "nhwc" {
-		nchw, nhwc, err := e.timeLayouts(cs, q)
+	closeAll := func(keep hip.ConvPlan) {
+		for _, q := range cands {
+			if q != keep {
+				q.Close()
+			}
+		}
+	}
+	best, why := cands[0], "forced by "+ConvEnv+"="+mode
+	if mode == "" || len(cands) > 1 {
+		nchw, times, err := e.timeLayouts(cs, cands, mode == "")
 		if err != nil {
 			// No room to time it (or a failed run, which the step's own
 			// run reports again): the conv stays on NCHW arrays.
-			q.Close()
+			closeAll(nil)
 			cs.how += " (channels-last not timed: " + err.Error() + ")"
 			return
 		}
-		if nhwc >= nchw {
-			q.Close()
-			cs.how += fmt.Sprintf(" (NCHW arrays %.3f ms; channels-last with the transposes %.3f ms)", nchw, nhwc)
+		bi := 0
+		var parts []string
+		for i, t := range times {
+			if t < times[bi] {
+				bi = i
+			}
+			parts = append(parts, fmt.Sprintf("%s %.3f ms", cands[i].Algo(), t))
+		}
+		best = cands[bi]
+		if mode == "" && times[bi] >= nchw {
+			closeAll(nil)
+			cs.how += fmt.Sprintf(" (NCHW arrays %.3f ms; channels-last with the transposes: %s)", nchw, strings.Join(parts, ", "))
 			return
 		}
-		why = fmt.Sprintf("%.3f ms with the transposes, against %.3f ms over NCHW arrays", nhwc, nchw)
+		if mode == "" {
+			why = fmt.Sprintf("%.3f ms with the transposes, against %.3f ms over NCHW arrays; channels-last: %s", times[bi], nchw, strings.Join(parts, ", "))
+		} else {
+			why += "; " + strings.Join(parts, ", ")
+		}
 	}
+	closeAll(best)
 	cs.dnn.Close()
-	cs.dnn, cs.nhwc = q, true
-	cs.how = q.Algo() + " (" + why + ")"
+	cs.dnn, cs.nhwc = best, true
+	cs.how = best.Algo() + " (" + why + ")"
 }
 
-// timeLayouts times library conv cs once over NCHW arrays (cs.dnn) and
-// once channels-last (plan q, with the transposes), on zeroed scratch
-// arrays: the best of nine runs of each, in three alternating rounds after
-// one run to warm up, in milliseconds of device time. (cuDNN's own measurements, cudnnFind*, are
-// no guide here: they gave W12 in bf16 2.1–2.3 ms either way, against
+// timeLayouts times library conv cs over NCHW arrays (cs.dnn; only when
+// nchw is set, else that time is +Inf) and channels-last through each of
+// plans qs (with the transposes), on zeroed scratch arrays: the best of
+// nine runs of each, in three alternating rounds after one run to warm up,
+// in milliseconds of device time. (cuDNN's own measurements, cudnnFind*,
+// are no guide here: they gave W12 in bf16 2.1–2.3 ms either way, against
 // 0.26 ms measured around a run, and they leave out the transposes.)
-func (e *Executor) timeLayouts(cs *convStep, q hip.ConvPlan) (nchw, nhwc float64, err error) {
+func (e *Executor) timeLayouts(cs *convStep, qs []hip.ConvPlan, nchw bool) (tn float64, tq []float64, err error) {
 	buf, x, w, y, err := e.chlScratch(cs.g)
 	if err != nil {
-		return 0, 0, fmt.Errorf("timing the conv's layouts: %w", err)
+		return 0, nil, fmt.Errorf("timing the conv's layouts: %w", err)
 	}
 	defer e.releaseScratch(buf)
 	e.launchMu.Lock()
 	err = e.dev.MemsetD8(x, 0, uint64(y-x), e.stream) // the input and the weight
 	e.launchMu.Unlock()
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
-	// The two layouts' runs alternate, so that the device's clocks,
-	// still rising after an idle spell, weigh on both alike.
-	chl := *cs
-	chl.dnn, chl.nhwc = q, true
-	nchw, nhwc = math.Inf(1), math.Inf(1)
+	// The layouts' runs alternate, so that the device's clocks, still
+	// rising after an idle spell, weigh on all alike.
+	tn = math.Inf(1)
+	tq = make([]float64, len(qs))
+	for i := range tq {
+		tq[i] = math.Inf(1)
+	}
 	for range 3 {
-		a, err := e.bestTime(func() error { return e.convLibrary(cs.dnn, x, w, y) })
-		if err != nil {
-			return 0, 0, err
+		if nchw {
+			a, err := e.bestTime(func() error { return e.convLibrary(cs.dnn, x, w, y) })
+			if err != nil {
+				return 0, nil, err
+			}
+			tn = min(tn, a)
 		}
-		b, err := e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y, nil, nil) })
-		if err != nil {
-			return 0, 0, err
+		for i, q := range qs {
+			chl := *cs
+			chl.dnn, chl.nhwc = q, true
+			b, err := e.bestTime(func() error { return e.convChannelsLast(&chl, x, w, y, nil, nil) })
+			if err != nil {
+				return 0, nil, err
+			}
+			tq[i] = min(tq[i], b)
 		}
-		nchw, nhwc = min(nchw, a), min(nhwc, b)
 	}
-	return nchw, nhwc, nil
+	return tn, tq, nil
 }
 
 // bestTime runs f, which queues work on the stream, four times and returns
@@ -578,7 +643,7 @@ func (e *Executor) bestTime(f func() error) (float64, error) {
 // ConvSource's transposes, or with fused (not nil) on a fused conv's
 // build of them, whose epilogue reads the operands extra.
 func (e *Executor) transpose(m chlMove, in, out hip.DevPtr, fused *fusedTranspose, extra []hip.DevPtr) error {
-	entry, gb, tilesC, ok := kernels.TransposePlan(m.b, m.r, m.c, in%4 == 0 && out%4 == 0)
+	entry, gb, tilesC, ok := kernels.TransposePlan(m.b, m.r, m.c, in%4 == 0 && out%4 == 0, in%16 == 0 && out%16 == 0)
 	if !ok {
 		return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", m.b, m.r, m.c)
 	}

@@ -85,10 +85,10 @@ func randTensor(t *testing.T, r *rand.Rand, d dtype.DType, shape []int) *tensor.
 // CPU, and compares: f64 within 1e-12, f32 within 1e-4, halves within a
 // few units of their last place, relative to the sum of |terms|.
 //
-// The library executors are three: the library's own choice between NCHW
-// and channels-last arrays for halves, and each of them forced
-// (ConvEnv=nchw, nhwc); each latches the variable when it opens the
-// library.
+// The library executors are four: the library's own choice between NCHW
+// and channels-last arrays for halves, each of them forced (ConvEnv=nchw,
+// nhwc), and channels-last through cuDNN's graph API (ConvEnv=graph); each
+// latches the variable when it opens the library.
 func TestGPUConv(t *testing.T) {
 	lib := freshGPU(t)
 	lib.dnn() // open the library before the variable below hides it
@@ -98,6 +98,9 @@ func TestGPUConv(t *testing.T) {
 	t.Setenv(ConvEnv, "nhwc")
 	nhwc := freshGPU(t)
 	nhwc.dnn()
+	t.Setenv(ConvEnv, "graph")
+	graphX := freshGPU(t)
+	graphX.dnn()
 	t.Setenv(ConvEnv, "portable")
 	port := freshGPU(t)
 	t.Logf("library executor: %s; portable executor: %s", lib.ConvBackend(), port.ConvBackend())
@@ -126,7 +129,7 @@ func TestGPUConv(t *testing.T) {
 					terms = float64(tc.w[0]*tc.w[2]) * float64(tc.w[len(tc.w)-1])
 				}
 				tol := map[dtype.DType]float64{dtype.F64: 1e-12, dtype.F32: 1e-5, dtype.F16: 4e-3, dtype.BF16: 3e-2}[d] * terms
-				for _, ex := range []*Executor{lib, nchw, nhwc, port} {
+				for _, ex := range []*Executor{lib, nchw, nhwc, graphX, port} {
 					got, err := p.Run(ctx, ex, in)
 					if err != nil {
 						t.Fatalf("%s: %v", ex.ConvBackend(), err)
@@ -146,6 +149,13 @@ func TestGPUConv(t *testing.T) {
 					if ex == nhwc && nhwc.dnn().lib != nil && !tc.transposed && tc.x[0] > 0 && (d == dtype.F16 || d == dtype.BF16) &&
 						tc.opt.Groups <= 1 && !strings.Contains(how, "channels-last") {
 						t.Errorf("%s=nhwc: the step ran %s", ConvEnv, how)
+					}
+					// The graph executor must have run the plain convs in
+					// halves through the graph API (the engines that keep
+					// Loom's accuracy cover them on cuDNN 9).
+					if ex == graphX && graphX.dnn().lib != nil && !tc.transposed && tc.x[0] > 0 && (d == dtype.F16 || d == dtype.BF16) &&
+						tc.opt.Groups <= 1 && !strings.Contains(how, "graph engine") {
+						t.Errorf("%s=graph: the step ran %s", ConvEnv, how)
 					}
 				}
 			})
@@ -232,7 +242,7 @@ func TestGPUConvLayouts(t *testing.T) {
 	}
 	var exs []*Executor
 	var names []string
-	for _, mode := range []string{"", "nchw", "nhwc"} {
+	for _, mode := range []string{"", "nchw", "nhwc", "graph"} {
 		t.Setenv(ConvEnv, mode)
 		e := freshGPU(t)
 		e.dnn()
@@ -275,7 +285,7 @@ func TestGPUConvLayouts(t *testing.T) {
 				best = min(best, ms)
 			}
 			t.Logf("crb=%v %s=%q: %.3f ms (%d steps): %s", crb, ConvEnv, names[i], best, len(p.Plan().Steps), convHow(t, p, e))
-			if names[i] != "nhwc" || crb {
+			if (names[i] != "nhwc" && names[i] != "graph") || crb {
 				continue
 			}
 			// The channels-last path's parts.
@@ -322,7 +332,7 @@ func TestGPUConvLayouts(t *testing.T) {
 // parts.
 func TestGPUConvEpilogue(t *testing.T) {
 	var exs []*Executor
-	for _, mode := range []string{"", "nchw", "nhwc", "portable"} {
+	for _, mode := range []string{"", "nchw", "nhwc", "portable", "graph"} {
 		t.Setenv(ConvEnv, mode)
 		e := freshGPU(t)
 		e.dnn()
@@ -377,8 +387,8 @@ func TestGPUConvEpilogue(t *testing.T) {
 							t.Fatalf("executor %d (fused transposes: %v): y[%d] = %v, CPU %v (tolerance %g)", i, fusedT, j, gv[j], wv[j], tol)
 						}
 					}
-					if half := d != dtype.F32; ex == exs[2] && half != fusedT {
-						t.Errorf("%s=nhwc, %v: fused transposes %v, want %v", ConvEnv, d, fusedT, half)
+					if half := d != dtype.F32; (ex == exs[2] || ex == exs[4]) && half != fusedT {
+						t.Errorf("executor %d (channels-last forced), %v: fused transposes %v, want %v", i, d, fusedT, half)
 					}
 				}
 			})

@@ -9,8 +9,9 @@ import (
 	"unsafe"
 )
 
-// Vendor convolution library: cuDNN 9 on NVIDIA (libcudnn.so.9, its legacy
-// descriptor API, which PyTorch's and Candle's cudnn paths use), loaded at
+// Vendor convolution library: cuDNN 9 on NVIDIA (libcudnn.so.9: its legacy
+// descriptor API, which Candle's cudnn path uses, and for forward convs its
+// graph API, which PyTorch's uses: dnn_graph.go), loaded at
 // run time with purego like the BLAS. A handle belongs to one device and
 // one stream; calls run with the device current on a locked OS thread
 // (Device.do), as cuDNN, a runtime-API library, requires. MIOpen (AMD) is
@@ -46,7 +47,15 @@ type ConvDesc struct {
 	// C], W [K, R, S, C/Groups], Y [N, OutH, OutW, K] (the sizes keep
 	// their meaning). cuDNN's half-precision tensor-core kernels work
 	// channels-last; over NCHW arrays it converts them itself. Forward only.
-	NHWC         bool
+	NHWC bool
+	// Graph plans the forward conv through cuDNN's graph API
+	// (dnn_graph.go): the engine its heuristics rank first among those
+	// that keep Loom's accuracy, instead of the legacy API's algorithms.
+	Graph bool
+	// GraphRank picks the GraphRank-th (from 0) of the engines the
+	// heuristics rank that qualify, so that a caller can time the first
+	// few: the heuristics' first is not always the fastest.
+	GraphRank    int
 	MaxWorkspace uint64
 }
 
@@ -140,6 +149,8 @@ type cudnnAPI struct {
 	bwdWS     cfunc[func(h, w, dy, c, dx uintptr, algo int32, size *uint64) int32]
 	bwd       cfunc[func(h uintptr, alpha unsafe.Pointer, wd, w, dyd, dy, cd uintptr, algo int32, ws uintptr, wsSize uint64, beta unsafe.Pointer, dxd, dx uintptr) int32]
 	status    statusFunc
+	graph     *cudnnGraphAPI // nil where the library lacks it (graphErr says why)
+	graphErr  error
 }
 
 var cudnnLoad struct {
@@ -184,6 +195,12 @@ func loadCudnn() (*cudnnAPI, error) {
 		if err := b.err(); err != nil {
 			cudnnLoad.err = err
 			return
+		}
+		gb := &binder{lib: h, path: path}
+		if g := bindCudnnGraph(gb); gb.err() != nil {
+			a.graphErr = gb.err()
+		} else {
+			a.graph = g
 		}
 		a.status = newStatusFunc(func(rc int32) string { return cString(a.errStr.fn(rc)) })
 		cudnnLoad.api = a
@@ -282,6 +299,20 @@ type cudnnPlan struct {
 func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 	if err := checkConv(cd); err != nil {
 		return nil, err
+	}
+	if cd.Graph {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var gp *cudnnGraphPlan
+		err := c.d.do(func(*runtimeAPI) error {
+			var err error
+			gp, err = c.planGraph(cd)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("hip: cuDNN graph conv plan (%s, x [%d %d %d %d], out [%d %d %d %d]): %w", cd.Type, cd.N, cd.C, cd.H, cd.W, cd.N, cd.K, cd.OutH, cd.OutW, err)
+		}
+		return gp, nil
 	}
 	a := c.api
 	p := &cudnnPlan{c: c, cd: cd}
