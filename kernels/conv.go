@@ -58,6 +58,14 @@ func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (n
 	fmt.Fprintf(&b, "#define LOOM_TR_OUT %s\n", ctypes[k.Out.DType].storage)
 	fmt.Fprintf(&b, "#define LOOM_TR_POST(i, v) loom_post(%s)\n",
 		strings.Join(append(partPointers(parts.PostIns), "(v)", "(i)"), ", "))
+	// Runs of eight (b2x8) compute the epilogue's addresses once a run
+	// where its operands allow (codegen.ScalarFunc8); an epilogue that
+	// reads the flat index itself keeps the per-element function.
+	if fn8, err := codegen.ScalarFunc8(parts.Post, "loom_post8", parts.PostValue, false); err == nil {
+		b.WriteString(fn8)
+		fmt.Fprintf(&b, "#define LOOM_TR_POST8(i, v, r) loom_post8(%s)\n",
+			strings.Join(append(partPointers(parts.PostIns), "(v)", "(i)", "(r)"), ", "))
+	}
 	fmt.Fprintf(&b, "#define LOOM_TR_NAME(S) %s_##S\n", namePlaceholder)
 	body := b.String() + transposeHIP
 	prelude := codegen.PreludeFor(t, body)

@@ -59,13 +59,23 @@ LOOM_DEV void loom_tr_pair<unsigned short>(unsigned short* __restrict__ out, lon
 #define LOOM_TR_PAIR(out, i, v0, v1) \
   loom_tr_pair<LOOM_TR_OUT>(out, i, LOOM_TR_POST(i, v0), LOOM_TR_POST((i) + 1, v1))
 // Eight outputs at i, i+1, …: one 16-byte store for 2-byte outputs (i is a
-// multiple of 8 and the array 16-byte aligned), else one store each.
+// multiple of 8 and the array 16-byte aligned), else one store each; the
+// epilogue over the run at once where TransposeFused gives LOOM_TR_POST8.
+#ifdef LOOM_TR_POST8
+#define LOOM_TR_EIGHT(out, i, v)                \
+  do {                                          \
+    LOOM_TR_OUT o_[8];                          \
+    LOOM_TR_POST8(i, v, o_);                    \
+    loom_tr_eight<LOOM_TR_OUT>(out, i, o_);     \
+  } while (0)
+#else
 #define LOOM_TR_EIGHT(out, i, v)                                              \
   do {                                                                        \
     LOOM_TR_OUT o_[8];                                                        \
     _Pragma("unroll") for (int e_ = 0; e_ < 8; ++e_) o_[e_] = LOOM_TR_POST((i) + e_, (v)[e_]); \
     loom_tr_eight<LOOM_TR_OUT>(out, i, o_);                                   \
   } while (0)
+#endif
 template <typename T>
 LOOM_DEV void loom_tr_eight(T* __restrict__ out, long long i, const T* v) {
 #pragma unroll
