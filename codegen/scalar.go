@@ -26,28 +26,16 @@ import (
 // namespace name_. k.Out is only checked (its dtype and numel), never
 // written.
 func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, error) {
-	g, err := newGen(k, defaultOptions)
+	g, err := scalarGen(k, name, value, wide)
 	if err != nil {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): %w", name, k.Name, err)
+		return "", err
 	}
-	if value >= len(k.Ins) {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d of %d", name, k.Name, value, len(k.Ins))
-	}
-	if value >= 0 && !k.Ins[value].Layout.IsIdentity() {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d is read through %v, not element for element", name, k.Name, value, k.Ins[value].Layout)
-	}
-	g.wide = g.wide || wide
 	I, _ := g.idx()
 	var b w
 	b.line(0, "")
 	b.line(0, "// %s: kernel %s (%s) as a function of the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
 	g.renderNamespace(&b, name)
-	var params []string
-	for i, o := range k.Ins {
-		if i != value {
-			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
-		}
-	}
+	params := scalarPointers(k, value)
 	if value >= 0 {
 		params = append(params, storageType(k.Ins[value].Buf.DType)+" v")
 	}
@@ -80,31 +68,19 @@ func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, erro
 // (H200). Kernels whose values depend on the flat index itself (arange,
 // random draws) are refused.
 func ScalarFunc8(k *plan.Kernel, name string, value int, wide bool) (string, error) {
-	g, err := newGen(k, defaultOptions)
+	g, err := scalarGen(k, name, value, wide)
 	if err != nil {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): %w", name, k.Name, err)
-	}
-	if value >= len(k.Ins) {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d of %d", name, k.Name, value, len(k.Ins))
-	}
-	if value >= 0 && !k.Ins[value].Layout.IsIdentity() {
-		return "", fmt.Errorf("codegen: function %s (kernel %s): value operand %d is read through %v, not element for element", name, k.Name, value, k.Ins[value].Layout)
+		return "", err
 	}
 	if g.arange || len(g.randoms()) > 0 {
 		return "", fmt.Errorf("codegen: function %s (kernel %s): its values depend on the flat index", name, k.Name)
 	}
-	g.wide = g.wide || wide
 	I, u := g.idx()
 	var b w
 	b.line(0, "")
 	b.line(0, "// %s: kernel %s (%s) over a run of 8 flat indices.", name, k.Name, strings.Join(k.OpNames(), " → "))
 	g.renderNamespace(&b, name)
-	var params []string
-	for i, o := range k.Ins {
-		if i != value {
-			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
-		}
-	}
+	params := scalarPointers(k, value)
 	if value >= 0 {
 		params = append(params, "const "+storageType(k.Ins[value].Buf.DType)+"* v")
 	}
@@ -139,4 +115,33 @@ func ScalarFunc8(k *plan.Kernel, name string, value int, wide bool) (string, err
 	b.line(1, "for (int e = 0; e < 8; ++e) r[e] = %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
 	b.line(0, "}")
 	return b.String(), nil
+}
+
+// scalarGen checks ScalarFunc's and ScalarFunc8's arguments and returns
+// k's generator, its index wide where wide asks.
+func scalarGen(k *plan.Kernel, name string, value int, wide bool) (*gen, error) {
+	g, err := newGen(k, defaultOptions)
+	if err != nil {
+		return nil, fmt.Errorf("codegen: function %s (kernel %s): %w", name, k.Name, err)
+	}
+	if value >= len(k.Ins) {
+		return nil, fmt.Errorf("codegen: function %s (kernel %s): value operand %d of %d", name, k.Name, value, len(k.Ins))
+	}
+	if value >= 0 && !k.Ins[value].Layout.IsIdentity() {
+		return nil, fmt.Errorf("codegen: function %s (kernel %s): value operand %d is read through %v, not element for element", name, k.Name, value, k.Ins[value].Layout)
+	}
+	g.wide = g.wide || wide
+	return g, nil
+}
+
+// scalarPointers is the pointer parameters of a scalar function of k: one
+// per operand but the value operand.
+func scalarPointers(k *plan.Kernel, value int) []string {
+	var params []string
+	for i, o := range k.Ins {
+		if i != value {
+			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
+		}
+	}
+	return params
 }
