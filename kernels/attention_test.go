@@ -1,0 +1,32 @@
+package kernels
+
+import "testing"
+
+// TestAttentionPrefetch checks when the attention part kernel issues all
+// its loads at once (AT_PRE) and each thread's share of them.
+func TestAttentionPrefetch(t *testing.T) {
+	for _, c := range []struct {
+		g, d, dv, split, acc int
+		pre                  bool
+		kper, vper, ks       int
+	}{
+		{4, 64, 64, 32, 4, true, 8, 8, 4},      // a 1B llama's decode step
+		{4, 128, 128, 32, 4, true, 16, 16, 2},  // wide heads
+		{4, 64, 64, 256, 4, false, 1, 1, 1},    // 64 values a thread: too many registers
+		{16, 8, 8, 32, 8, true, 1, 1, 32},      // f64, narrow heads
+		{17, 64, 64, 32, 4, false, 1, 1, 1},    // too many heads a group
+		{4, 64, 300, 32, 4, false, 1, 1, 1},    // a value row wider than the block
+		{4, 0, 8, 32, 4, false, 1, 1, 1},       // no head dim
+		{16, 128, 128, 32, 4, true, 16, 16, 2}, // f32: queries, scores and sums fit 48 KiB
+		{16, 128, 128, 32, 8, false, 1, 1, 1},  // f64: they would not
+	} {
+		pre, kper, vper, ks := attentionPrefetch(c.g, c.d, c.dv, c.split, c.acc)
+		if pre != c.pre || kper != c.kper || vper != c.vper || ks != c.ks {
+			t.Errorf("attentionPrefetch(%d, %d, %d, %d, %d) = %v, %d, %d, %d; want %v, %d, %d, %d",
+				c.g, c.d, c.dv, c.split, c.acc, pre, kper, vper, ks, c.pre, c.kper, c.vper, c.ks)
+		}
+		if pre && (c.g*(c.d+c.split+2)+ks*c.g*c.dv)*c.acc > attentionShared*4 {
+			t.Errorf("%+v: prefetch over the shared memory bound", c)
+		}
+	}
+}
