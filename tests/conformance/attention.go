@@ -120,6 +120,13 @@ func (s *suite) attnShapes(t *testing.T) {
 		{B: 1, H: 16, KV: 2, T: 2, S: 300, D: 128, Dv: 128, start: []int64{290}, scale: 0.09},   // wide heads
 		{B: 0, H: 4, KV: 2, T: 1, S: 5, D: 8, Dv: 8, start: []int64{}, scale: 1},                // empty batch
 		{B: 2, H: 2, KV: 1, T: 0, S: 5, D: 8, Dv: 8, start: []int64{1, 2}, scale: 1},            // no queries
+		// The GPU kernel's paths (kernels/attention.go): blocks of 64 keys,
+		// two passes with every load issued at once; value rows wider
+		// than a block (loads after the softmax); more splits than the
+		// merge holds in registers.
+		{B: 1, H: 16, KV: 8, T: 1, S: 2100, D: 64, Dv: 64, start: []int64{2050}, scale: 0.125},
+		{B: 1, H: 2, KV: 1, T: 1, S: 50, D: 8, Dv: 260, start: []int64{45}, scale: 0.3},
+		{B: 1, H: 1, KV: 1, T: 1, S: 9000, D: 4, Dv: 4, start: []int64{8999}, scale: 0.5},
 	}
 	for i, a := range specs {
 		dt := wideFloats[i%len(wideFloats)]
