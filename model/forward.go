@@ -116,19 +116,28 @@ func (f *fwd) linear(x *graph.Tensor, name string) *graph.Tensor {
 	return y
 }
 
-// rowLinear is linear for a weight whose input features are split over
-// the ranks of a tensor-parallel model (attn_output, ffn_down: see
-// parallel.go): the ranks' partial products are summed (AllReduce) before
-// the bias is added, once. Without tensor parallelism it is linear.
-func (f *fwd) rowLinear(x *graph.Tensor, name string) *graph.Tensor {
+// residual is x + linear(h, name) for a weight whose input features are
+// split over the ranks of a tensor-parallel model (attn_output, ffn_down:
+// see parallel.go): the ranks' partial products are summed (AllReduce)
+// and the bias is added once. Rank 0 adds x to its partial product before
+// the all-reduce — an add the product's kernel does as it stores — so the
+// sum arrives with the residual in it, and no rank runs an add of its own
+// after each all-reduce (32 kernels a rank in a 1B decode step). The
+// order of the additions changes: (x + p₀) + p₁ … for x + (p₀ + p₁ …),
+// within the compute dtype's rounding. Without tensor parallelism it is
+// x + linear(h, name).
+func (f *fwd) residual(x, h *graph.Tensor, name string) *graph.Tensor {
 	if !f.m.parallel() {
-		return f.linear(x, name)
+		return x.Add(f.linear(h, name))
 	}
 	var y *graph.Tensor
 	if q, ok := f.q[name+".weight"]; ok {
-		y = x.QMatmul(q)
+		y = h.QMatmul(q)
 	} else {
-		y = graph.Linear(x, f.w[name+".weight"], nil)
+		y = graph.Linear(h, f.w[name+".weight"], nil)
+	}
+	if f.m.comm.Rank() == 0 {
+		y = y.Add(x)
 	}
 	y = y.AllReduce(f.m.tpGroup(), graph.ReduceSum)
 	if b, ok := f.w[name+".bias"]; ok {
@@ -180,10 +189,10 @@ func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.T
 	return out
 }
 
-// mlp is SwiGLU: down(silu(gate(h))·up(h)).
-func (f *fwd) mlp(h *graph.Tensor, p string) *graph.Tensor {
+// mlp is the residual stream x plus SwiGLU of h: x + down(silu(gate(h))·up(h)).
+func (f *fwd) mlp(x, h *graph.Tensor, p string) *graph.Tensor {
 	gu := f.linears(h, p+"ffn_gate_up", p+"ffn_gate", p+"ffn_up")
-	return f.rowLinear(gu[0].Silu().Mul(gu[1]), p+"ffn_down")
+	return f.residual(x, gu[0].Silu().Mul(gu[1]), p+"ffn_down")
 }
 
 // qkv projects h [B, T, C] to rotated queries [B, H, T, D], rotated keys
@@ -279,8 +288,8 @@ func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
 		q, kk, v := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, f.cos, f.sin)
 		g.Output(outCache("k", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(kk, 2, 0))
 		g.Output(outCache("v", l), g.Zeros(m.dt, b, c.KVHeads, m.maxSeq, c.HeadDim).SliceAssign(v, 2, 0))
-		x = x.Add(f.rowLinear(f.attend(q, kk, v, keep), p+"attn_output"))
-		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
+		x = f.residual(x, f.attend(q, kk, v, keep), p+"attn_output")
+		x = f.mlp(x, f.rmsNorm(x, p+"ffn_norm"), p)
 	}
 	if !k.all {
 		x = x.Narrow(1, t-1, 1).Reshape(b, c.Hidden)
@@ -334,8 +343,8 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		if w < m.maxSeq {
 			ka, va = kc.Narrow(2, 0, w), vc.Narrow(2, 0, w)
 		}
-		x = x.Add(f.rowLinear(f.attendCache(q, ka, va, pos), p+"attn_output"))
-		x = x.Add(f.mlp(f.rmsNorm(x, p+"ffn_norm"), p))
+		x = f.residual(x, f.attendCache(q, ka, va, pos), p+"attn_output")
+		x = f.mlp(x, f.rmsNorm(x, p+"ffn_norm"), p)
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))
 	g.Output(outLogits, lg)

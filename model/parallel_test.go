@@ -173,3 +173,42 @@ func TestShardQuantizedColumns(t *testing.T) {
 		t.Errorf("a split inside a block: %v", err)
 	}
 }
+
+// TestTensorParallelResidual: a rank's decode program is the whole model's
+// plus one all-reduce after each attention and each MLP, and nothing
+// else — rank 0 adds the residual to its partial product before the
+// all-reduce (in the product's kernel), so no rank has an add of its own
+// after one.
+func TestTensorParallelResidual(t *testing.T) {
+	dir, _, _ := tiny(t)
+	whole := load(t, dir, Options{})
+	comms, err := cpu.NewGroup("tp", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := func(m *Model) (all, collectives int) {
+		p, err := m.buildDecode(decodeKey{batch: 1, window: minDecodeWindow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Plan().Steps {
+			all++
+			if s.Kernel.IsCollective() {
+				collectives++
+			}
+		}
+		return all, collectives
+	}
+	n0, c0 := steps(whole)
+	if c0 != 0 {
+		t.Fatalf("the whole model has %d collectives", c0)
+	}
+	layers := TinyConfig().Layers
+	for r := range 2 {
+		m := load(t, dir, Options{Comm: comms[r]})
+		n, c := steps(m)
+		if c != 2*layers || n != n0+2*layers {
+			t.Errorf("rank %d: %d steps with %d collectives; want %d + %d collectives", r, n, c, n0, 2*layers)
+		}
+	}
+}
