@@ -266,8 +266,23 @@ func (f *fwd) attendCache(q, k, v, pos *graph.Tensor) *graph.Tensor {
 }
 
 // logits applies the final norm and the LM head to x [..., C]: f32 [..., V].
+// A tensor-parallel rank whose head is split (headSplit) computes its
+// slice of the vocabulary, cast as the product stores it, and the ranks'
+// slices are gathered in rank order.
 func (f *fwd) logits(x *graph.Tensor) *graph.Tensor {
-	return f.linear(f.rmsNorm(x, "output_norm"), f.head).Cast(dtype.F32)
+	h := f.rmsNorm(x, "output_norm")
+	if !f.m.headSplit() {
+		return f.linear(h, f.head).Cast(dtype.F32)
+	}
+	var y *graph.Tensor
+	if f.m.cfg.TieEmbeddings {
+		per := f.m.cfg.Vocab / f.m.comm.Size()
+		y = graph.Linear(h, f.w["token_embd.weight"].Narrow(0, f.m.comm.Rank()*per, per), nil)
+	} else {
+		y = f.linear(h, f.head) // output.weight holds the rank's rows
+	}
+	y = y.Cast(dtype.F32)
+	return y.AllGather(f.m.tpGroup(), len(y.Shape())-1)
 }
 
 // buildPrefill records the prefill program for B sequences of T tokens.

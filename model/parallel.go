@@ -23,9 +23,17 @@ import (
 //     one AllReduce, then the bias is added once;
 //   - MLP: gate and up rows split (intermediate columns), down's input
 //     columns split, one AllReduce after down;
-//   - the embedding, the norms and the LM head are replicated: every rank
-//     computes the same hidden state after each all-reduce and the same
-//     logits, so every rank samples the same token.
+//   - the LM head is split by vocabulary rows where the vocabulary divides
+//     by Size (headSplit): each rank computes its slice of the logits and
+//     one AllGather joins them, so every rank has the same logits and
+//     samples the same token. An untied output weight is sharded by rows;
+//     tied embeddings stay whole (the embedding reads every row) and the
+//     head reads the rank's rows as a view. A quantized tied table, or a
+//     vocabulary that does not divide, keeps the head replicated. (A 1B
+//     model's head reads 525 MB of bf16 a step: 0.31 ms of a 2.8 ms batch-8
+//     step on an H200, which every rank had spent whole.)
+//   - the embedding and the norms are replicated: every rank computes the
+//     same hidden state after each all-reduce.
 //
 // Generation is every rank calling Generate (or its sessions) with the
 // same prompt and options, each in its own goroutine or process: their
@@ -40,6 +48,19 @@ func (m *Model) tpGroup() graph.Group {
 
 // parallel reports whether the model is split over several ranks.
 func (m *Model) parallel() bool { return m.comm != nil && m.comm.Size() > 1 }
+
+// headSplit reports whether the LM head is split over the ranks by
+// vocabulary rows (see above); it is asked once the weights are loaded.
+func (m *Model) headSplit() bool {
+	if !m.parallel() || m.cfg.Vocab%m.comm.Size() != 0 {
+		return false
+	}
+	if m.cfg.TieEmbeddings {
+		_, q := m.quant["token_embd.weight"]
+		return !q
+	}
+	return true
+}
 
 // setParallel makes m rank c.Rank() of c.Size(): lc becomes the rank's
 // share of the config.
@@ -98,6 +119,9 @@ func shardOf(name string) int {
 // the part's logical shape.
 func (m *Model) shard(name string, t *tensor.Tensor, shape []int, f quant.Type, quantized bool) (*tensor.Tensor, []int, error) {
 	kind := shardOf(name)
+	if (name == "output.weight" || name == "output.bias") && m.parallel() && m.cfg.Vocab%m.comm.Size() == 0 {
+		kind = shardRows // the untied LM head, split by vocabulary rows (headSplit)
+	}
 	if !m.parallel() || kind == shardNone {
 		return t, shape, nil
 	}

@@ -175,10 +175,12 @@ func TestShardQuantizedColumns(t *testing.T) {
 }
 
 // TestTensorParallelResidual: a rank's decode program is the whole model's
-// plus one all-reduce after each attention and each MLP, and nothing
-// else — rank 0 adds the residual to its partial product before the
-// all-reduce (in the product's kernel), so no rank has an add of its own
-// after one.
+// plus one all-reduce after each attention and each MLP and one all-gather
+// of the logits, and nothing else — rank 0 adds the residual to its
+// partial product before the all-reduce (in the product's kernel), so no
+// rank has an add of its own after one; and the LM head's product and
+// cast are one kernel over the rank's vocabulary rows (the tiny model's
+// untied output weight, sharded by rows: [V/2, C] a rank).
 func TestTensorParallelResidual(t *testing.T) {
 	dir, _, _ := tiny(t)
 	whole := load(t, dir, Options{})
@@ -203,12 +205,21 @@ func TestTensorParallelResidual(t *testing.T) {
 	if c0 != 0 {
 		t.Fatalf("the whole model has %d collectives", c0)
 	}
-	layers := TinyConfig().Layers
+	cfg := TinyConfig()
+	want := 2*cfg.Layers + 1
 	for r := range 2 {
 		m := load(t, dir, Options{Comm: comms[r]})
+		if !m.headSplit() {
+			t.Fatalf("rank %d: the LM head is not split", r)
+		}
+		for _, w := range m.weights {
+			if w.name == "output.weight" && !slices.Equal(w.shape, []int{cfg.Vocab / 2, cfg.Hidden}) {
+				t.Errorf("rank %d: output.weight %v, want [%d %d]", r, w.shape, cfg.Vocab/2, cfg.Hidden)
+			}
+		}
 		n, c := steps(m)
-		if c != 2*layers || n != n0+2*layers {
-			t.Errorf("rank %d: %d steps with %d collectives; want %d + %d collectives", r, n, c, n0, 2*layers)
+		if c != want || n != n0+want {
+			t.Errorf("rank %d: %d steps with %d collectives; want %d + %d collectives", r, n, c, n0, want)
 		}
 	}
 }
