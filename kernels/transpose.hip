@@ -31,20 +31,9 @@
 // LOOM_TR_NAME, LOOM_TR_OUT (out's element type) and LOOM_TR_EXTRA (the
 // epilogue's pointers); b2x2 then stores pairs of 2-byte outputs as one
 // word and wider ones one by one. Nothing depends on the wave size.
-#ifndef LOOM_TR_POST
-#define LOOM_TR_STORE(out, i, v) ((out)[i] = (v))
-#define LOOM_TR_PAIR(out, i, v0, v1) \
-  (*(unsigned int*)((out) + (i)) = (unsigned int)(v0) | ((unsigned int)(v1) << 16))
-#define LOOM_TR_EIGHT(out, i, v) loom_tr_eight(out, i, v)
-LOOM_DEV void loom_tr_eight(unsigned short* __restrict__ out, long long i, const unsigned short* v) {
-  uint4 u;
-  u.x = (unsigned int)v[0] | ((unsigned int)v[1] << 16);
-  u.y = (unsigned int)v[2] | ((unsigned int)v[3] << 16);
-  u.z = (unsigned int)v[4] | ((unsigned int)v[5] << 16);
-  u.w = (unsigned int)v[6] | ((unsigned int)v[7] << 16);
-  *(uint4*)(out + i) = u;
-}
-#else
+// Stores of a pair and of a run of eight outputs at i, i+1, …: one 4- or
+// 16-byte store for 2-byte outputs (i even, or a multiple of 8, and the
+// array aligned to match), else one store each.
 template <typename T>
 LOOM_DEV void loom_tr_pair(T* __restrict__ out, long long i, T a, T b) {
   out[i] = a;
@@ -55,12 +44,30 @@ LOOM_DEV void loom_tr_pair<unsigned short>(unsigned short* __restrict__ out, lon
                                            unsigned short b) {
   *(unsigned int*)(out + i) = (unsigned int)a | ((unsigned int)b << 16);
 }
+template <typename T>
+LOOM_DEV void loom_tr_eight(T* __restrict__ out, long long i, const T* v) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) out[i + e] = v[e];
+}
+template <>
+LOOM_DEV void loom_tr_eight<unsigned short>(unsigned short* __restrict__ out, long long i, const unsigned short* v) {
+  uint4 u;
+  u.x = (unsigned int)v[0] | ((unsigned int)v[1] << 16);
+  u.y = (unsigned int)v[2] | ((unsigned int)v[3] << 16);
+  u.z = (unsigned int)v[4] | ((unsigned int)v[5] << 16);
+  u.w = (unsigned int)v[6] | ((unsigned int)v[7] << 16);
+  *(uint4*)(out + i) = u;
+}
+#ifndef LOOM_TR_POST
+#define LOOM_TR_STORE(out, i, v) ((out)[i] = (v))
+#define LOOM_TR_PAIR(out, i, v0, v1) loom_tr_pair<unsigned short>(out, i, v0, v1)
+#define LOOM_TR_EIGHT(out, i, v) loom_tr_eight<unsigned short>(out, i, v)
+#else
 #define LOOM_TR_STORE(out, i, v) ((out)[i] = LOOM_TR_POST(i, v))
 #define LOOM_TR_PAIR(out, i, v0, v1) \
   loom_tr_pair<LOOM_TR_OUT>(out, i, LOOM_TR_POST(i, v0), LOOM_TR_POST((i) + 1, v1))
-// Eight outputs at i, i+1, …: one 16-byte store for 2-byte outputs (i is a
-// multiple of 8 and the array 16-byte aligned), else one store each; the
-// epilogue over the run at once where TransposeFused gives LOOM_TR_POST8.
+// The epilogue over the run at once where TransposeFused gives
+// LOOM_TR_POST8, else element by element.
 #ifdef LOOM_TR_POST8
 #define LOOM_TR_EIGHT(out, i, v)                \
   do {                                          \
@@ -76,20 +83,6 @@ LOOM_DEV void loom_tr_pair<unsigned short>(unsigned short* __restrict__ out, lon
     loom_tr_eight<LOOM_TR_OUT>(out, i, o_);                                   \
   } while (0)
 #endif
-template <typename T>
-LOOM_DEV void loom_tr_eight(T* __restrict__ out, long long i, const T* v) {
-#pragma unroll
-  for (int e = 0; e < 8; ++e) out[i + e] = v[e];
-}
-template <>
-LOOM_DEV void loom_tr_eight<unsigned short>(unsigned short* __restrict__ out, long long i, const unsigned short* v) {
-  uint4 u;
-  u.x = (unsigned int)v[0] | ((unsigned int)v[1] << 16);
-  u.y = (unsigned int)v[2] | ((unsigned int)v[3] << 16);
-  u.z = (unsigned int)v[4] | ((unsigned int)v[5] << 16);
-  u.w = (unsigned int)v[6] | ((unsigned int)v[7] << 16);
-  *(uint4*)(out + i) = u;
-}
 #endif
 #ifndef LOOM_TR_NAME
 #define LOOM_TR_NAME(SUFFIX) loom_transpose_##SUFFIX

@@ -101,17 +101,24 @@ func (m *Model) newFwd() (*fwd, error) {
 	return f, nil
 }
 
-// linear is x·Wᵀ (+ bias) for the weight called name+".weight": a GEMM for
-// a float weight, a quantized matmul for a block-format one.
+// linear is x·Wᵀ (+ bias) for the weight called name+".weight".
 func (f *fwd) linear(x *graph.Tensor, name string) *graph.Tensor {
-	var y *graph.Tensor
+	return f.addBias(f.product(x, name), name)
+}
+
+// product is x·Wᵀ for the weight called name+".weight", without its bias:
+// a GEMM for a float weight, a quantized matmul for a block-format one.
+func (f *fwd) product(x *graph.Tensor, name string) *graph.Tensor {
 	if q, ok := f.q[name+".weight"]; ok {
-		y = x.QMatmul(q)
-	} else {
-		y = graph.Linear(x, f.w[name+".weight"], nil)
+		return x.QMatmul(q)
 	}
+	return graph.Linear(x, f.w[name+".weight"], nil)
+}
+
+// addBias adds the bias called name+".bias" to y, where the model has one.
+func (f *fwd) addBias(y *graph.Tensor, name string) *graph.Tensor {
 	if b, ok := f.w[name+".bias"]; ok {
-		y = y.Add(b)
+		return y.Add(b)
 	}
 	return y
 }
@@ -130,20 +137,11 @@ func (f *fwd) residual(x, h *graph.Tensor, name string) *graph.Tensor {
 	if !f.m.parallel() {
 		return x.Add(f.linear(h, name))
 	}
-	var y *graph.Tensor
-	if q, ok := f.q[name+".weight"]; ok {
-		y = h.QMatmul(q)
-	} else {
-		y = graph.Linear(h, f.w[name+".weight"], nil)
-	}
+	y := f.product(h, name)
 	if f.m.comm.Rank() == 0 {
 		y = y.Add(x)
 	}
-	y = y.AllReduce(f.m.tpGroup(), graph.ReduceSum)
-	if b, ok := f.w[name+".bias"]; ok {
-		y = y.Add(b)
-	}
-	return y
+	return f.addBias(y.AllReduce(f.m.tpGroup(), graph.ReduceSum), name)
 }
 
 // embed picks the embedding rows of ids (1-D): [len(ids), Hidden].
@@ -180,11 +178,8 @@ func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.T
 	last := len(y.Shape()) - 1
 	off := 0
 	for i, pt := range parts {
-		out[i] = y.Narrow(last, off, pt.rows)
+		out[i] = f.addBias(y.Narrow(last, off, pt.rows), names[i])
 		off += pt.rows
-		if b, ok := f.w[names[i]+".bias"]; ok {
-			out[i] = out[i].Add(b)
-		}
 	}
 	return out
 }
@@ -217,10 +212,7 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, k, v *g
 		qk := y.Narrow(2, 0, c.qDim()+c.kvDim()).Reshape(b, t, c.Heads+c.KVHeads, c.HeadDim).RopeThd(cos, sin)
 		q = qk.Narrow(2, 0, c.Heads).Transpose(1, 2)
 		k = qk.Narrow(2, c.Heads, c.KVHeads).Transpose(1, 2)
-		v = y.Narrow(2, c.qDim()+c.kvDim(), c.kvDim())
-		if vb, ok := f.w[p+"attn_v.bias"]; ok {
-			v = v.Add(vb)
-		}
+		v = f.addBias(y.Narrow(2, c.qDim()+c.kvDim(), c.kvDim()), p+"attn_v")
 		return q, k, v.Reshape(b, t, c.KVHeads, c.HeadDim).Transpose(1, 2)
 	}
 	qkv := f.linears(h, p+"attn_qkv", p+"attn_q", p+"attn_k", p+"attn_v")

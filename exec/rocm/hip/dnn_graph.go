@@ -100,6 +100,25 @@ type cudnnGraphAPI struct {
 	execute  cfunc[func(h, plan, pack uintptr) int32]
 }
 
+// gattr is one attribute value for cudnnBackendSetAttribute: n elements
+// of type typ at v.
+type gattr struct {
+	name, typ int32
+	n         int64
+	v         unsafe.Pointer
+}
+
+// setAll sets attrs on descriptor d in order, stopping at the first the
+// library refuses (status is the library's status check).
+func (g *cudnnGraphAPI) setAll(status statusFunc, d uintptr, attrs ...gattr) error {
+	for _, a := range attrs {
+		if err := status(g.set.name, g.set.fn(d, a.name, a.typ, a.n, a.v)); err != nil {
+			return fmt.Errorf("attribute %d: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
 func bindCudnnGraph(b *binder) *cudnnGraphAPI {
 	g := &cudnnGraphAPI{}
 	bind(b, &g.create, "cudnnBackendCreateDescriptor")
@@ -178,47 +197,42 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 		p.descs = append(p.descs, d)
 		return d, nil
 	}
-	set := func(d uintptr, name, typ int32, n int64, v unsafe.Pointer) error {
-		if err := st(g.set.name, g.set.fn(d, name, typ, n, v)); err != nil {
-			return fmt.Errorf("attribute %d: %w", name, err)
+	// build makes a descriptor of type typ with attrs and finalizes it;
+	// what names it in the error.
+	build := func(typ int32, what string, attrs ...gattr) (uintptr, error) {
+		d, err := newDesc(typ)
+		if err == nil {
+			err = g.setAll(c.api.status, d, attrs...)
 		}
-		return nil
+		if err == nil {
+			err = st(g.finalize.name, g.finalize.fn(d))
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", what, err)
+		}
+		return d, nil
 	}
 	data, compute := cudnnTypes(cd.Type)
 	i64 := func(v int) int64 { return int64(v) }
-	tensor := func(uid int64, dims [4]int64) (uintptr, error) {
-		d, err := newDesc(cudnnDescTensor)
-		if err != nil {
-			return 0, err
-		}
+	tensor := func(what string, uid int64, dims [4]int64) (uintptr, error) {
 		strides := graphStrides(dims, cd.NHWC)
 		align := int64(16)
-		for _, e := range []error{
-			set(d, cudnnAttrTensorType, cudnnTypeDataType, 1, unsafe.Pointer(&data)),
-			set(d, cudnnAttrTensorDims, cudnnTypeInt64, 4, unsafe.Pointer(&dims[0])),
-			set(d, cudnnAttrTensorStrides, cudnnTypeInt64, 4, unsafe.Pointer(&strides[0])),
-			set(d, cudnnAttrTensorUID, cudnnTypeInt64, 1, unsafe.Pointer(&uid)),
-			set(d, cudnnAttrTensorAlign, cudnnTypeInt64, 1, unsafe.Pointer(&align)),
-		} {
-			if e != nil {
-				return 0, e
-			}
-		}
-		return d, st(g.finalize.name, g.finalize.fn(d))
+		return build(cudnnDescTensor, what,
+			gattr{cudnnAttrTensorType, cudnnTypeDataType, 1, unsafe.Pointer(&data)},
+			gattr{cudnnAttrTensorDims, cudnnTypeInt64, 4, unsafe.Pointer(&dims[0])},
+			gattr{cudnnAttrTensorStrides, cudnnTypeInt64, 4, unsafe.Pointer(&strides[0])},
+			gattr{cudnnAttrTensorUID, cudnnTypeInt64, 1, unsafe.Pointer(&uid)},
+			gattr{cudnnAttrTensorAlign, cudnnTypeInt64, 1, unsafe.Pointer(&align)})
 	}
-	x, err := tensor(1, [4]int64{i64(cd.N), i64(cd.C), i64(cd.H), i64(cd.W)})
+	x, err := tensor("x", 1, [4]int64{i64(cd.N), i64(cd.C), i64(cd.H), i64(cd.W)})
 	if err != nil {
-		return nil, fmt.Errorf("x: %w", err)
+		return nil, err
 	}
-	w, err := tensor(2, [4]int64{i64(cd.K), i64(cd.C / cd.Groups), i64(cd.R), i64(cd.S)})
+	w, err := tensor("w", 2, [4]int64{i64(cd.K), i64(cd.C / cd.Groups), i64(cd.R), i64(cd.S)})
 	if err != nil {
-		return nil, fmt.Errorf("w: %w", err)
+		return nil, err
 	}
-	y, err := tensor(3, [4]int64{i64(cd.N), i64(cd.K), i64(cd.OutH), i64(cd.OutW)})
-	if err != nil {
-		return nil, fmt.Errorf("y: %w", err)
-	}
-	conv, err := newDesc(cudnnDescConvolution)
+	y, err := tensor("y", 3, [4]int64{i64(cd.N), i64(cd.K), i64(cd.OutH), i64(cd.OutW)})
 	if err != nil {
 		return nil, err
 	}
@@ -226,23 +240,14 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 	dil := [2]int64{i64(cd.DilH), i64(cd.DilW)}
 	str := [2]int64{i64(cd.StrideH), i64(cd.StrideW)}
 	pad := [2]int64{i64(cd.PadH), i64(cd.PadW)}
-	for _, e := range []error{
-		set(conv, cudnnAttrConvCompType, cudnnTypeDataType, 1, unsafe.Pointer(&compute)),
-		set(conv, cudnnAttrConvMode, cudnnTypeConvMode, 1, unsafe.Pointer(&mode)),
-		set(conv, cudnnAttrConvSpatialDims, cudnnTypeInt64, 1, unsafe.Pointer(&dims)),
-		set(conv, cudnnAttrConvDilations, cudnnTypeInt64, 2, unsafe.Pointer(&dil[0])),
-		set(conv, cudnnAttrConvStrides, cudnnTypeInt64, 2, unsafe.Pointer(&str[0])),
-		set(conv, cudnnAttrConvPrePad, cudnnTypeInt64, 2, unsafe.Pointer(&pad[0])),
-		set(conv, cudnnAttrConvPostPad, cudnnTypeInt64, 2, unsafe.Pointer(&pad[0])),
-	} {
-		if e != nil {
-			return nil, fmt.Errorf("conv: %w", e)
-		}
-	}
-	if err := st(g.finalize.name, g.finalize.fn(conv)); err != nil {
-		return nil, fmt.Errorf("conv: %w", err)
-	}
-	op, err := newDesc(cudnnDescOpConvFwd)
+	conv, err := build(cudnnDescConvolution, "conv",
+		gattr{cudnnAttrConvCompType, cudnnTypeDataType, 1, unsafe.Pointer(&compute)},
+		gattr{cudnnAttrConvMode, cudnnTypeConvMode, 1, unsafe.Pointer(&mode)},
+		gattr{cudnnAttrConvSpatialDims, cudnnTypeInt64, 1, unsafe.Pointer(&dims)},
+		gattr{cudnnAttrConvDilations, cudnnTypeInt64, 2, unsafe.Pointer(&dil[0])},
+		gattr{cudnnAttrConvStrides, cudnnTypeInt64, 2, unsafe.Pointer(&str[0])},
+		gattr{cudnnAttrConvPrePad, cudnnTypeInt64, 2, unsafe.Pointer(&pad[0])},
+		gattr{cudnnAttrConvPostPad, cudnnTypeInt64, 2, unsafe.Pointer(&pad[0])})
 	if err != nil {
 		return nil, err
 	}
@@ -252,34 +257,22 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 	if cd.Type == GemmF64 {
 		alpha, beta, at = unsafe.Pointer(&a64), unsafe.Pointer(&b64), cudnnTypeDouble
 	}
-	for _, e := range []error{
-		set(op, cudnnAttrFwdX, cudnnTypeDescriptor, 1, unsafe.Pointer(&x)),
-		set(op, cudnnAttrFwdW, cudnnTypeDescriptor, 1, unsafe.Pointer(&w)),
-		set(op, cudnnAttrFwdY, cudnnTypeDescriptor, 1, unsafe.Pointer(&y)),
-		set(op, cudnnAttrFwdConv, cudnnTypeDescriptor, 1, unsafe.Pointer(&conv)),
-		set(op, cudnnAttrFwdAlpha, at, 1, alpha),
-		set(op, cudnnAttrFwdBeta, at, 1, beta),
-	} {
-		if e != nil {
-			return nil, fmt.Errorf("operation: %w", e)
-		}
-	}
-	if err := st(g.finalize.name, g.finalize.fn(op)); err != nil {
-		return nil, fmt.Errorf("operation: %w", err)
-	}
-	graph, err := newDesc(cudnnDescOpGraph)
+	op, err := build(cudnnDescOpConvFwd, "operation",
+		gattr{cudnnAttrFwdX, cudnnTypeDescriptor, 1, unsafe.Pointer(&x)},
+		gattr{cudnnAttrFwdW, cudnnTypeDescriptor, 1, unsafe.Pointer(&w)},
+		gattr{cudnnAttrFwdY, cudnnTypeDescriptor, 1, unsafe.Pointer(&y)},
+		gattr{cudnnAttrFwdConv, cudnnTypeDescriptor, 1, unsafe.Pointer(&conv)},
+		gattr{cudnnAttrFwdAlpha, at, 1, alpha},
+		gattr{cudnnAttrFwdBeta, at, 1, beta})
 	if err != nil {
 		return nil, err
 	}
 	h := c.h
-	if err := set(graph, cudnnAttrGraphOps, cudnnTypeDescriptor, 1, unsafe.Pointer(&op)); err != nil {
+	graph, err := build(cudnnDescOpGraph, "operation graph",
+		gattr{cudnnAttrGraphOps, cudnnTypeDescriptor, 1, unsafe.Pointer(&op)},
+		gattr{cudnnAttrGraphHandle, cudnnTypeHandle, 1, unsafe.Pointer(&h)})
+	if err != nil {
 		return nil, err
-	}
-	if err := set(graph, cudnnAttrGraphHandle, cudnnTypeHandle, 1, unsafe.Pointer(&h)); err != nil {
-		return nil, err
-	}
-	if err := st(g.finalize.name, g.finalize.fn(graph)); err != nil {
-		return nil, fmt.Errorf("operation graph: %w", err)
 	}
 	var tried []string
 	skip := cd.GraphRank
@@ -289,10 +282,9 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := set(heur, cudnnAttrHeurGraph, cudnnTypeDescriptor, 1, unsafe.Pointer(&graph)); err != nil {
-			return nil, err
-		}
-		if err := set(heur, cudnnAttrHeurMode, cudnnTypeHeurMode, 1, unsafe.Pointer(&hm)); err != nil {
+		if err := g.setAll(c.api.status, heur,
+			gattr{cudnnAttrHeurGraph, cudnnTypeDescriptor, 1, unsafe.Pointer(&graph)},
+			gattr{cudnnAttrHeurMode, cudnnTypeHeurMode, 1, unsafe.Pointer(&hm)}); err != nil {
 			return nil, err
 		}
 		if err := st(g.finalize.name, g.finalize.fn(heur)); err != nil {
@@ -341,8 +333,9 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 			if err != nil {
 				return nil, err
 			}
-			if set(plan, cudnnAttrPlanHandle, cudnnTypeHandle, 1, unsafe.Pointer(&h)) != nil ||
-				set(plan, cudnnAttrPlanConfig, cudnnTypeDescriptor, 1, unsafe.Pointer(&cfg)) != nil {
+			if g.setAll(c.api.status, plan,
+				gattr{cudnnAttrPlanHandle, cudnnTypeHandle, 1, unsafe.Pointer(&h)},
+				gattr{cudnnAttrPlanConfig, cudnnTypeDescriptor, 1, unsafe.Pointer(&cfg)}) != nil {
 				continue
 			}
 			if err := st(g.finalize.name, g.finalize.fn(plan)); err != nil {
@@ -397,18 +390,11 @@ func (p *cudnnGraphPlan) Run(x, w, y, ws DevPtr) error {
 		uids := [3]int64{1, 2, 3}
 		ptrs := [3]uintptr{uintptr(x), uintptr(w), uintptr(y)}
 		wsp := uintptr(ws)
-		for _, e := range []struct {
-			name, typ int32
-			n         int64
-			v         unsafe.Pointer
-		}{
-			{cudnnAttrPackUIDs, cudnnTypeInt64, 3, unsafe.Pointer(&uids[0])},
-			{cudnnAttrPackPointers, cudnnTypeVoidPtr, 3, unsafe.Pointer(&ptrs[0])},
-			{cudnnAttrPackWorkspace, cudnnTypeVoidPtr, 1, unsafe.Pointer(&wsp)},
-		} {
-			if err := st(g.set.name, g.set.fn(pack, e.name, e.typ, e.n, e.v)); err != nil {
-				return err
-			}
+		if err := g.setAll(c.api.status, pack,
+			gattr{cudnnAttrPackUIDs, cudnnTypeInt64, 3, unsafe.Pointer(&uids[0])},
+			gattr{cudnnAttrPackPointers, cudnnTypeVoidPtr, 3, unsafe.Pointer(&ptrs[0])},
+			gattr{cudnnAttrPackWorkspace, cudnnTypeVoidPtr, 1, unsafe.Pointer(&wsp)}); err != nil {
+			return err
 		}
 		if err := st(g.finalize.name, g.finalize.fn(pack)); err != nil {
 			return err
