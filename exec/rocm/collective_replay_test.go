@@ -34,7 +34,12 @@ func collectiveBlock(t *testing.T, size int) (*graph.Graph, func(r int) map[stri
 	inputs := func(r int) map[string]*tensor.Tensor {
 		rng := rand.New(rand.NewPCG(uint64(size), uint64(r)))
 		in := map[string]*tensor.Tensor{}
-		for name, shape := range map[string][]int{"x": {16, 64}, "w": {64, 48}} {
+		// In a fixed order: a map's order changes from one range to the
+		// next, and two calls must give the same inputs (the CPU group's
+		// and the GPU ranks').
+		shapes := map[string][]int{"x": {16, 64}, "w": {64, 48}}
+		for _, name := range []string{"x", "w"} {
+			shape := shapes[name]
 			v := make([]float64, tensor.Numel(shape))
 			for i := range v {
 				v[i] = rng.Float64() - 0.5
