@@ -89,40 +89,74 @@ func ConvEntries() []string {
 // (transpose.hip): in [B][R][C] → out [B][C][R], which the channels-last
 // library convs take their operands and output through. TransposePlan
 // picks one.
-var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2", "loom_transpose_b2x8", "loom_transpose_b2e"}
+var TransposeEntries = []string{"loom_transpose_b2", "loom_transpose_b2x2", "loom_transpose_b2x8", "loom_transpose_b2e", "loom_transpose_b2s"}
+
+// The indices of TransposeEntries.
+const (
+	TrB2 = iota
+	TrB2x2
+	TrB2x8
+	TrB2e
+	TrB2s
+)
 
 // TransposePlan returns which of TransposeEntries (or of a fused conv's
 // TransposeFused names, in the same order) moves b matrices of r × c
-// elements, its grid and block, and the kernel's tilesC argument: with a
-// side shorter than 16, one thread an element (b2e, a 1-D grid-stride
-// grid); else runs of 8 elements (64 × 64 tiles) where r and c are
-// multiples of 8 and both arrays 16-byte aligned (align16), pairs (64 × 64
-// tiles) where they are even and 4-byte aligned (align4), single elements
-// (32 × 32 tiles) otherwise; a block of 32 × 8 threads per tile in grid.x,
-// the matrices in grid.y (at most 65535; the kernel loops over the rest).
-// ok is false where the tiles do not fit grid.x or a side does not fit an
-// int.
+// elements, its grid and block, and the kernel's tilesC argument: with
+// rows shorter than 16, one thread a row (b2s); with fewer than 16 rows,
+// one thread an element (b2e); else runs of 8
+// elements (b2x8) where r and c are multiples of 8 and both arrays
+// 16-byte aligned (align16), pairs (b2x2) where they are even and
+// 4-byte aligned (align4), single elements (b2) otherwise. ok is false
+// where the launch does not fit (TransposeLaunch).
 func TransposePlan(b int64, r, c int, align4, align16 bool) (entry int, gb [2][3]uint32, tilesC int, ok bool) {
-	if b < 1 || r < 1 || c < 1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 {
-		return 0, gb, 0, false
-	}
-	if r < 16 || c < 16 {
-		n := b * int64(r) * int64(c)
-		return 3, [2][3]uint32{{uint32(min((n+255)/256, 1<<20)), 1, 1}, {32, 8, 1}}, 1, true
-	}
-	entry, t := 0, 32
 	switch {
+	case c < 16:
+		entry = TrB2s
+	case r < 16:
+		entry = TrB2e
 	case align16 && r%8 == 0 && c%8 == 0:
-		entry, t = 2, 64
+		entry = TrB2x8
 	case align4 && r%2 == 0 && c%2 == 0:
-		entry, t = 1, 64
+		entry = TrB2x2
+	default:
+		entry = TrB2
 	}
+	gb, tilesC, ok = TransposeLaunch(entry, b, r, c)
+	return entry, gb, tilesC, ok
+}
+
+// TransposeLaunch returns the grid and block of TransposeEntries[entry]
+// over b matrices of r × c elements, and its tilesC argument: b2e and b2s
+// 1-D grid-stride grids of one thread an element and a row (b2s takes
+// rows shorter than 16 only); the others a block of 32 × 8
+// threads per tile (b2 32 × 32, b2x2 and b2x8 64 × 64) in
+// grid.x, tilesC across c, the matrices in grid.y (at most 65535; the
+// kernels loop over the rest). It does not check the entry's conditions
+// on r, c and alignment (TransposePlan does). ok is false where the tiles
+// do not fit grid.x or a side does not fit an int.
+func TransposeLaunch(entry int, b int64, r, c int) (gb [2][3]uint32, tilesC int, ok bool) {
+	if b < 1 || r < 1 || c < 1 || int64(r) > 1<<31-1 || int64(c) > 1<<31-1 || entry < 0 || entry >= len(TransposeEntries) {
+		return gb, 0, false
+	}
+	switch entry {
+	case TrB2e:
+		n := b * int64(r) * int64(c)
+		return [2][3]uint32{{uint32(min((n+255)/256, 1<<20)), 1, 1}, {32, 8, 1}}, 1, true
+	case TrB2s:
+		if c >= 16 {
+			return gb, 0, false
+		}
+		n := b * int64(r)
+		return [2][3]uint32{{uint32(min((n+255)/256, 1<<20)), 1, 1}, {32, 8, 1}}, 1, true
+	}
+	t := map[int]int{TrB2: 32, TrB2x2: 64, TrB2x8: 64}[entry]
 	tilesR, tilesC := (r+t-1)/t, (c+t-1)/t
 	tiles := int64(tilesR) * int64(tilesC)
 	if tiles > 1<<31-1 {
-		return 0, gb, 0, false
+		return gb, 0, false
 	}
-	return entry, [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true
+	return [2][3]uint32{{uint32(tiles), uint32(min(b, 65535)), 1}, {32, 8, 1}}, tilesC, true
 }
 
 // ConvGeom is a 2-D convolution's geometry over packed NCHW arrays (1-D

@@ -271,8 +271,10 @@ func TestChannelsLastTwin(t *testing.T) {
 		{3, 256, 3136, true, false, "loom_transpose_b2x2", [2][3]uint32{{4 * 49, 3, 1}, {32, 8, 1}}, 49},
 		{3, 258, 3136, true, true, "loom_transpose_b2x2", [2][3]uint32{{5 * 49, 3, 1}, {32, 8, 1}}, 49},
 		{3, 256, 3136, false, false, "loom_transpose_b2", [2][3]uint32{{8 * 98, 3, 1}, {32, 8, 1}}, 98},
-		{256, 256, 9, true, true, "loom_transpose_b2e", [2][3]uint32{{2304, 1, 1}, {32, 8, 1}}, 1},
+		{256, 256, 9, true, true, "loom_transpose_b2s", [2][3]uint32{{256, 1, 1}, {32, 8, 1}}, 1},
 		{1 << 20, 15, 1024, true, true, "loom_transpose_b2e", [2][3]uint32{{1 << 20, 1, 1}, {32, 8, 1}}, 1},
+		{1 << 20, 1024, 15, true, true, "loom_transpose_b2s", [2][3]uint32{{1 << 20, 1, 1}, {32, 8, 1}}, 1},
+		{4, 9, 3, true, true, "loom_transpose_b2s", [2][3]uint32{{1, 1, 1}, {32, 8, 1}}, 1},
 	} {
 		entry, gb, tc, ok := TransposePlan(c.b, c.r, c.c, c.align4, c.align16)
 		if !ok || TransposeEntries[entry] != c.name || tc != c.tilesC || gb != c.gb {

@@ -642,13 +642,26 @@ func (e *Executor) bestTime(f func() error) (float64, error) {
 // transpose queues move m from in to out for 2-byte elements: on
 // ConvSource's transposes, or with fused (not nil) on a fused conv's
 // build of them, whose epilogue reads the operands extra.
-func (e *Executor) transpose(m chlMove, in, out hip.DevPtr, fused *fusedTranspose, extra []hip.DevPtr) error {
-	entry, gb, tilesC, ok := kernels.TransposePlan(m.b, m.r, m.c, in%4 == 0 && out%4 == 0, in%16 == 0 && out%16 == 0)
+// rev takes the tiles in reverse order (transpose.hip).
+func (e *Executor) transpose(m chlMove, in, out hip.DevPtr, rev bool, fused *fusedTranspose, extra []hip.DevPtr) error {
+	entry, _, _, _ := kernels.TransposePlan(m.b, m.r, m.c, in%4 == 0 && out%4 == 0, in%16 == 0 && out%16 == 0)
+	return e.transposeWith(entry, m, in, out, rev, fused, extra)
+}
+
+// transposeWith is transpose on kernels.TransposeEntries[entry], which
+// the caller has checked fits m and the arrays' alignment (tests run every
+// entry).
+func (e *Executor) transposeWith(entry int, m chlMove, in, out hip.DevPtr, rev bool, fused *fusedTranspose, extra []hip.DevPtr) error {
+	gb, tilesC, ok := kernels.TransposeLaunch(entry, m.b, m.r, m.c)
 	if !ok {
 		return fmt.Errorf("transpose of %d × %d × %d elements does not fit a launch", m.b, m.r, m.c)
 	}
+	r := int32(0)
+	if rev {
+		r = 1
+	}
 	var a hip.Args
-	a.Ptr(in).Ptr(out).I64(m.b).I32(int32(m.r)).I32(int32(m.c)).I32(int32(tilesC))
+	a.Ptr(in).Ptr(out).I64(m.b).I32(int32(m.r)).I32(int32(m.c)).I32(int32(tilesC)).I32(r)
 	if fused == nil {
 		return e.launchGrid(kernels.TransposeEntries[entry], gb, &a)
 	}
@@ -674,17 +687,26 @@ func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr, fused *f
 		return fmt.Errorf("channels-last scratch: %w", err)
 	}
 	defer e.releaseScratch(buf)
-	if err := e.transpose(mx, x, xs, nil, nil); err != nil {
+	if err := e.transpose(mx, x, xs, e.chlRev&chlRevX != 0, nil, nil); err != nil {
 		return err
 	}
-	if err := e.transpose(mw, w, ws, nil, nil); err != nil {
+	if err := e.transpose(mw, w, ws, false, nil, nil); err != nil {
 		return err
 	}
 	if err := e.convLibrary(cs.dnn, xs, ws, ys); err != nil {
 		return err
 	}
-	return e.transpose(my, ys, out, fused, extra)
+	return e.transpose(my, ys, out, e.chlRev&chlRevY != 0, fused, extra)
 }
+
+// Executor.chlRev: which of the channels-last path's transposes run in
+// reverse order (transpose.hip), so that the conv reads first what the
+// input's transpose wrote last, and the output's transpose reads first
+// what the conv wrote last, while it is still in the L2 cache.
+const (
+	chlRevX = 1 << iota // the input's
+	chlRevY             // the output's
+)
 
 // convLibrary queues library conv p over x and w into y, with its
 // workspace from the allocator (stream-ordered: reused only by later work).

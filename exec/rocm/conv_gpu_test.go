@@ -285,6 +285,24 @@ func TestGPUConvLayouts(t *testing.T) {
 				best = min(best, ms)
 			}
 			t.Logf("crb=%v %s=%q: %.3f ms (%d steps): %s", crb, ConvEnv, names[i], best, len(p.Plan().Steps), convHow(t, p, e))
+			if names[i] == "" {
+				// The transposes' tile orders (Executor.chlRev), on the
+				// random inputs.
+				keep := e.chlRev
+				for rev := range 4 {
+					e.chlRev = rev
+					best := math.Inf(1)
+					for range 10 {
+						ms, err := e.DeviceTime(run)
+						if err != nil {
+							t.Fatal(err)
+						}
+						best = min(best, ms)
+					}
+					t.Logf("crb=%v, input transpose reversed %v, output transpose reversed %v: %.4f ms", crb, rev&chlRevX != 0, rev&chlRevY != 0, best)
+				}
+				e.chlRev = keep
+			}
 			if (names[i] != "nhwc" && names[i] != "graph") || crb {
 				continue
 			}
@@ -305,9 +323,9 @@ func TestGPUConvLayouts(t *testing.T) {
 				defer e.releaseScratch(bl[j])
 			}
 			a, b := bl[0].ptr, bl[1].ptr
-			tx, err1 := e.bestTime(func() error { return e.transpose(mx, a, b, nil, nil) })
-			tw, err2 := e.bestTime(func() error { return e.transpose(mw, a, b, nil, nil) })
-			ty, err3 := e.bestTime(func() error { return e.transpose(my, a, b, nil, nil) })
+			tx, err1 := e.bestTime(func() error { return e.transpose(mx, a, b, false, nil, nil) })
+			tw, err2 := e.bestTime(func() error { return e.transpose(mw, a, b, false, nil, nil) })
+			ty, err3 := e.bestTime(func() error { return e.transpose(my, a, b, false, nil, nil) })
 			cp, err4 := e.bestTime(func() error {
 				e.launchMu.Lock()
 				defer e.launchMu.Unlock()

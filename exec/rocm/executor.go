@@ -21,6 +21,7 @@ import (
 // Executor runs plans on one GPU through package hip. It is safe for
 // concurrent use.
 type Executor struct {
+	chlRev int // conv.go: chlRevX | chlRevY
 	dev    *hip.Device
 	info   hip.DeviceInfo
 	comp   hip.Compiler
@@ -130,6 +131,7 @@ func newExecutor(dev *hip.Device, comp hip.Compiler) (*Executor, error) {
 		target: codegen.Target{Platform: info.Platform, Arch: info.Arch, WaveSize: info.WaveSize},
 		opts:   compileOptions(info.Platform, comp.Version()),
 		mods:   map[string]*hip.Module{}, fns: map[string]hip.Function{},
+		chlRev: chlRevX | chlRevY,
 	}
 	e.poison.Store(-1)
 	// The allocator's drain passes the stream gate (replay.go): it can run
