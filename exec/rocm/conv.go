@@ -66,6 +66,7 @@ type dnnState struct {
 	lib  hip.DNN // nil: none
 	why  string
 	mode string // ConvEnv's value when the library was opened
+	epi  string // and ConvEpilogueEnv's (convbias.go)
 
 	mu    sync.Mutex
 	plans []hip.ConvPlan // closed with the executor
@@ -76,7 +77,7 @@ type dnnState struct {
 func (e *Executor) dnn() *dnnState {
 	s := &e.dnnS
 	s.once.Do(func() {
-		s.mode = os.Getenv(ConvEnv)
+		s.mode, s.epi = os.Getenv(ConvEnv), os.Getenv(ConvEpilogueEnv)
 		if s.mode == "portable" {
 			s.why = ConvEnv + "=portable"
 			return
@@ -134,6 +135,15 @@ type convStep struct {
 	how        string
 }
 
+// desc is cs's library descriptor over NCHW arrays (gt: cs.d's GEMM type).
+func (cs *convStep) desc(gt hip.GemmType) hip.ConvDesc {
+	g := cs.g
+	return hip.ConvDesc{Type: gt, Transposed: cs.transposed,
+		N: g.N, C: g.C, H: g.H, W: g.W, K: g.CO, R: g.KH, S: g.KW, OutH: g.OH, OutW: g.OW,
+		PadH: g.PH, PadW: g.PW, StrideH: g.SH, StrideW: g.SW, DilH: g.DH, DilW: g.DW,
+		Groups: g.G, TF32: cs.tf32, MaxWorkspace: dnnWorkspaceMax}
+}
+
 // convGeom maps a conv node onto the 2-D geometry the kernels and the
 // library take (1-D: H = KH = 1).
 func convGeom(n *ir.Node) kernels.ConvGeom {
@@ -170,10 +180,7 @@ func (e *Executor) prepareConv(k *plan.Kernel, tf32 bool) (*convStep, error) {
 	// GEMM-like ones.
 	halfT := cs.transposed && (cs.d == dtype.F16 || cs.d == dtype.BF16)
 	if s := e.dnn(); s.lib != nil && !empty && !halfT {
-		desc := hip.ConvDesc{Type: gt, Transposed: cs.transposed,
-			N: g.N, C: g.C, H: g.H, W: g.W, K: g.CO, R: g.KH, S: g.KW, OutH: g.OH, OutW: g.OW,
-			PadH: g.PH, PadW: g.PW, StrideH: g.SH, StrideW: g.SW, DilH: g.DH, DilW: g.DW,
-			Groups: g.G, TF32: tf32, MaxWorkspace: dnnWorkspaceMax}
+		desc := cs.desc(gt)
 		p, err := s.lib.Plan(desc)
 		if err == nil {
 			cs.dnn, cs.how = p, p.Algo()
@@ -681,6 +688,12 @@ func (e *Executor) transposeWith(entry int, m chlMove, in, out hip.DevPtr, rev b
 // transposed into scratch, the conv, its output transposed into out
 // (through fused's epilogue when fused is not nil, its operands extra).
 func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr, fused *fusedTranspose, extra []hip.DevPtr) error {
+	return e.chlRun(cs, x, w, out, func(xs, ws, ys hip.DevPtr) error { return e.convLibrary(cs.dnn, xs, ws, ys) }, fused, extra)
+}
+
+// chlRun is convChannelsLast with conv queuing the library conv of the
+// channels-last arrays xs and ws into ys.
+func (e *Executor) chlRun(cs *convStep, x, w, out hip.DevPtr, conv func(xs, ws, ys hip.DevPtr) error, fused *fusedTranspose, extra []hip.DevPtr) error {
 	mx, mw, my := chlMoves(cs.g)
 	buf, xs, ws, ys, err := e.chlScratch(cs.g)
 	if err != nil {
@@ -693,7 +706,7 @@ func (e *Executor) convChannelsLast(cs *convStep, x, w, out hip.DevPtr, fused *f
 	if err := e.transpose(mw, w, ws, false, nil, nil); err != nil {
 		return err
 	}
-	if err := e.convLibrary(cs.dnn, xs, ws, ys); err != nil {
+	if err := conv(xs, ws, ys); err != nil {
 		return err
 	}
 	return e.transpose(my, ys, out, e.chlRev&chlRevY != 0, fused, extra)
@@ -711,6 +724,11 @@ const (
 // convLibrary queues library conv p over x and w into y, with its
 // workspace from the allocator (stream-ordered: reused only by later work).
 func (e *Executor) convLibrary(p hip.ConvPlan, x, w, y hip.DevPtr) error {
+	return e.libraryRun(p, func(ws hip.DevPtr) error { return p.Run(x, w, y, ws) })
+}
+
+// libraryRun queues run, a run of library plan p, with p's workspace.
+func (e *Executor) libraryRun(p hip.ConvPlan, run func(ws hip.DevPtr) error) error {
 	var ws *block
 	if need := p.Workspace(); need > 0 {
 		var err error
@@ -725,7 +743,7 @@ func (e *Executor) convLibrary(p hip.ConvPlan, x, w, y hip.DevPtr) error {
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := p.Run(x, w, y, wsp); err != nil {
+	if err := run(wsp); err != nil {
 		return err
 	}
 	e.launches.Add(1)
@@ -763,7 +781,10 @@ func (e *Executor) prepareFusedConv(k *plan.Kernel, buffers int, tf32 bool) erro
 		return err
 	}
 	if cs.nhwc && parts.Pre == nil && parts.Post != nil {
-		_, err := e.fusedTransposes(k, parts)
+		ft, err := e.fusedTransposes(k, parts)
+		if err == nil && k.Instrs[k.ConvAt()].Node.Numel() > 0 && cs.g.C > 0 {
+			e.convBiasOf(k, parts, cs, ft)
+		}
 		return err
 	}
 	for _, p := range []*plan.Kernel{parts.Pre, parts.Post} {
@@ -828,6 +849,19 @@ func (e *Executor) runFusedConv(ctx context.Context, k *plan.Kernel, mem []exec.
 	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
 	if err != nil {
 		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	if cb := e.convBiasOf(k, parts, cs, ft); cb.plan != nil {
+		var b hip.DevPtr
+		if cb.bias >= 0 {
+			op := k.Ins[cb.bias]
+			if b, err = e.span(mem, op.Buf, op.Buf.DType.Size(), op.Layout.Offset, cs.g.CO); err != nil {
+				return fmt.Errorf("rocm: %s bias: %w", k.Name, err)
+			}
+		}
+		if err := e.convChannelsLastBias(cs, cb.plan, x, w, b, out); err != nil {
+			return fmt.Errorf("rocm: %s (%s, %s): %w", k.Name, cs.how, cb.how, err)
+		}
+		return nil
 	}
 	extra, err := e.operandBases(k, mem)
 	if err != nil {

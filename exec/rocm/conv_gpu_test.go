@@ -168,6 +168,10 @@ func convHow(t *testing.T, p *graph.Program, e *Executor) string {
 	t.Helper()
 	for _, s := range p.Plan().Steps {
 		k := s.Kernel
+		epi := ""
+		if v, ok := k.Cache.Load(plan.KeyOf(e, convBiasKey{})); ok {
+			epi = "; " + v.(*convBias).how
+		}
 		if k.IsFusedConv() {
 			parts, err := exec.FusedParts(k, len(p.Plan().Buffers))
 			if err != nil {
@@ -176,7 +180,7 @@ func convHow(t *testing.T, p *graph.Program, e *Executor) string {
 			k = parts.Core
 		}
 		if v, ok := k.Cache.Load(plan.KeyOf(e, convKey{})); ok {
-			return v.(*convStep).how
+			return v.(*convStep).how + epi
 		}
 	}
 	return "(no conv step)"
@@ -410,6 +414,90 @@ func TestGPUConvEpilogue(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestGPUConvLibraryEpilogue runs convs whose epilogue the library can
+// apply inside the conv (bias, ReLU, bias then ReLU, in f16 and bf16) on
+// the channels-last path with the epilogue forced into the library's conv
+// (ConvEpilogueEnv=library), forced into Loom's transpose, and measured,
+// against the same graph on the CPU; the forced executors must have run
+// the epilogue where they were told to.
+func TestGPUConvLibraryEpilogue(t *testing.T) {
+	t.Setenv(ConvEnv, "graph")
+	var exs []*Executor
+	for _, mode := range []string{"library", "loom", ""} {
+		t.Setenv(ConvEpilogueEnv, mode)
+		e := freshGPU(t)
+		if e.dnn().lib == nil {
+			t.Skipf("no convolution library: %s", e.dnn().why)
+		}
+		exs = append(exs, e)
+	}
+	c := cpu.New()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct {
+		name string
+		x, w []int
+		opt  graph.ConvOptions
+	}{
+		{"3x3 pad1 even", []int{2, 64, 12, 10}, []int{32, 64, 3, 3}, graph.ConvOptions{Padding: []int{1}}},
+		{"3x3 stride2 odd", []int{3, 8, 11, 9}, []int{16, 8, 3, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{2}}},
+	} {
+		for _, d := range []dtype.DType{dtype.F16, dtype.BF16} {
+			for _, epi := range []string{"bias+relu", "relu", "bias"} {
+				t.Run(fmt.Sprintf("%s/%v/%s", tc.name, d, epi), func(t *testing.T) {
+					g := graph.New()
+					x, w := g.Input("x", d, tc.x...), g.Input("w", d, tc.w...)
+					b := g.Input("b", d, tc.w[0], 1, 1)
+					y := graph.Conv2d(x, w, tc.opt)
+					if epi != "relu" {
+						y = y.Add(b)
+					}
+					if epi != "bias" {
+						y = y.Relu()
+					}
+					g.Output("y", y)
+					p, err := g.Compile(graph.Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					k := p.Plan().Steps[0].Kernel
+					if n := len(p.Plan().Steps); n != 1 || !k.IsFusedConv() {
+						t.Fatalf("%d steps, want one fused conv kernel", n)
+					}
+					in := map[string]*tensor.Tensor{"x": randTensor(t, r, d, tc.x), "w": randTensor(t, r, d, tc.w),
+						"b": randTensor(t, r, d, []int{tc.w[0], 1, 1})}
+					want, err := p.Run(ctx, c, in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					terms := float64(tc.w[1] * tc.w[2] * tc.w[3])
+					tol := map[dtype.DType]float64{dtype.F16: 4e-3, dtype.BF16: 3e-2}[d] * (terms + 2)
+					for i, ex := range exs {
+						got, err := p.Run(ctx, ex, in)
+						if err != nil {
+							t.Fatalf("executor %d: %v", i, err)
+						}
+						v, _ := k.Cache.Load(plan.KeyOf(ex, convBiasKey{}))
+						cb, _ := v.(*convBias)
+						if cb == nil {
+							t.Fatalf("executor %d: no epilogue decision", i)
+						}
+						wv, gv := want["y"].Float64s(), got["y"].Float64s()
+						for j := range wv {
+							if !(math.Abs(gv[j]-wv[j]) <= tol) {
+								t.Fatalf("executor %d (%s): y[%d] = %v, CPU %v (tolerance %g)", i, cb.how, j, gv[j], wv[j], tol)
+							}
+						}
+						if i < 2 && (i == 0) != (cb.plan != nil) { // the measured executor may take either
+							t.Errorf("executor %d (%s=%q): library epilogue %v (%s)", i, ConvEpilogueEnv, []string{"library", "loom", ""}[i], cb.plan != nil, cb.how)
+						}
+						t.Logf("executor %d: %s", i, cb.how)
+					}
+				})
+			}
 		}
 	}
 }

@@ -55,7 +55,14 @@ type ConvDesc struct {
 	// GraphRank picks the GraphRank-th (from 0) of the engines the
 	// heuristics rank that qualify, so that a caller can time the first
 	// few: the heuristics' first is not always the fastest.
-	GraphRank    int
+	GraphRank int
+	// Bias and ReLU fuse y = relu(conv(x, w) + b) into the graph plan
+	// (Graph only, not Transposed): b holds K elements of Type's data
+	// type, one per output channel, and the plan's RunBias passes it. The
+	// library applies both to the f32 sum and rounds y once, where Loom's
+	// own epilogue rounds the conv's output, then the sum (the result may
+	// differ by an ulp of y's type).
+	Bias, ReLU   bool
 	MaxWorkspace uint64
 }
 
@@ -68,6 +75,13 @@ type ConvPlan interface {
 	// Run queues the convolution on the handle's stream: y = conv(x, w).
 	Run(x, w, y, ws DevPtr) error
 	Close() error
+}
+
+// ConvBiasPlan is a plan of a ConvDesc with Bias or ReLU: RunBias queues
+// y = relu(conv(x, w) + b) (as ConvDesc says).
+type ConvBiasPlan interface {
+	ConvPlan
+	RunBias(x, w, b, y, ws DevPtr) error
 }
 
 // DNN is a vendor convolution library bound to one device and stream.
@@ -299,6 +313,9 @@ type cudnnPlan struct {
 func (c *cudnn) Plan(cd ConvDesc) (ConvPlan, error) {
 	if err := checkConv(cd); err != nil {
 		return nil, err
+	}
+	if (cd.Bias || cd.ReLU) && (!cd.Graph || cd.Transposed) {
+		return nil, fmt.Errorf("hip: conv: a fused bias or ReLU needs a forward graph plan")
 	}
 	if cd.Graph {
 		c.mu.Lock()

@@ -15,7 +15,10 @@ import (
 // took 0.157.
 //
 // A plan is one operation graph — the conv, tensors x (uid 1), w (2) and
-// y (3) with their strides — and the execution plan of the GraphRank-th
+// y (3) with their strides; with ConvDesc.Bias and ReLU also a pointwise
+// add of b (uid 4, one value a channel) and a pointwise ReLU over virtual
+// f32 intermediates, which the engines fuse into the conv's epilogue —
+// and the execution plan of the GraphRank-th
 // engine configuration the heuristics (mode A, then the fallback list)
 // rank that finalizes, fits the workspace bound and keeps Loom's accuracy
 // promise (graphAccurate). The executor times the first few against the
@@ -25,18 +28,21 @@ import (
 // Backend enums (cudnn_graph.h of cuDNN 9).
 const (
 	// descriptor types
+	cudnnDescPointwise   = 0
 	cudnnDescConvolution = 1
 	cudnnDescEngine      = 2
 	cudnnDescEngineCfg   = 3
 	cudnnDescEngineHeur  = 4
 	cudnnDescExecPlan    = 5
 	cudnnDescOpConvFwd   = 10
+	cudnnDescOpPointwise = 13
 	cudnnDescOpGraph     = 15
 	cudnnDescVariantPack = 16
 	cudnnDescTensor      = 17
 	// attribute types
 	cudnnTypeHandle     = 0
 	cudnnTypeDataType   = 1
+	cudnnTypeBoolean    = 2
 	cudnnTypeInt64      = 3
 	cudnnTypeFloat      = 4
 	cudnnTypeDouble     = 5
@@ -44,8 +50,11 @@ const (
 	cudnnTypeConvMode   = 7
 	cudnnTypeHeurMode   = 8
 	cudnnTypeNumNote    = 11
+	cudnnTypePwMode     = 14
 	cudnnTypeDescriptor = 15
 	// attributes
+	cudnnAttrPwMode           = 0
+	cudnnAttrPwMathPrec       = 1
 	cudnnAttrConvCompType     = 100
 	cudnnAttrConvMode         = 101
 	cudnnAttrConvDilations    = 102
@@ -66,6 +75,10 @@ const (
 	cudnnAttrFwdW             = 703
 	cudnnAttrFwdX             = 704
 	cudnnAttrFwdY             = 705
+	cudnnAttrPwOpDesc         = 750
+	cudnnAttrPwOpX            = 751
+	cudnnAttrPwOpB            = 752
+	cudnnAttrPwOpY            = 753
 	cudnnAttrGraphHandle      = 800
 	cudnnAttrGraphOps         = 801
 	cudnnAttrTensorAlign      = 900
@@ -73,6 +86,7 @@ const (
 	cudnnAttrTensorDims       = 902
 	cudnnAttrTensorStrides    = 903
 	cudnnAttrTensorUID        = 906
+	cudnnAttrTensorVirtual    = 907
 	cudnnAttrPackUIDs         = 1000
 	cudnnAttrPackPointers     = 1001
 	cudnnAttrPackWorkspace    = 1003
@@ -87,6 +101,8 @@ const (
 	cudnnNoteNondeterministic = 4
 	cudnnNoteWinograd         = 5
 	cudnnNoteWinograd13       = 8
+	cudnnPwAdd                = 0
+	cudnnPwReLU               = 100
 )
 
 // cudnnGraphAPI is the backend API's six calls (in libcudnn.so.9 beside
@@ -214,27 +230,42 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 	}
 	data, compute := cudnnTypes(cd.Type)
 	i64 := func(v int) int64 { return int64(v) }
-	tensor := func(what string, uid int64, dims [4]int64) (uintptr, error) {
+	// tensor describes a tensor of the data type, or a virtual one (an
+	// intermediate of the graph, never in memory) of the compute type.
+	tensor := func(what string, uid int64, dims [4]int64, virtual bool) (uintptr, error) {
 		strides := graphStrides(dims, cd.NHWC)
-		align := int64(16)
+		align, typ, virt := int64(16), data, byte(0)
+		if virtual {
+			typ, virt = compute, 1
+		}
 		return build(cudnnDescTensor, what,
-			gattr{cudnnAttrTensorType, cudnnTypeDataType, 1, unsafe.Pointer(&data)},
+			gattr{cudnnAttrTensorType, cudnnTypeDataType, 1, unsafe.Pointer(&typ)},
 			gattr{cudnnAttrTensorDims, cudnnTypeInt64, 4, unsafe.Pointer(&dims[0])},
 			gattr{cudnnAttrTensorStrides, cudnnTypeInt64, 4, unsafe.Pointer(&strides[0])},
 			gattr{cudnnAttrTensorUID, cudnnTypeInt64, 1, unsafe.Pointer(&uid)},
-			gattr{cudnnAttrTensorAlign, cudnnTypeInt64, 1, unsafe.Pointer(&align)})
+			gattr{cudnnAttrTensorAlign, cudnnTypeInt64, 1, unsafe.Pointer(&align)},
+			gattr{cudnnAttrTensorVirtual, cudnnTypeBoolean, 1, unsafe.Pointer(&virt)})
 	}
-	x, err := tensor("x", 1, [4]int64{i64(cd.N), i64(cd.C), i64(cd.H), i64(cd.W)})
+	x, err := tensor("x", 1, [4]int64{i64(cd.N), i64(cd.C), i64(cd.H), i64(cd.W)}, false)
 	if err != nil {
 		return nil, err
 	}
-	w, err := tensor("w", 2, [4]int64{i64(cd.K), i64(cd.C / cd.Groups), i64(cd.R), i64(cd.S)})
+	w, err := tensor("w", 2, [4]int64{i64(cd.K), i64(cd.C / cd.Groups), i64(cd.R), i64(cd.S)}, false)
 	if err != nil {
 		return nil, err
 	}
-	y, err := tensor("y", 3, [4]int64{i64(cd.N), i64(cd.K), i64(cd.OutH), i64(cd.OutW)})
+	ydims := [4]int64{i64(cd.N), i64(cd.K), i64(cd.OutH), i64(cd.OutW)}
+	y, err := tensor("y", 3, ydims, false)
 	if err != nil {
 		return nil, err
+	}
+	// With an epilogue the conv writes a virtual tensor (uid 10) that the
+	// bias add (b: uid 4) and the ReLU read, the last writing y.
+	cy := y
+	if cd.Bias || cd.ReLU {
+		if cy, err = tensor("conv output", 10, ydims, true); err != nil {
+			return nil, err
+		}
 	}
 	mode, dims := int32(cudnnCrossCorrelation), int64(2)
 	dil := [2]int64{i64(cd.DilH), i64(cd.DilW)}
@@ -260,16 +291,59 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 	op, err := build(cudnnDescOpConvFwd, "operation",
 		gattr{cudnnAttrFwdX, cudnnTypeDescriptor, 1, unsafe.Pointer(&x)},
 		gattr{cudnnAttrFwdW, cudnnTypeDescriptor, 1, unsafe.Pointer(&w)},
-		gattr{cudnnAttrFwdY, cudnnTypeDescriptor, 1, unsafe.Pointer(&y)},
+		gattr{cudnnAttrFwdY, cudnnTypeDescriptor, 1, unsafe.Pointer(&cy)},
 		gattr{cudnnAttrFwdConv, cudnnTypeDescriptor, 1, unsafe.Pointer(&conv)},
 		gattr{cudnnAttrFwdAlpha, at, 1, alpha},
 		gattr{cudnnAttrFwdBeta, at, 1, beta})
 	if err != nil {
 		return nil, err
 	}
+	ops := []uintptr{op}
+	// pointwise adds the op mode(in[, b]) → out, computed in the compute
+	// type.
+	pointwise := func(what string, mode int32, in, b, out uintptr) error {
+		pw, err := build(cudnnDescPointwise, what,
+			gattr{cudnnAttrPwMode, cudnnTypePwMode, 1, unsafe.Pointer(&mode)},
+			gattr{cudnnAttrPwMathPrec, cudnnTypeDataType, 1, unsafe.Pointer(&compute)})
+		if err != nil {
+			return err
+		}
+		attrs := []gattr{
+			{cudnnAttrPwOpDesc, cudnnTypeDescriptor, 1, unsafe.Pointer(&pw)},
+			{cudnnAttrPwOpX, cudnnTypeDescriptor, 1, unsafe.Pointer(&in)},
+			{cudnnAttrPwOpY, cudnnTypeDescriptor, 1, unsafe.Pointer(&out)},
+		}
+		if b != 0 {
+			attrs = append(attrs, gattr{cudnnAttrPwOpB, cudnnTypeDescriptor, 1, unsafe.Pointer(&b)})
+		}
+		o, err := build(cudnnDescOpPointwise, what, attrs...)
+		ops = append(ops, o)
+		return err
+	}
+	if cd.Bias {
+		b, err := tensor("b", 4, [4]int64{1, i64(cd.K), 1, 1}, false)
+		if err != nil {
+			return nil, err
+		}
+		out := y
+		if cd.ReLU {
+			if out, err = tensor("biased", 11, ydims, true); err != nil {
+				return nil, err
+			}
+		}
+		if err := pointwise("bias add", cudnnPwAdd, cy, b, out); err != nil {
+			return nil, err
+		}
+		cy = out
+	}
+	if cd.ReLU {
+		if err := pointwise("relu", cudnnPwReLU, cy, 0, y); err != nil {
+			return nil, err
+		}
+	}
 	h := c.h
 	graph, err := build(cudnnDescOpGraph, "operation graph",
-		gattr{cudnnAttrGraphOps, cudnnTypeDescriptor, 1, unsafe.Pointer(&op)},
+		gattr{cudnnAttrGraphOps, cudnnTypeDescriptor, int64(len(ops)), unsafe.Pointer(&ops[0])},
 		gattr{cudnnAttrGraphHandle, cudnnTypeHandle, 1, unsafe.Pointer(&h)})
 	if err != nil {
 		return nil, err
@@ -366,13 +440,27 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 func (p *cudnnGraphPlan) Workspace() uint64 { return p.ws }
 
 func (p *cudnnGraphPlan) Algo() string {
-	if p.cd.NHWC {
-		return fmt.Sprintf("cudnn graph engine %d, channels-last", p.engine)
+	s := fmt.Sprintf("cudnn graph engine %d", p.engine)
+	if p.cd.Bias {
+		s += " + bias"
 	}
-	return fmt.Sprintf("cudnn graph engine %d", p.engine)
+	if p.cd.ReLU {
+		s += " + relu"
+	}
+	if p.cd.NHWC {
+		s += ", channels-last"
+	}
+	return s
 }
 
 func (p *cudnnGraphPlan) Run(x, w, y, ws DevPtr) error {
+	if p.cd.Bias {
+		return fmt.Errorf("hip: the plan of a conv with a bias runs with RunBias")
+	}
+	return p.RunBias(x, w, 0, y, ws)
+}
+
+func (p *cudnnGraphPlan) RunBias(x, w, b, y, ws DevPtr) error {
 	c := p.c
 	g := c.api.graph
 	c.mu.Lock()
@@ -387,12 +475,16 @@ func (p *cudnnGraphPlan) Run(x, w, y, ws DevPtr) error {
 			return err
 		}
 		defer g.destroy.fn(pack)
-		uids := [3]int64{1, 2, 3}
-		ptrs := [3]uintptr{uintptr(x), uintptr(w), uintptr(y)}
+		uids := [4]int64{1, 2, 3, 4}
+		ptrs := [4]uintptr{uintptr(x), uintptr(w), uintptr(y), uintptr(b)}
+		n := int64(3)
+		if p.cd.Bias {
+			n = 4
+		}
 		wsp := uintptr(ws)
 		if err := g.setAll(c.api.status, pack,
-			gattr{cudnnAttrPackUIDs, cudnnTypeInt64, 3, unsafe.Pointer(&uids[0])},
-			gattr{cudnnAttrPackPointers, cudnnTypeVoidPtr, 3, unsafe.Pointer(&ptrs[0])},
+			gattr{cudnnAttrPackUIDs, cudnnTypeInt64, n, unsafe.Pointer(&uids[0])},
+			gattr{cudnnAttrPackPointers, cudnnTypeVoidPtr, n, unsafe.Pointer(&ptrs[0])},
 			gattr{cudnnAttrPackWorkspace, cudnnTypeVoidPtr, 1, unsafe.Pointer(&wsp)}); err != nil {
 			return err
 		}
