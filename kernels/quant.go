@@ -60,6 +60,18 @@ func DequantEntry(t quant.Type, out dtype.DType) (string, error) {
 	return "loom_dequant_" + q + "_" + o, nil
 }
 
+// DequantWordEntry names the word-load dequantization of t to out
+// (quant.hip's loom_dequantw_*: Q4_K, a thread a 32-weight chunk; the
+// source and the output 16-byte aligned and the count a multiple of 256),
+// and reports whether there is one.
+func DequantWordEntry(t quant.Type, out dtype.DType) (string, bool) {
+	o, ok := halfName(out)
+	if t != quant.Q4_K || !ok {
+		return "", false
+	}
+	return "loom_dequantw_q4_k_" + o, true
+}
+
 // QMVEntry names the mat-vec kernel of weight format t with activations
 // (and output) of dtype x. The activation formats Q8_1 and Q8_K have none.
 func QMVEntry(t quant.Type, x dtype.DType) (string, error) {
@@ -191,6 +203,9 @@ func QuantEntries() []string {
 		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 			n, _ := DequantEntry(t, d)
 			out = append(out, n)
+			if n, ok := DequantWordEntry(t, d); ok {
+				out = append(out, n)
+			}
 			if n, err := QMVEntry(t, d); err == nil {
 				out = append(out, n)
 			}

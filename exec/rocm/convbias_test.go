@@ -18,15 +18,25 @@ func TestBiasEpilogue(t *testing.T) {
 		bias, relu bool
 		ok         bool
 	}{
-		{"bias+relu", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Add(g.Input("b", dtype.BF16, 16, 1, 1)).Relu() }, true, true, true},
-		{"bias first", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return g.Input("b", dtype.BF16, 16, 1, 1).Add(y).Relu() }, true, true, true},
-		{"bias 4-D", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Add(g.Input("b", dtype.BF16, 1, 16, 1, 1)) }, true, false, true},
+		{"bias+relu", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
+			return y.Add(g.Input("b", dtype.BF16, 16, 1, 1)).Relu()
+		}, true, true, true},
+		{"bias first", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
+			return g.Input("b", dtype.BF16, 16, 1, 1).Add(y).Relu()
+		}, true, true, true},
+		{"bias 4-D", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
+			return y.Add(g.Input("b", dtype.BF16, 1, 16, 1, 1))
+		}, true, false, true},
 		{"relu", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Relu() }, false, true, true},
-		{"relu then bias", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Relu().Add(g.Input("b", dtype.BF16, 16, 1, 1)) }, false, false, false},
+		{"relu then bias", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
+			return y.Relu().Add(g.Input("b", dtype.BF16, 16, 1, 1))
+		}, false, false, false},
 		{"f32 bias", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
 			return y.Cast(dtype.F32).Add(g.Input("b", dtype.F32, 16, 1, 1))
 		}, false, false, false},
-		{"residual", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Add(g.Input("r", dtype.BF16, 2, 16, 8, 8)) }, false, false, false},
+		{"residual", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
+			return y.Add(g.Input("r", dtype.BF16, 2, 16, 8, 8))
+		}, false, false, false},
 		{"row bias", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor { return y.Add(g.Input("b", dtype.BF16, 8, 1)) }, false, false, false},
 		{"strided bias", func(g *graph.Graph, y *graph.Tensor) *graph.Tensor {
 			return y.Add(g.Input("b", dtype.BF16, 16, 2).Narrow(1, 0, 1).Reshape(16, 1, 1))

@@ -85,6 +85,14 @@ func (e *Executor) quantFunction(name string) (hip.Function, error) {
 	return e.libFunction("loom_quant", kernels.QuantSource, name)
 }
 
+// dequantBytewise makes dequantizations use the byte-wise kernels
+// (loom_dequant_*) even where a word-load one (loom_dequantw_*) exists:
+// LOOM_DEQUANT=bytewise, for comparing the two. Tests set it directly.
+var dequantBytewise = os.Getenv("LOOM_DEQUANT") == "bytewise"
+
+// dequantWordLaunches counts word-load dequantizations queued (tests).
+var dequantWordLaunches atomic.Int64
+
 // qmvBytewise makes decode-sized quantized products use the byte-wise
 // mat-vec kernels (loom_qmv_*) even where a word-load kernel
 // (loom_qmvw_*) exists: LOOM_QMV=bytewise, for comparing the two. Tests
@@ -306,13 +314,18 @@ func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, cou
 	if err != nil {
 		return err
 	}
+	per := int64(4) // outputs a thread
+	if w, ok := kernels.DequantWordEntry(f, d); ok && raw%16 == 0 && out%16 == 0 && count%256 == 0 && !dequantBytewise {
+		name, per = w, 32
+		dequantWordLaunches.Add(1)
+	}
 	fn, err := e.quantFunction(name)
 	if err != nil {
 		return err
 	}
 	var a hip.Args
 	a.Ptr(raw).Ptr(out).I64(count)
-	grid, blk := kernels.FlatLaunch(int(count / 4)) // a thread per 4 outputs
+	grid, blk := kernels.FlatLaunch(int(count / per))
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.dev.Launch(fn, grid, blk, 0, e.stream, &a); err != nil {
