@@ -118,12 +118,33 @@ LOOM_DEV float loom_i64_round_odd(long long v) {
 
 // bfloat16 is the top half of a float32: widening is exact, narrowing rounds
 // to nearest even; a NaN becomes the canonical quiet NaN 0x7fc0, as in the
-// CPU twin's stores (exec/cpu toBF16).
+// CPU twin's stores (exec/cpu toBF16). NVIDIA from sm_80 narrows with
+// cvt.rn.bf16(x2).f32 (round to nearest even, subnormals kept; only NaN
+// needs fixing up): the integer rounding costs ~9 instructions an element,
+// which held the Q4_K dequantization to bf16 (W13d) at half the copy
+// bandwidth.
 LOOM_DEV float loom_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
 LOOM_DEV unsigned short loom_f32_to_bf16(float f) {
+#if defined(LOOM_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return f != f ? (unsigned short)0x7fc0u : h; // canonical NaN
+#else
   unsigned int u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)0x7fc0u; // canonical NaN
   return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+}
+// loom_f32x2_to_bf16x2(lo, hi): both narrowed, lo in the low half.
+LOOM_DEV unsigned int loom_f32x2_to_bf16x2(float lo, float hi) {
+#if defined(LOOM_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (lo == lo && hi == hi) {
+    unsigned int r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+  }
+#endif
+  return (unsigned int)loom_f32_to_bf16(lo) | ((unsigned int)loom_f32_to_bf16(hi) << 16);
 }
 LOOM_DEV float loom_round_bf16(float f) { return loom_bf16_to_f32(loom_f32_to_bf16(f)); }
 
@@ -455,7 +476,7 @@ LOOM_DEV void loom_st16_f16(unsigned short* p, const float* s) {
 LOOM_DEV void loom_st16_bf16(unsigned short* p, const float* s) {
   unsigned int q[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) q[k] = (unsigned int)loom_f32_to_bf16(s[2 * k]) | ((unsigned int)loom_f32_to_bf16(s[2 * k + 1]) << 16);
+  for (int k = 0; k < 4; ++k) q[k] = loom_f32x2_to_bf16x2(s[2 * k], s[2 * k + 1]);
   loom_st16_words(p, q[0], q[1], q[2], q[3]);
 }
 LOOM_DEV void loom_st16_u8(unsigned char* p, const unsigned int* s) {

@@ -518,19 +518,21 @@ struct QdwF32 {
     }
   }
 };
-#define LOOM_QDW_HALF(NAME, CV)                                                                      \
+#define LOOM_QDW_HALF(NAME, CV2)                                                                     \
   struct NAME {                                                                                      \
     typedef unsigned short T;                                                                        \
     static LOOM_DEV void store16(unsigned short* y, const float* v) {                                \
       unsigned int w[8];                                                                             \
-      _Pragma("unroll") for (int k = 0; k < 8; ++k) w[k] =                                           \
-          (unsigned int)CV(v[2 * k]) | ((unsigned int)CV(v[2 * k + 1]) << 16);                       \
+      _Pragma("unroll") for (int k = 0; k < 8; ++k) w[k] = CV2(v[2 * k], v[2 * k + 1]);              \
       reinterpret_cast<uint4*>(y)[0] = make_uint4(w[0], w[1], w[2], w[3]);                           \
       reinterpret_cast<uint4*>(y)[1] = make_uint4(w[4], w[5], w[6], w[7]);                           \
     }                                                                                                \
   };
-LOOM_QDW_HALF(QdwF16, loom_f32_to_f16)
-LOOM_QDW_HALF(QdwBF16, loom_f32_to_bf16)
+LOOM_DEV unsigned int qdw_f16x2(float lo, float hi) {
+  return (unsigned int)loom_f32_to_f16(lo) | ((unsigned int)loom_f32_to_f16(hi) << 16);
+}
+LOOM_QDW_HALF(QdwF16, qdw_f16x2)
+LOOM_QDW_HALF(QdwBF16, loom_f32x2_to_bf16x2)
 template <class O>
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long chunks = n / 32;
