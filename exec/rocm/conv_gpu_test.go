@@ -280,30 +280,27 @@ func TestGPUConvLayouts(t *testing.T) {
 			if err := run(); err != nil {
 				t.Fatal(err)
 			}
-			best := math.Inf(1)
-			for range 10 {
-				ms, err := e.DeviceTime(run)
-				if err != nil {
-					t.Fatal(err)
+			// best is the least device time of ten runs.
+			best := func() float64 {
+				t.Helper()
+				b := math.Inf(1)
+				for range 10 {
+					ms, err := e.DeviceTime(run)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b = min(b, ms)
 				}
-				best = min(best, ms)
+				return b
 			}
-			t.Logf("crb=%v %s=%q: %.3f ms (%d steps): %s", crb, ConvEnv, names[i], best, len(p.Plan().Steps), convHow(t, p, e))
+			t.Logf("crb=%v %s=%q: %.3f ms (%d steps): %s", crb, ConvEnv, names[i], best(), len(p.Plan().Steps), convHow(t, p, e))
 			if names[i] == "" {
 				// The transposes' tile orders (Executor.chlRev), on the
 				// random inputs.
 				keep := e.chlRev
 				for rev := range 4 {
 					e.chlRev = rev
-					best := math.Inf(1)
-					for range 10 {
-						ms, err := e.DeviceTime(run)
-						if err != nil {
-							t.Fatal(err)
-						}
-						best = min(best, ms)
-					}
-					t.Logf("crb=%v, input transpose reversed %v, output transpose reversed %v: %.4f ms", crb, rev&chlRevX != 0, rev&chlRevY != 0, best)
+					t.Logf("crb=%v, input transpose reversed %v, output transpose reversed %v: %.4f ms", crb, rev&chlRevX != 0, rev&chlRevY != 0, best())
 				}
 				e.chlRev = keep
 			}
@@ -345,6 +342,14 @@ func TestGPUConvLayouts(t *testing.T) {
 	}
 }
 
+// epilogueCase is a conv of the epilogue tests: its input and weight
+// shapes and options.
+type epilogueCase struct {
+	name string
+	x, w []int
+	opt  graph.ConvOptions
+}
+
 // TestGPUConvEpilogue runs conv → bias → relu → residual add (the
 // residual read through a transposed view) → cast to f32, fused into one
 // kernel, on the library's layouts (its choice, NCHW and channels-last
@@ -362,11 +367,7 @@ func TestGPUConvEpilogue(t *testing.T) {
 	}
 	c := cpu.New()
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, tc := range []struct {
-		name string
-		x, w []int
-		opt  graph.ConvOptions
-	}{
+	for _, tc := range []epilogueCase{
 		{"3x3 pad1 even", []int{2, 64, 12, 10}, []int{32, 64, 3, 3}, graph.ConvOptions{Padding: []int{1}}},
 		{"3x3 stride2 odd", []int{3, 6, 11, 9}, []int{5, 6, 3, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{2}}},
 	} {
@@ -437,11 +438,7 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 	}
 	c := cpu.New()
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, tc := range []struct {
-		name string
-		x, w []int
-		opt  graph.ConvOptions
-	}{
+	for _, tc := range []epilogueCase{
 		{"3x3 pad1 even", []int{2, 64, 12, 10}, []int{32, 64, 3, 3}, graph.ConvOptions{Padding: []int{1}}},
 		{"3x3 stride2 odd", []int{3, 8, 11, 9}, []int{16, 8, 3, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{2}}},
 	} {

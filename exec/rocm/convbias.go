@@ -112,11 +112,9 @@ func (e *Executor) convBiasOf(k *plan.Kernel, parts *plan.FusedParts, cs *convSt
 	if v, ok := k.Cache.Load(key); ok {
 		return v.(*convBias)
 	}
-	cb := e.decideConvBias(k, parts, cs, ft)
-	v, _ := k.Cache.LoadOrStore(key, cb)
-	if v != cb && cb.plan != nil {
-		cb.plan.Close()
-	}
+	// A decision that loses a race to another is dropped; its plan is
+	// among the library state's, closed with the executor.
+	v, _ := k.Cache.LoadOrStore(key, e.decideConvBias(k, parts, cs, ft))
 	return v.(*convBias)
 }
 
