@@ -443,7 +443,7 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 		{"3x3 stride2 odd", []int{3, 8, 11, 9}, []int{16, 8, 3, 3}, graph.ConvOptions{Padding: []int{1}, Stride: []int{2}}},
 	} {
 		for _, d := range []dtype.DType{dtype.F16, dtype.BF16} {
-			for _, epi := range []string{"bias+relu", "relu", "bias"} {
+			for _, epi := range []string{"bias+relu", "relu", "bias", "nan+relu"} {
 				t.Run(fmt.Sprintf("%s/%v/%s", tc.name, d, epi), func(t *testing.T) {
 					g := graph.New()
 					x, w := g.Input("x", d, tc.x...), g.Input("w", d, tc.w...)
@@ -455,6 +455,8 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 					if epi != "bias" {
 						y = y.Relu()
 					}
+					// nan+relu: a NaN in x must come out of the ReLU as NaN
+					// wherever the conv reads it, as on the CPU.
 					g.Output("y", y)
 					p, err := g.Compile(graph.Options{})
 					if err != nil {
@@ -466,12 +468,18 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 					}
 					in := map[string]*tensor.Tensor{"x": randTensor(t, r, d, tc.x), "w": randTensor(t, r, d, tc.w),
 						"b": randTensor(t, r, d, []int{tc.w[0], 1, 1})}
+					if epi == "nan+relu" {
+						xv := in["x"].Float64s()
+						xv[len(xv)/2] = math.NaN()
+						in["x"], _ = tensor.FromFloat64s(d, xv, tc.x...)
+					}
 					want, err := p.Run(ctx, c, in)
 					if err != nil {
 						t.Fatal(err)
 					}
 					terms := float64(tc.w[1] * tc.w[2] * tc.w[3])
 					tol := map[dtype.DType]float64{dtype.F16: 4e-3, dtype.BF16: 3e-2}[d] * (terms + 2)
+					nans := 0
 					for i, ex := range exs {
 						got, err := p.Run(ctx, ex, in)
 						if err != nil {
@@ -484,6 +492,13 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 						}
 						wv, gv := want["y"].Float64s(), got["y"].Float64s()
 						for j := range wv {
+							if math.IsNaN(wv[j]) {
+								nans++
+								if !math.IsNaN(gv[j]) {
+									t.Fatalf("executor %d (%s): y[%d] = %v, CPU NaN", i, cb.how, j, gv[j])
+								}
+								continue
+							}
 							if !(math.Abs(gv[j]-wv[j]) <= tol) {
 								t.Fatalf("executor %d (%s): y[%d] = %v, CPU %v (tolerance %g)", i, cb.how, j, gv[j], wv[j], tol)
 							}
@@ -492,6 +507,9 @@ func TestGPUConvLibraryEpilogue(t *testing.T) {
 							t.Errorf("executor %d (%s=%q): library epilogue %v (%s)", i, ConvEpilogueEnv, []string{"library", "loom", ""}[i], cb.plan != nil, cb.how)
 						}
 						t.Logf("executor %d: %s", i, cb.how)
+					}
+					if (nans > 0) != (epi == "nan+relu") {
+						t.Errorf("%d NaN outputs on the CPU", nans)
 					}
 				})
 			}

@@ -49,12 +49,14 @@ const (
 	cudnnTypeVoidPtr    = 6
 	cudnnTypeConvMode   = 7
 	cudnnTypeHeurMode   = 8
+	cudnnTypeNanProp    = 10
 	cudnnTypeNumNote    = 11
 	cudnnTypePwMode     = 14
 	cudnnTypeDescriptor = 15
 	// attributes
 	cudnnAttrPwMode           = 0
 	cudnnAttrPwMathPrec       = 1
+	cudnnAttrPwNanProp        = 2
 	cudnnAttrConvCompType     = 100
 	cudnnAttrConvMode         = 101
 	cudnnAttrConvDilations    = 102
@@ -103,6 +105,7 @@ const (
 	cudnnNoteWinograd13       = 8
 	cudnnPwAdd                = 0
 	cudnnPwReLU               = 100
+	cudnnPropagateNaN         = 1
 )
 
 // cudnnGraphAPI is the backend API's six calls (in libcudnn.so.9 beside
@@ -301,14 +304,21 @@ func (c *cudnn) planGraph(cd ConvDesc) (*cudnnGraphPlan, error) {
 	ops := []uintptr{op}
 	// pointwise adds the op mode(in[, b]) → out, computed in the compute
 	// type.
+	// A ReLU passes NaN on, as Loom's does (cuDNN's default maps it to 0).
+	nanProp := int32(cudnnPropagateNaN)
 	pointwise := func(what string, mode int32, in, b, out uintptr) error {
-		pw, err := build(cudnnDescPointwise, what,
-			gattr{cudnnAttrPwMode, cudnnTypePwMode, 1, unsafe.Pointer(&mode)},
-			gattr{cudnnAttrPwMathPrec, cudnnTypeDataType, 1, unsafe.Pointer(&compute)})
+		attrs := []gattr{
+			{cudnnAttrPwMode, cudnnTypePwMode, 1, unsafe.Pointer(&mode)},
+			{cudnnAttrPwMathPrec, cudnnTypeDataType, 1, unsafe.Pointer(&compute)},
+		}
+		if mode == cudnnPwReLU {
+			attrs = append(attrs, gattr{cudnnAttrPwNanProp, cudnnTypeNanProp, 1, unsafe.Pointer(&nanProp)})
+		}
+		pw, err := build(cudnnDescPointwise, what, attrs...)
 		if err != nil {
 			return err
 		}
-		attrs := []gattr{
+		attrs = []gattr{
 			{cudnnAttrPwOpDesc, cudnnTypeDescriptor, 1, unsafe.Pointer(&pw)},
 			{cudnnAttrPwOpX, cudnnTypeDescriptor, 1, unsafe.Pointer(&in)},
 			{cudnnAttrPwOpY, cudnnTypeDescriptor, 1, unsafe.Pointer(&out)},
