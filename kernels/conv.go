@@ -150,7 +150,10 @@ func TransposeLaunch(entry int, b int64, r, c int) (gb [2][3]uint32, tilesC int,
 		n := b * int64(r)
 		return [2][3]uint32{{uint32(min((n+255)/256, 1<<20)), 1, 1}, {32, 8, 1}}, 1, true
 	}
-	t := map[int]int{TrB2: 32, TrB2x2: 64, TrB2x8: 64}[entry]
+	t := 64 // b2x2, b2x8
+	if entry == TrB2 {
+		t = 32
+	}
 	tilesR, tilesC := (r+t-1)/t, (c+t-1)/t
 	tiles := int64(tilesR) * int64(tilesC)
 	if tiles > 1<<31-1 {
