@@ -447,7 +447,7 @@ func (g *gen) render(t Target) string {
 		ps = append(ps, fmt.Sprintf("const %s* __restrict__ in%d", storageType(o.Buf.DType), i))
 	}
 	ps = append(ps, fmt.Sprintf("%s* __restrict__ out", storageType(k.Out.DType)))
-	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) {", BlockSize, namePlaceholder, strings.Join(ps, ", "))
+	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%d) %s(%s) { loom_grid_entry();", BlockSize, namePlaceholder, strings.Join(ps, ", "))
 	b.line(1, "using namespace %s_;", namePlaceholder)
 	if g.numel == 0 {
 		b.line(1, "// No elements.")

@@ -233,6 +233,11 @@ LOOM_DEV float loom_sqrt(float x) { return (float)sqrt((double)x); }
 // Division where 2 ulp are enough and the divisor is in [1, 2^126].
 LOOM_DEV float loom_div_approx(float a, float b) { return a / b; }
 LOOM_DEV double loom_sqrt(double x) { return sqrt(x); }
+
+// Every kernel Loom launches begins with loom_grid_entry() (see the
+// NVIDIA prelude): AMD launches have no programmatic dependence, so it is
+// empty here.
+LOOM_DEV void loom_grid_entry() {}
 `
 
 // preludeNVIDIA: hardware f16 conversions (cvt.rn is round-to-nearest-even
@@ -264,6 +269,24 @@ LOOM_DEV float loom_sqrt(float x) { return __fsqrt_rn(x); }
 // (__fdividef: a·rcp(b), 2 ulp there).
 LOOM_DEV float loom_div_approx(float a, float b) { return __fdividef(a, b); }
 LOOM_DEV double loom_sqrt(double x) { return __dsqrt_rn(x); }
+
+// Programmatic dependent launch (sm_90+). Every kernel Loom launches
+// begins with loom_grid_entry(), before any load or store, and the
+// executor launches them with the programmatic stream serialization
+// attribute (hip.Device.LaunchDep): a kernel's blocks may then be resident
+// before the kernel ahead of it in the stream has finished, so its launch
+// overlaps that kernel's tail instead of following it (a decode step is
+// ~200 short kernels). griddepcontrol.wait holds the blocks until the
+// kernel ahead has completed and its writes are visible (a no-op for a
+// launch without the attribute); launch_dependents, once every block has
+// passed the wait, lets the next kernel's blocks be scheduled in turn, so
+// at most one kernel waits ahead of the running one. Older GPUs: nothing.
+LOOM_DEV void loom_grid_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 `
 
 // preludeMath: float math. f16 and bf16 compute in float and round once per

@@ -112,7 +112,7 @@ func (g *rowGen) renderKernel(b *w, name string, gl groupLaunch) {
 	if m := min(g.opt.minBlocks, 2048/gl.block); g.t.Platform == NVIDIA && m > 0 {
 		bounds = fmt.Sprintf("%d, %d", gl.block, m)
 	}
-	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%s) %s(%s) {", bounds, name, strings.Join(ps, ", "))
+	b.line(0, "extern \"C\" __global__ void __launch_bounds__(%s) %s(%s) { loom_grid_entry();", bounds, name, strings.Join(ps, ", "))
 	b.line(1, "using namespace %s_;", namePlaceholder)
 	b.line(1, "static_assert(LOOM_WAVE == %d, \"rendered for another wave size\");", g.t.WaveSize)
 	if g.rows == 0 {

@@ -133,7 +133,7 @@ func planArgsort(n *ir.Node, ops []operand) (*planned, error) {
 	var entries string
 	if !tiled {
 		entries = fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(AS_T) %s_sort(const X_T* __restrict__ x, unsigned int* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(AS_T) %s_sort(const X_T* __restrict__ x, unsigned int* __restrict__ out) { loom_grid_entry();
   as_sort<true>(x, out, nullptr);
 }
 `, namePlaceholder)
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(AS_T) %s_sort(const X_T* __restrict
 		return p, nil
 	}
 	entries = fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(AS_T) %s_tiles(const X_T* __restrict__ x, as_kt* __restrict__ tiles) {
+extern "C" __global__ void __launch_bounds__(AS_T) %s_tiles(const X_T* __restrict__ x, as_kt* __restrict__ tiles) { loom_grid_entry();
   as_sort<false>(x, nullptr, tiles);
 }
 `, namePlaceholder)
@@ -153,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(AS_T) %s_tiles(const X_T* __restric
 		final := 2*w >= N
 		name := fmt.Sprintf("_m%d", w)
 		if final {
-			entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(AS_MERGE_BS) %s%s(const as_kt* __restrict__ src, unsigned int* __restrict__ out) {
+			entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(AS_MERGE_BS) %s%s(const as_kt* __restrict__ src, unsigned int* __restrict__ out) { loom_grid_entry();
   as_merge<%dull, true>(src, nullptr, out);
 }
 `, namePlaceholder, name, w)
@@ -164,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(AS_T) %s_tiles(const X_T* __restric
 		if len(p.scratch) == 1 {
 			p.scratch = append(p.scratch, ScratchBuf{Bytes: total * pairBytes})
 		}
-		entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(AS_MERGE_BS) %s%s(const as_kt* __restrict__ src, as_kt* __restrict__ dst) {
+		entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(AS_MERGE_BS) %s%s(const as_kt* __restrict__ src, as_kt* __restrict__ dst) { loom_grid_entry();
   as_merge<%dull, false>(src, dst, nullptr);
 }
 `, namePlaceholder, name, w)

@@ -152,10 +152,10 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   attentionHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part) {
+extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part) { loom_grid_entry();
   attention_part(q, k, v, start, part);
 }
-extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) {
+extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) { loom_grid_entry();
   attention_merge(part, y);
 }
 `, namePlaceholder),

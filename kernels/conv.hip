@@ -53,7 +53,7 @@ LOOM_DEV void loom_im2col_rows(const T* __restrict__ x, T* __restrict__ cols, I 
   extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
       const T* __restrict__ x, T* __restrict__ cols, long long n0, long long nb, long long C,    \
       long long H, long long W, int KH, int KW, int PH, int PW, int SH, int SW, int DH, int DW,   \
-      long long OW, long long p0, long long np) {                                                \
+      long long OW, long long p0, long long np) { loom_grid_entry();                                                \
     const long long lim = 0x7fffffffLL;                                                          \
     if ((n0 + nb) * C * H * W <= lim && nb * C * KH * KW * np <= lim && p0 + np <= lim &&        \
         (long long)gridDim.x * blockDim.x + OW <= lim) {                                         \
@@ -77,7 +77,7 @@ LOOM_IM2COL(loom_im2col_b8, unsigned long long)
   extern "C" __global__ void __launch_bounds__(256) NAME(                                        \
       const T* __restrict__ cols, T* __restrict__ out, long long n0, long long nb, long long CO,  \
       long long H, long long W, int KH, int KW, int PH, int PW, int SH, int SW, int DH, int DW,   \
-      long long OH, long long OW) {                                                              \
+      long long OH, long long OW) { loom_grid_entry();                                                              \
     const long long total = nb * CO * OH * OW;                                                   \
     const long long hw = H * W;                                                                  \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;              \
@@ -110,7 +110,7 @@ LOOM_COL2IM(loom_col2im_f64, double)
       const unsigned short* __restrict__ x, const unsigned short* __restrict__ w,                \
       unsigned short* __restrict__ out, long long N, long long CI, long long H, long long W,     \
       long long CO, int G, int KH, int KW, int PH, int PW, int SH, int SW, int DH, int DW,         \
-      long long OH, long long OW) {                                                              \
+      long long OH, long long OW) { loom_grid_entry();                                                              \
     const long long total = N * CO * OH * OW;                                                    \
     const long long cog = CO / G, cig = CI / G;                                                  \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;              \

@@ -127,7 +127,7 @@ LOOM_DEV void loom_gemm(const T* __restrict__ A, const T* __restrict__ B, T* __r
 // Entry points: loom_gemm_<dtype>_<nn|nt|tn|tt> (A's flag, then B's).
 #define LOOM_GEMM_ENTRY(NAME, T, TA, TB)                                                              \
   extern "C" __global__ void __launch_bounds__(256) NAME(const T* A, const T* B, T* C, int M, int N, int K, \
-      long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc, int batch) { \
+      long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc, int batch) { loom_grid_entry(); \
     loom_gemm<T, TA, TB>(A, B, C, M, N, K, lda, ldb, ldc, sa, sb, sc, batch);                         \
   }
 #define LOOM_GEMM_DTYPE(D, T)                   \

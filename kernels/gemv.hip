@@ -54,7 +54,7 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
   extern "C" __global__ void __launch_bounds__(GEMV_THREADS)                                          \
       NAME(const T* __restrict__ a, const T* __restrict__ b, GEMV_CTYPE(T)* __restrict__ c, int M,    \
            int N, int K, long long lda, long long ldb, long long ldc, long long sa, long long sb,      \
-           long long sc GEMV_EXTRA) {                                                                 \
+           long long sc GEMV_EXTRA) { loom_grid_entry();                                                                 \
     const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
     const int groups = GEMV_THREADS / LANES;                                                          \
     a += (long long)blockIdx.y * sa;                                                                  \

@@ -69,7 +69,7 @@ func planSelect(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   indexHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(const V_T* __restrict__ src, const I_T* __restrict__ ids, V_T* __restrict__ out, unsigned long long* __restrict__ flag) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(const V_T* __restrict__ src, const I_T* __restrict__ ids, V_T* __restrict__ out, unsigned long long* __restrict__ flag) { loom_grid_entry();
   loom_select(src, ids, out, flag);
 }
 `, namePlaceholder),
@@ -154,17 +154,17 @@ func planScatter(n *ir.Node, ops []operand) (*planned, error) {
 		body:   indexHIP,
 	}
 	entries := fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %[1]s_init(const V_T* __restrict__ dst, A_T* __restrict__ acc) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %[1]s_init(const V_T* __restrict__ dst, A_T* __restrict__ acc) { loom_grid_entry();
   loom_init(dst, acc);
 }
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %[1]s_loop(const I_T* __restrict__ ids, const V_T* __restrict__ src, A_T* __restrict__ acc, unsigned long long* __restrict__ flag) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %[1]s_loop(const I_T* __restrict__ ids, const V_T* __restrict__ src, A_T* __restrict__ acc, unsigned long long* __restrict__ flag) { loom_grid_entry();
   loom_scatter(ids, src, acc, flag);
 }
 `, namePlaceholder)
 	bs := [3]uint32{blockSize, 1, 1}
 	acc := Arg{Kind: Output}
 	if halfAdd {
-		entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(LOOM_BS) %s_finish(const A_T* __restrict__ acc, V_T* __restrict__ out) {
+		entries += fmt.Sprintf(`extern "C" __global__ void __launch_bounds__(LOOM_BS) %s_finish(const A_T* __restrict__ acc, V_T* __restrict__ out) { loom_grid_entry();
   loom_finish(acc, out);
 }
 `, namePlaceholder)
@@ -218,7 +218,7 @@ func planSliceAssign(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   indexHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(const V_T* __restrict__ dst, const V_T* __restrict__ src, V_T* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(const V_T* __restrict__ dst, const V_T* __restrict__ src, V_T* __restrict__ out) { loom_grid_entry();
   loom_slice(dst, src, out);
 }
 `, namePlaceholder),
@@ -294,7 +294,7 @@ func planCat(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   indexHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(%s, V_T* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(%s, V_T* __restrict__ out) { loom_grid_entry();
   loom_ins ins;
 %s  loom_cat(ins, out);
 }

@@ -119,7 +119,7 @@ LOOM_DEV float dq_q8_k(const unsigned char* b, int g, int r) {
 // bandwidth either way: the stores are not what holds it there.
 #define LOOM_DEQUANT(FMT, BLK, BYTES, OUT, NAME, STORE)                                             \
   extern "C" __global__ void __launch_bounds__(256) NAME(const unsigned char* __restrict__ src,     \
-                                                          OUT* __restrict__ y, long long n) {       \
+                                                          OUT* __restrict__ y, long long n) { loom_grid_entry();       \
     for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / 4;               \
          q += (long long)gridDim.x * blockDim.x) {                                                \
       const long long i = 4 * q;                                                                  \
@@ -170,7 +170,7 @@ LOOM_DEV float qmv_ld_b(const unsigned short* p) { return loom_bf16_to_f32(*p); 
 #define LOOM_QMV(FMT, BLK, BYTES, XT, LD, ST, NAME)                                                \
   extern "C" __global__ void __launch_bounds__(QMV_THREADS) NAME(                                 \
       const unsigned char* __restrict__ w, const XT* __restrict__ x, XT* __restrict__ y,          \
-      int M, long long K, long long N, long long ldx, long long ldy) {                            \
+      int M, long long K, long long N, long long ldx, long long ldy) { loom_grid_entry();                            \
     const long long rowBytes = K / BLK * BYTES;                                                   \
     const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
     const int groups = QMV_THREADS / QMV_GROUP;                                                   \
@@ -455,7 +455,7 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
 #define LOOM_QMVW(FMT, X, MAXM, NAME)                                                                  \
   extern "C" __global__ void __launch_bounds__(QMVW_THREADS) NAME(                                 \
       const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y, int M, \
-      long long K, long long N, long long rowBytes, long long ldx, long long ldy) {                 \
+      long long K, long long N, long long rowBytes, long long ldx, long long ldy) { loom_grid_entry();                 \
     const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
     const int groups = QMVW_THREADS / QMV_GROUP;                                                  \
     const long long chunks = K / 32;                                                              \
@@ -561,13 +561,13 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
     O::store16(yo + 32, hi);
   }
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) {
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF32>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) {
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF16>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) {
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwBF16>(src, y, n);
 }
 
@@ -650,7 +650,7 @@ LOOM_DEV void q8x(const typename X::T* __restrict__ x, int* __restrict__ qa, flo
 #define LOOM_Q8X(X, NAME)                                                                          \
   extern "C" __global__ void __launch_bounds__(256) NAME(const X::T* __restrict__ x, int* __restrict__ qa, \
                                                          float* __restrict__ dx, float* __restrict__ sx,   \
-                                                         long long n4) {                          \
+                                                         long long n4) { loom_grid_entry();                          \
     q8x<X>(x, qa, dx, sx, n4);                                                                     \
   }
 LOOM_Q8X(qmvw_x_f32, loom_q8x_f32)
@@ -822,7 +822,7 @@ LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long c, const int* qa, co
   extern "C" __global__ void __launch_bounds__(QMVW_THREADS) NAME(                                 \
       const unsigned char* __restrict__ w, const int* __restrict__ qa, const float* __restrict__ dx, \
       const float* __restrict__ sx, X::T* __restrict__ y, int M, long long K, long long N,          \
-      long long rowBytes, long long ldy) {                                                        \
+      long long rowBytes, long long ldy) { loom_grid_entry();                                                        \
     const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP;                    \
     const int groups = QMVW_THREADS / QMV_GROUP;                                                  \
     const long long chunks = K / 32;                                                              \
@@ -1222,7 +1222,7 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
-           long long K, long long N, long long rowBytes) {                                           \
+           long long K, long long N, long long rowBytes) { loom_grid_entry();                                           \
     qmvf<qf_##FMT<V>, X, QMVF_ROWS>(w, x, y, K, N, rowBytes);                                         \
   }
 #define LOOM_QMVF3(FMT, V)                            \

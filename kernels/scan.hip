@@ -290,11 +290,11 @@ LOOM_DEV void cs_tile(const CS_T* __restrict__ x, CS_T* __restrict__ out, void* 
 #endif
 
 #if CS_MODE == CS_M_SEQ
-extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_seq(const CS_T* __restrict__ x, CS_T* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_seq(const CS_T* __restrict__ x, CS_T* __restrict__ out) { loom_grid_entry();
   cs_seq(x, out);
 }
 #elif CS_MODE == CS_M_TILE
-extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_tile(const CS_T* __restrict__ x, CS_T* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_tile(const CS_T* __restrict__ x, CS_T* __restrict__ out) { loom_grid_entry();
   CS_C carry = (CS_C)0;
   for (loom_idx b = blockIdx.x; b * CS_RPB < CS_NSEQ; b += gridDim.x) {
     const loom_idx rho0 = b * CS_RPB;
@@ -304,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_tile(const 
   }
 }
 #elif CS_MODE == CS_M_ROWS
-extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_rows(const CS_T* __restrict__ x, CS_T* __restrict__ out) {
+extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_rows(const CS_T* __restrict__ x, CS_T* __restrict__ out) { loom_grid_entry();
   for (loom_idx rho = blockIdx.x; rho < CS_NSEQ; rho += gridDim.x) {
     CS_C carry = (CS_C)0;
     for (unsigned int k = 0; k < CS_TILES; ++k) {
@@ -315,12 +315,12 @@ extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_rows(const 
   }
 }
 #elif CS_MODE == CS_M_LOOKBACK
-extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_init(unsigned int* scratch) {
+extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_init(unsigned int* scratch) { loom_grid_entry();
   for (loom_idx i = (loom_idx)blockIdx.x * CS_BS + threadIdx.x; i <= CS_NT; i += (loom_idx)gridDim.x * CS_BS) scratch[i] = 0u;
 }
 __shared__ loom_idx cs_next;
 extern "C" __global__ void __launch_bounds__(CS_BS) LOOM_KERNEL_NAME_lookback(const CS_T* __restrict__ x, CS_T* __restrict__ out,
-                                                                             unsigned int* scratch) {
+                                                                             unsigned int* scratch) { loom_grid_entry();
   CS_C carry = (CS_C)0;
   for (;;) {
     if (threadIdx.x == 0) cs_next = (loom_idx)atomicAdd(cs_flags(scratch) + CS_NT, 1u);

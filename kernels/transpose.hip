@@ -116,7 +116,7 @@ LOOM_DEV void loom_tr_eight<unsigned short>(unsigned short* __restrict__ out, lo
 #endif
 extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2)(const unsigned short* __restrict__ in,
                                                                    LOOM_TR_OUT* __restrict__ out, long long B,
-                                                                   int R, int C, int tilesC, int rev LOOM_TR_EXTRA) {
+                                                                   int R, int C, int tilesC, int rev LOOM_TR_EXTRA) { loom_grid_entry();
   __shared__ unsigned short tile[32][34];
   const unsigned bx = LOOM_TR_TILE;
   const int tr = (int)(bx / (unsigned)tilesC), tc = (int)bx - tr * tilesC;
@@ -142,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2)(const unsigne
 
 extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2x2)(const unsigned short* __restrict__ in,
                                                                      LOOM_TR_OUT* __restrict__ out, long long B,
-                                                                     int R, int C, int tilesC, int rev LOOM_TR_EXTRA) {
+                                                                     int R, int C, int tilesC, int rev LOOM_TR_EXTRA) { loom_grid_entry();
   __shared__ unsigned short tile[64][65];
   const unsigned bx = LOOM_TR_TILE;
   const int tr = (int)(bx / (unsigned)tilesC), tc = (int)bx - tr * tilesC;
@@ -173,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2x2)(const unsig
 
 extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2x8)(const unsigned short* __restrict__ in,
                                                                      LOOM_TR_OUT* __restrict__ out, long long B,
-                                                                     int R, int C, int tilesC, int rev LOOM_TR_EXTRA) {
+                                                                     int R, int C, int tilesC, int rev LOOM_TR_EXTRA) { loom_grid_entry();
   __shared__ unsigned short tile[64][66];
   const unsigned bx = LOOM_TR_TILE;
   const int tr = (int)(bx / (unsigned)tilesC), tc = (int)bx - tr * tilesC;
@@ -222,7 +222,7 @@ extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2x8)(const unsig
 
 extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2s)(const unsigned short* __restrict__ in,
                                                                     LOOM_TR_OUT* __restrict__ out, long long B,
-                                                                    int R, int C, int tilesC, int rev LOOM_TR_EXTRA) {
+                                                                    int R, int C, int tilesC, int rev LOOM_TR_EXTRA) { loom_grid_entry();
   // One thread an input row q = b·R + r of C < 16 elements, a grid-stride
   // loop over all of them (tilesC unused): the row's C consecutive
   // elements in, and out at stride R, so that consecutive threads read
@@ -259,7 +259,7 @@ extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2s)(const unsign
 
 extern "C" __global__ void __launch_bounds__(256) LOOM_TR_NAME(b2e)(const unsigned short* __restrict__ in,
                                                                     LOOM_TR_OUT* __restrict__ out, long long B,
-                                                                    int R, int C, int tilesC, int rev LOOM_TR_EXTRA) {
+                                                                    int R, int C, int tilesC, int rev LOOM_TR_EXTRA) { loom_grid_entry();
   // One thread an output element o = (b·C + c)·R + r, a grid-stride loop
   // over all of them (tilesC unused); 32-bit index arithmetic where every
   // index fits (64-bit divisions made W12's 1.2 MB weight take 13 µs).

@@ -276,7 +276,7 @@ func planWindow(n *ir.Node, ops []operand, fz *windowFusion) (*planned, error) {
 		config: c.String(),
 		body:   windowHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(LOOM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(LOOM_BS) %s(LOOM_PARAMS) { loom_grid_entry();
   %s(LOOM_ARGS);
 }
 `, namePlaceholder, entry),

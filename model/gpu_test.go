@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,7 +247,10 @@ func TestGPUSpeed1B(t *testing.T) {
 		// A first run compiles and warms up; the second is measured.
 		for i := range 2 {
 			l0 := e.Stats().Kernels.Launches
-			g, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 129, StopTokens: []int{}})
+			// Each token's arrival, for the spread of the decode steps.
+			var at []time.Time
+			onToken := func(int) bool { at = append(at, time.Now()); return true }
+			g, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 129, StopTokens: []int{}, OnToken: onToken})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,6 +260,15 @@ func TestGPUSpeed1B(t *testing.T) {
 					c.name, float64(m.WeightBytes())/1e9, g.Prefill.Round(time.Microsecond), g.PromptTokensPerSecond(),
 					g.DecodeTokensPerSecond(), 100*g.DecodeTokensPerSecond()/bound, bound, gbps, e.Stats().Memory)
 				t.Logf("%s: %.1f kernel launches a token (prefill included); replays so far %+v", c.name, float64(e.Stats().Kernels.Launches-l0)/129, e.ReplayStats())
+				var steps []time.Duration
+				for j := 1; j < len(at); j++ {
+					steps = append(steps, at[j].Sub(at[j-1]))
+				}
+				slices.Sort(steps)
+				if n := len(steps); n > 0 {
+					t.Logf("%s: decode steps (token to token) fastest %v, median %v, 90th percentile %v, slowest %v",
+						c.name, steps[0], steps[n/2], steps[n*9/10], steps[n-1])
+				}
 			}
 		}
 		m.Close()

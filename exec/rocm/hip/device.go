@@ -44,6 +44,9 @@ type runtimeAPI struct {
 	eventDestroy      cfunc[func(e Event) int32]
 	memGetInfo        cfunc[func(free, total *uint64) int32]
 	occupancy         cfunc[func(blocks *int32, f uintptr, blockSize int32, sharedMem uint64) int32]
+	// launchEx is cuLaunchKernelEx, bound where the platform has it
+	// (NVIDIA; launchdep.go): only raw calls.
+	launchEx cfunc[func() int32]
 
 	graph graphAPI // optional (graph.go)
 }
@@ -96,6 +99,7 @@ type Device struct {
 	api        *runtimeAPI
 	info       DeviceInfo
 	setCurrent func() error // makes the device current on the calling thread
+	launchDep  bool         // LaunchDep launches with programmatic dependence
 	release    func() error // undoes OpenDevice's acquisition; nil if none
 
 	mu     sync.RWMutex

@@ -1,6 +1,10 @@
 package hip
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // libcuda comes with the driver (ld.so.cache); cudaLibDir is a fallback.
 var nvidiaLibs = withCUDALibDir("libcuda.so.1")
@@ -68,6 +72,8 @@ func loadNVIDIA() (*nvidiaPlatform, error) {
 		return nil, err
 	}
 	p.api.graph.bind(h, path, cudaGraphNames)
+	// Optional: programmatic dependent launches (launchdep.go).
+	bind(&binder{lib: h, path: path}, &p.api.launchEx, "cuLaunchKernelEx")
 	p.api.status = newStatusFunc(func(rc int32) string {
 		var name *byte
 		if cuGetErrorName.fn(rc, &name) != 0 {
@@ -148,9 +154,12 @@ func (p *nvidiaPlatform) OpenDevice(i int) (*Device, error) {
 	if err := p.api.status(p.ctxRetain.name, p.ctxRetain.fn(&ctx, dev)); err != nil {
 		return nil, err
 	}
+	// Arch is sm_<major><minor>, the minor one digit.
+	cc, _ := strconv.Atoi(strings.TrimPrefix(info.Arch, "sm_"))
 	return &Device{
-		api:  &p.api,
-		info: info,
+		api:       &p.api,
+		info:      info,
+		launchDep: p.api.launchEx.sym != 0 && cc >= 90,
 		setCurrent: func() error {
 			return p.api.status(p.ctxSetCurrent.name, p.ctxSetCurrent.raw(ctx))
 		},

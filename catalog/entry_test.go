@@ -1,0 +1,89 @@
+package catalog
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/kernels"
+)
+
+// entryRE finds a kernel entry point: from extern "C" to the brace that
+// opens its body (parameter lists hold no braces).
+var entryRE = regexp.MustCompile(`extern "C" __global__[^{]*\{`)
+
+// entriesWait returns the entry points of code whose body does not begin
+// with loom_grid_entry(); (macro bodies' line continuations skipped).
+func entriesWait(code string) (n int, bad []string) {
+	for _, m := range entryRE.FindAllStringIndex(code, -1) {
+		n++
+		rest := code[m[1]:]
+		rest = strings.TrimLeft(rest, " \t\r\n\\")
+		if !strings.HasPrefix(rest, "loom_grid_entry();") {
+			head := code[m[0]:m[1]]
+			if len(head) > 160 {
+				head = head[:160]
+			}
+			bad = append(bad, head)
+		}
+	}
+	return n, bad
+}
+
+// TestKernelsWaitOnEntry checks that every entry point of every kernel
+// source the executor can launch (the catalog's renders, and the fixed
+// translation units of the products, convolutions and quantized kernels)
+// begins with loom_grid_entry(), for both platforms: the GPU executor
+// launches them all with programmatic dependence (exec/rocm/launch.go), and
+// a kernel without the wait could read what the kernel ahead of it has not
+// yet written.
+func TestKernelsWaitOnEntry(t *testing.T) {
+	es, err := Kernels()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range []codegen.Target{{Platform: codegen.NVIDIA, Arch: "sm_90"}, {Platform: codegen.AMD, Arch: "gfx90a"}} {
+		total := 0
+		check := func(label, code string) {
+			n, bad := entriesWait(code)
+			if n == 0 {
+				t.Errorf("%s %s: no entry point found", tg.Arch, label)
+			}
+			total += n
+			for _, b := range bad {
+				t.Errorf("%s %s: entry does not begin with loom_grid_entry(): %s", tg.Arch, label, b)
+			}
+			if !strings.Contains(code, "void loom_grid_entry()") {
+				t.Errorf("%s %s: the prelude lacks loom_grid_entry", tg.Arch, label)
+			}
+		}
+		for _, e := range es {
+			_, code, err := Render(e, tg)
+			if err != nil {
+				t.Fatalf("%s: %v", e.Label, err)
+			}
+			check(e.Label, code)
+		}
+		check("gemm", kernels.GemmSource(tg))
+		check("gemv", kernels.GemvSource(tg))
+		check("conv", kernels.ConvSource(tg))
+		check("quant", kernels.QuantSource(tg))
+		t.Logf("%s: %d entry points in %d catalog sources and 4 fixed ones", tg.Arch, total, len(es))
+	}
+}
+
+// TestEntriesWaitDetects checks the check itself: an entry without the
+// wait, or with a statement before it, is reported.
+func TestEntriesWaitDetects(t *testing.T) {
+	for code, want := range map[string]int{
+		`extern "C" __global__ void k(int* p) { loom_grid_entry(); p[0] = 1; }`:                                    0,
+		"#define K(N) extern \"C\" __global__ void N(int* p) { \\\n  loom_grid_entry(); \\\n p[0] = 1; }":          0,
+		`extern "C" __global__ void k(int* p) { p[0] = 1; loom_grid_entry(); }`:                                    1,
+		`extern "C" __global__ void k(int* p) { p[0] = 1; } extern "C" __global__ void j() { loom_grid_entry(); }`: 1,
+	} {
+		if _, bad := entriesWait(code); len(bad) != want {
+			t.Errorf("%q: %d reported, want %d", code, len(bad), want)
+		}
+	}
+}
