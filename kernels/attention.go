@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/loomgraph/loom/ir"
 )
@@ -53,6 +54,32 @@ func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks 
 // few per multiprocessor of a large GPU, so that a decode step's few rows
 // (B·KV blocks of queries) spread over the device.
 const attentionFill = 264
+
+// attentionFoldMax bounds a folded merge's (head, split) pairs, whose
+// maxima and sums it stages in shared memory.
+const attentionFoldMax = 2048
+
+// attentionFold says whether the part launch merges the splits itself
+// (attention.hip, AT_FOLD): the last block of a row to finish, counted in
+// the executor's counters, merges the row, so a step is one launch, not
+// two. It needs a counter a row, and the shared memory of the part kernel
+// (queries, scores, maxima and sums, the prefetch's subset sums) plus 2·G
+// per split and G more within the 48 KiB of static shared memory.
+// Measured (H200, s29): see attention.hip.
+func attentionFold(rows, g, d, dv, split, nsplit, accBytes int, pre bool, ks int) bool {
+	if !attentionFoldOn || rows > CounterWords || g*nsplit > attentionFoldMax {
+		return false
+	}
+	elems := g*(max(d, 1)+split+2) + 2*g*nsplit + g
+	if pre {
+		elems += ks * g * dv
+	}
+	return elems*accBytes+16 <= attentionShared*4 // 16: the flag a block reads
+}
+
+// attentionFoldOn is false with LOOM_GPU_ATTENTION=merge: every attention
+// step then merges its splits in a launch of its own, for comparison.
+var attentionFoldOn = os.Getenv("LOOM_GPU_ATTENTION") != "merge"
 
 // AttentionSplit is the number of keys a part block of the attention
 // kernel takes: 256, halved (down to 32) while rows·⌈S/split⌉ blocks are
@@ -125,6 +152,8 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		mpl = 0
 	}
 	c.line("#define AT_MPL %d", mpl)
+	fold := attentionFold(rows, G, D, Dv, split, nsplit, int(accBytes), pre, ks)
+	c.line("#define AT_FOLD %d", b2i(fold))
 	for _, kv := range []struct {
 		name string
 		v    int
@@ -152,8 +181,8 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   attentionHIP,
 		entries: fmt.Sprintf(`
-extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part) { loom_grid_entry();
-  attention_part(q, k, v, start, part);
+extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part AT_FOLD_PARAMS) { loom_grid_entry();
+  attention_part(q, k, v, start, part AT_FOLD_ARGS);
 }
 extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) { loom_grid_entry();
   attention_merge(part, y);
@@ -163,10 +192,15 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A*
 	}
 	bs := [3]uint32{attentionThreads, 1, 1}
 	gx := uint32(min(rows, maxGrid))
+	partArgs := []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}
+	if fold {
+		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
+			Args: append(partArgs, Arg{Kind: Counters}, Arg{Kind: Output})}}
+		return p, nil
+	}
 	mx := uint32(min((rows*G+attentionMergeItems-1)/attentionMergeItems, maxGrid))
 	p.launch = []Launch{
-		{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
-			Args: []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}},
+		{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs, Args: partArgs},
 		{Name: "_merge", Grid: [3]uint32{mx, 1, 1}, Block: bs,
 			Args: []Arg{{Kind: Scratch, Index: 0}, {Kind: Output}}},
 	}

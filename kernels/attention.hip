@@ -29,6 +29,12 @@
 // meet across the AT_KS key subsets in shared memory. Without AT_PRE a
 // thread per (head, value element) loads its values after the softmax.
 //
+// With AT_FOLD (the host's choice, kernels/attention.go: a counter a row
+// and the shared memory allow it) there is one launch: each part block
+// counts itself in its row's counter and the row's last block merges it
+// (at_fold, below), so a decode step's attention does not pay a second
+// launch for a few microseconds of merging.
+//
 // <name>_merge: out = Σ_split acc·e^(m − M) / Σ_split l·e^(m − M) with M
 // the largest m, skipping the splits with m = −Inf, l = 0 (a row whose
 // every score is −Inf gets 0/0: NaN, as on the CPU). A group of 32 lanes
@@ -50,12 +56,90 @@
 
 LOOM_DEV AT_A at_max(AT_A m, AT_A x) { return (x > m || x != x) ? x : m; }
 
+// AT_FOLD: the part launch merges the splits itself (at_fold), taking the
+// executor's counters and the output.
+#if AT_FOLD
+#define AT_FOLD_PARAMS , unsigned int* __restrict__ cnt, V_T* __restrict__ y
+#define AT_FOLD_ARGS , cnt, y
+#else
+#define AT_FOLD_PARAMS
+#define AT_FOLD_ARGS
+#endif
+
+#if AT_FOLD
+// at_fold ends a part block's row (AT_FOLD, the host's choice: one launch a
+// step instead of part then merge). The block's split result is in
+// scratch; the block counts itself in the row's counter (cnt[row], zero on
+// entry) after a fence, and the row's last split to arrive merges every
+// split of the row as attention_merge does, reading the others' results
+// through volatile loads after a fence (the threadfence-reduction pattern),
+// then sets the counter back to zero for the next launch. The merge: the
+// (head, split) maxima and sums in shared memory with one load each; a
+// wave a head takes the head's largest m, each split's weight e^(m − M)
+// (−1: a split to skip, with no visible key or only −Inf scores) and the
+// weighted sum of the l; then a thread per (head, value element) sums the
+// splits' values, the loads unrolled. A row whose every split is skipped
+// gets 0/0: NaN, as the merge launch and the CPU give.
+LOOM_DEV void at_fold(const AT_A* part, V_T* __restrict__ y, unsigned int* __restrict__ cnt, long long row,
+                      long long b, long long kh, long long t, int tid) {
+  __shared__ int last;
+  __shared__ AT_A fm[AT_G * AT_NSPLIT], fl[AT_G * AT_NSPLIT], ft[AT_G];
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = atomicAdd(cnt + row, 1u) == (unsigned int)(AT_NSPLIT - 1);
+  __syncthreads();
+  if (!last) return;  // the same for the whole block
+  __threadfence();
+  const long long sp_stride = AT_G * (AT_DV + 2);
+  const volatile AT_A* p = part + row * AT_NSPLIT * sp_stride;
+  for (int i = tid; i < AT_G * AT_NSPLIT; i += AT_THREADS) {
+    const int g = i / AT_NSPLIT, sp = i % AT_NSPLIT;
+    const volatile AT_A* s = p + sp * sp_stride + g * (AT_DV + 2);
+    fm[i] = s[AT_DV];
+    fl[i] = s[AT_DV + 1];
+  }
+  __syncthreads();
+  const int wave = tid / LOOM_WAVE, wl = tid % LOOM_WAVE;
+  for (int g = wave; g < AT_G; g += AT_THREADS / LOOM_WAVE) {
+    AT_A M = AT_NEG_INF;
+    for (int sp = wl; sp < AT_NSPLIT; sp += LOOM_WAVE) M = at_max(M, fm[g * AT_NSPLIT + sp]);
+#pragma unroll
+    for (int o = 1; o < LOOM_WAVE; o <<= 1) M = at_max(M, loom_shfl_xor(M, o));
+    AT_A l = 0;
+    for (int sp = wl; sp < AT_NSPLIT; sp += LOOM_WAVE) {
+      const AT_A m = fm[g * AT_NSPLIT + sp], ls = fl[g * AT_NSPLIT + sp];
+      const bool skip = ls == 0 && m == AT_NEG_INF;
+      const AT_A w = skip ? (AT_A)0 : AT_EXP(m - M);
+      l += skip ? (AT_A)0 : ls * w;
+      fm[g * AT_NSPLIT + sp] = skip ? (AT_A)-1 : w;
+    }
+#pragma unroll
+    for (int o = 1; o < LOOM_WAVE; o <<= 1) l += loom_shfl_xor(l, o);
+    if (wl == 0) ft[g] = l;
+  }
+  __syncthreads();
+  for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
+    const int g = i / AT_DV, d = i % AT_DV;
+    const volatile AT_A* s = p + g * (AT_DV + 2) + d;
+    AT_A acc = 0;
+#pragma unroll 32
+    for (int sp = 0; sp < AT_NSPLIT; ++sp) {
+      const AT_A w = fm[g * AT_NSPLIT + sp];
+      const AT_A x = s[sp * sp_stride];
+      acc += w < 0 ? (AT_A)0 : x * w;
+    }
+    y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ft[g]);
+  }
+  if (tid == 0) cnt[row] = 0;
+}
+#endif
+
 LOOM_DEV const V_T* at_q(const V_T* q, long long b, long long h, long long t) {
   return q + AT_Q_OFF + b * AT_Q_SB + h * AT_Q_SH + t * AT_Q_ST;
 }
 
 LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v,
-                             const unsigned int* __restrict__ start, AT_A* __restrict__ part) {
+                             const unsigned int* __restrict__ start, AT_A* __restrict__ part AT_FOLD_PARAMS) {
   __shared__ AT_A qs[AT_G * AT_DQ];
   __shared__ AT_A ps[AT_G * AT_SPLIT];
   __shared__ AT_A ml[AT_G * 2];
@@ -211,6 +295,9 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       out[g * (AT_DV + 2) + AT_DV] = n > 0 ? ml[2 * g] : AT_NEG_INF;
       out[g * (AT_DV + 2) + AT_DV + 1] = n > 0 ? ml[2 * g + 1] : (AT_A)0;
     }
+#if AT_FOLD
+    at_fold(part, y, cnt, row, b, kh, t, tid);
+#endif
     __syncthreads();
   }
 }

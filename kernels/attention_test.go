@@ -30,3 +30,26 @@ func TestAttentionPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionFold checks when the part launch merges the splits itself
+// (AT_FOLD): a counter a row, and the merge's shared memory beside the
+// part kernel's within 48 KiB.
+func TestAttentionFold(t *testing.T) {
+	for _, c := range []struct {
+		name                                   string
+		rows, g, d, dv, split, nsplit, acc, ks int
+		pre, fold                              bool
+	}{
+		{"1B decode step", 8, 4, 64, 64, 32, 32, 4, 4, true, true},
+		{"batch-8 decode step", 64, 4, 64, 64, 32, 32, 4, 4, true, true},
+		{"prefill of 512", 4096, 4, 64, 64, 256, 2, 4, 1, false, true},
+		{"rows past the counters", CounterWords + 1, 4, 64, 64, 256, 2, 4, 1, false, false},
+		{"f32, 100 splits of 16 heads", 1, 16, 8, 8, 32, 100, 4, 32, true, true},
+		{"f64, 100 splits of 16 heads", 1, 16, 8, 8, 32, 100, 8, 32, true, false},
+		{"too many (head, split) pairs", 1, 16, 8, 8, 32, 200, 4, 32, true, false},
+	} {
+		if got := attentionFold(c.rows, c.g, c.d, c.dv, c.split, c.nsplit, c.acc, c.pre, c.ks); got != c.fold {
+			t.Errorf("%s: attentionFold = %v, want %v", c.name, got, c.fold)
+		}
+	}
+}

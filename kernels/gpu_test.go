@@ -58,6 +58,8 @@ type rig struct {
 	target codegen.Target
 	mu     sync.Mutex
 	fns    map[string]hip.Function // by arch+code+name
+	// counters is Counters: zero between launches.
+	counters hip.DevPtr
 }
 
 var (
@@ -85,7 +87,19 @@ func gpu(t *testing.T) *rig {
 			return
 		}
 		info := dev.Info()
-		theRig = &rig{dev: dev, comp: comp, fns: map[string]hip.Function{},
+		// The counters Counters launches count in: zeroed once, as the
+		// executor's.
+		cnt, err := dev.Malloc(4 * CounterWords)
+		if err == nil {
+			if err = dev.MemsetD8(cnt, 0, 4*CounterWords, 0); err == nil {
+				err = dev.Synchronize(0)
+			}
+		}
+		if err != nil {
+			rigErr = err
+			return
+		}
+		theRig = &rig{dev: dev, comp: comp, fns: map[string]hip.Function{}, counters: cnt,
 			target: codegen.Target{Platform: info.Platform, Arch: info.Arch, WaveSize: info.WaveSize}}
 	})
 	if rigErr != nil {
@@ -208,6 +222,8 @@ func (d *devRun) prepare(k *plan.Kernel) (*prepared, error) {
 				a.Ptr(d.flag)
 			case Scratch:
 				a.Ptr(pr.scratch[arg.Index])
+			case Counters:
+				a.Ptr(d.r.counters)
 			}
 		}
 		pr.fns = append(pr.fns, f)

@@ -27,7 +27,17 @@ const (
 	ErrorFlag
 	// Scratch is scratch buffer Index of the ScratchBuf list Plan returns.
 	Scratch
+	// Counters is the executor's counters: CounterWords uint32s, zero
+	// when the launch begins, which the launch must leave zero when it
+	// ends (a kernel's blocks count themselves in and the last one resets
+	// the count). The executor allocates them once, zeroed; launches on
+	// one stream never overlap in them (each kernel begins with
+	// loom_grid_entry's wait for the one ahead).
+	Counters
 )
+
+// CounterWords is the number of uint32 counters Counters holds.
+const CounterWords = 1 << 16
 
 func (k ArgKind) String() string {
 	switch k {
@@ -39,6 +49,8 @@ func (k ArgKind) String() string {
 		return "error-flag"
 	case Scratch:
 		return "scratch"
+	case Counters:
+		return "counters"
 	}
 	return fmt.Sprintf("ArgKind(%d)", k)
 }

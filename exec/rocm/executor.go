@@ -14,6 +14,7 @@ import (
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
+	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -22,14 +23,17 @@ import (
 // concurrent use.
 type Executor struct {
 	chlRev int // conv.go: chlRevX | chlRevY
-	dev    *hip.Device
-	info   hip.DeviceInfo
-	comp   hip.Compiler
-	target codegen.Target
-	opts   []string // compiler options
-	stream hip.Stream
-	alloc  *allocator
-	codes  *codeCache
+	// counters is kernels.Counters: CounterWords uint32s, zero between
+	// launches.
+	counters hip.DevPtr
+	dev      *hip.Device
+	info     hip.DeviceInfo
+	comp     hip.Compiler
+	target   codegen.Target
+	opts     []string // compiler options
+	stream   hip.Stream
+	alloc    *allocator
+	codes    *codeCache
 
 	launchMu sync.Mutex // launches are serialised on the one stream
 	// gate keeps everyone but the capturing run off the stream while a
@@ -134,6 +138,21 @@ func newExecutor(dev *hip.Device, comp hip.Compiler) (*Executor, error) {
 		chlRev: chlRevX | chlRevY,
 	}
 	e.poison.Store(-1)
+	// The counters kernels count their blocks in (kernels.Counters): zeroed
+	// once here, left zero by every launch.
+	cb := uint64(4 * kernels.CounterWords)
+	if e.counters, err = dev.Malloc(cb); err == nil {
+		if err = dev.MemsetD8(e.counters, 0, cb, s); err == nil {
+			err = dev.Synchronize(s)
+		}
+		if err != nil {
+			dev.Free(e.counters)
+		}
+	}
+	if err != nil {
+		dev.DestroyStream(s)
+		return nil, fmt.Errorf("rocm: the kernels' counters on %s: %w", info.Name, err)
+	}
 	// The allocator's drain passes the stream gate (replay.go): it can run
 	// under the allocator's lock, which a capturing run may wait for. A
 	// drain during a capture fails that capture; the run goes step by step.
@@ -380,7 +399,7 @@ func (e *Executor) Close() error {
 		e.timer.start = 0
 	}
 	e.timer.mu.Unlock()
-	errs = append(errs, e.dev.DestroyStream(e.stream), e.dev.Close())
+	errs = append(errs, e.dev.Free(e.counters), e.dev.DestroyStream(e.stream), e.dev.Close())
 	return errors.Join(errs...)
 }
 

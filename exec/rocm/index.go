@@ -136,6 +136,8 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 				args.Ptr(flag)
 			case kernels.Scratch:
 				args.Ptr(scratch[a.Index].ptr)
+			case kernels.Counters:
+				args.Ptr(e.counters)
 			}
 		}
 		e.launchMu.Lock()
