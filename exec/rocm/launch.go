@@ -14,7 +14,8 @@ import (
 // (TestGPUSpeed1B, session 29, two calls, medians of 128 steps): launched
 // one by one (Options.NoReplay), 1.32–1.34 ms a step with it against
 // 1.71–1.96 ms without, each kernel's launch overlapping the tail of the
-// one ahead; replayed as a graph, 1.26–1.32 ms with it against 1.25–1.43
+// one ahead (the step's device time, its 203 launches queued behind a
+// spin: 1.03 ms against 1.27, TestGPUDecodeProfile); replayed as a graph, 1.26–1.32 ms with it against 1.25–1.43
 // without, the same within the calls' spread (a graph already starts each
 // kernel as the one ahead ends). Graphs take it too: one launch path,
 // checked by the whole suite.
