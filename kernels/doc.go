@@ -31,9 +31,14 @@
 // one step share one source, so the executor compiles it once (its code
 // cache is keyed by the source). Every kernel parameter is a device pointer,
 // listed by Launch.Args: an operand (Kernel.Ins[i], at its buffer's base),
-// the output (contiguous, the node's shape), the error flag, or a scratch
-// buffer. Launches use static shared memory only (SharedMem is 0) and must
-// run in order on one stream. An empty output needs no launch.
+// the output (contiguous, the node's shape), the error flag, a scratch
+// buffer, or the executor's counters (CounterWords uint32s, zero on entry
+// and left zero: attention's part blocks count themselves in, and each
+// row's last block merges the row). Launches use static shared memory only
+// (SharedMem is 0) and must run in order on one stream. An empty output
+// needs no launch. Every entry point begins with codegen's
+// loom_grid_entry(): the GPU executor launches with programmatic
+// dependence on the kernel ahead where the device has it.
 //
 // Error flag: ErrorFlagWords int64s, zeroed before the step. The first
 // thread that meets an id outside [0, dim) that is not the ids dtype's
