@@ -29,3 +29,7 @@ func SetConvOwnGemm(on bool) (restore func()) {
 	convOwnGemm = on
 	return func() { convOwnGemm = old }
 }
+
+// ScatterDirectRuns is the number of scatter and slice-assignment steps
+// that ran straight through the buffers (scatter.go).
+func ScatterDirectRuns() int64 { return scatterDirectRuns.Load() }

@@ -42,6 +42,9 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			return err
 		}
 	}
+	if done, err := scatterDirect(ctx, k, mem); done { // scatter.go
+		return err
+	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
 		l := op.Layout
