@@ -139,6 +139,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if bn, ok := e.(exec.BLASNamer); ok {
 		fmt.Fprintf(stdout, "matmul on %s: %s\n", e.Name(), bn.BLAS())
 	}
+	if l, ok := e.(interface{ Launches() string }); ok {
+		fmt.Fprintf(stdout, "kernels on %s: %s\n", e.Name(), l.Launches())
+	}
 	var results []benchResult
 	copyGBps, err := measureCopy(e, 4*sz.Elems, *f.reps)
 	if err != nil {

@@ -35,3 +35,15 @@ func (e *Executor) launchDep(f hip.Function, grid, block [3]uint32, sharedMem ui
 	}
 	return e.dev.LaunchDep(f, grid, block, sharedMem, s, args)
 }
+
+// Launches says how the executor launches its kernels, for benchmark and
+// debug output: with programmatic dependence, or plainly and why.
+func (e *Executor) Launches() string {
+	switch {
+	case pdlOff:
+		return "plain launches (" + PDLEnv + "=off)"
+	case !e.dev.CanLaunchDep():
+		return "plain launches (no programmatic dependent launch on " + e.info.Platform + " " + e.info.Arch + ")"
+	}
+	return "programmatic dependent launches (each kernel's blocks wait at their first line for the one ahead)"
+}
