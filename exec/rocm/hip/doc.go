@@ -65,6 +65,14 @@
 // object, in an anonymous mapping outside the Go heap, until UnloadModule,
 // since hipModuleLoadData may refer to the image after it returns.
 //
+// LaunchDep is Launch with programmatic dependence on the kernel ahead in
+// the stream (cuLaunchKernelEx's programmatic stream serialization, NVIDIA
+// sm_90+; elsewhere, or where the driver lacks cuLaunchKernelEx, it is
+// Launch, and CanLaunchDep says which): the kernel's blocks may be resident
+// before the kernel ahead has finished, so the kernel itself must wait
+// (griddepcontrol.wait) before its first memory access. Loom's kernels all
+// begin with that wait (codegen's loom_grid_entry).
+//
 // # Compiling
 //
 // Compiler.Compile turns one source into a code object for Device.LoadModule.
