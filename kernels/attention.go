@@ -43,7 +43,7 @@ func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks 
 	kper, ks = (d+7)/8, attentionThreads/dv
 	vper = (split + ks - 1) / ks
 	pre = kper <= attentionMaxPer && vper <= attentionMaxPer && g <= attentionMaxPer &&
-		(g*(d+split+2)+ks*g*dv)*accBytes <= attentionShared*4
+		attentionPartShared(g, d, dv, split, ks, true)*accBytes <= attentionShared*4
 	if !pre {
 		return false, 1, 1, 1
 	}
@@ -54,6 +54,17 @@ func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks 
 // few per multiprocessor of a large GPU, so that a decode step's few rows
 // (B·KV blocks of queries) spread over the device.
 const attentionFill = 264
+
+// attentionPartShared is the part kernel's static shared memory in
+// elements of the compute type: queries G·D, scores G·split, maxima and
+// sums 2·G, and with the prefetch (pre) the key subsets' sums ks·G·Dv.
+func attentionPartShared(g, d, dv, split, ks int, pre bool) int {
+	n := g * (max(d, 1) + split + 2)
+	if pre {
+		n += ks * g * dv
+	}
+	return n
+}
 
 // attentionFoldMax bounds a folded merge's (head, split) pairs, whose
 // maxima and sums it stages in shared memory.
@@ -70,10 +81,7 @@ func attentionFold(rows, g, d, dv, split, nsplit, accBytes int, pre bool, ks int
 	if !attentionFoldOn || rows > CounterWords || g*nsplit > attentionFoldMax {
 		return false
 	}
-	elems := g*(max(d, 1)+split+2) + 2*g*nsplit + g
-	if pre {
-		elems += ks * g * dv
-	}
+	elems := attentionPartShared(g, d, dv, split, ks, pre) + 2*g*nsplit + g
 	return elems*accBytes+16 <= attentionShared*4 // 16: the flag a block reads
 }
 

@@ -47,11 +47,7 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
-		l := op.Layout
-		t := newTile(op.Buf.DType.Kind(), l.Numel())
-		var w walker
-		w.load(t, asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(l), 0, l.Numel())
-		args[i] = t
+		args[i] = loadOperand(op, mem)
 	}
 	argOf := func(j int) tile { return args[k.Instrs[0].Args[j].Index] }
 	out := newTile(n.DType.Kind(), n.Numel())
@@ -77,6 +73,16 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 	}
 	store(asBuf(mem[k.Out.ID].(*memory).b, k.Out.DType), 0, out)
 	return nil
+}
+
+// loadOperand reads an index step's operand whole into a tile of its
+// compute kind, in row-major order of its layout.
+func loadOperand(op plan.Operand, mem []exec.Memory) tile {
+	l := op.Layout
+	t := newTile(op.Buf.DType.Kind(), l.Numel())
+	var w walker
+	w.load(t, asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(l), 0, l.Numel())
+	return t
 }
 
 // split returns the sizes before, at and after dim.

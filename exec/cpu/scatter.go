@@ -50,14 +50,9 @@ func scatterBuffers(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (boo
 		len(l.Dims) != 1 || l.Dims[0] != numel || l.Strides[0] != 1 {
 		return false, nil
 	}
-	// The written elements' values (and ids), widened as the generic path
-	// widens them: small next to the destination.
-	load := func(op plan.Operand) tile {
-		t := newTile(op.Buf.DType.Kind(), op.Layout.Numel())
-		var w walker
-		w.load(t, asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(op.Layout), 0, op.Layout.Numel())
-		return t
-	}
+	// The written elements' values (and ids) are widened as the generic
+	// path widens them: small next to the destination.
+	load := func(i int) tile { return loadOperand(k.Ins[args[i].Index], mem) }
 	dim := int(n.Params[0])
 	left, d, r := split(n.Shape, dim)
 	type put struct{ di, si int } // output element ← src element
@@ -65,8 +60,8 @@ func scatterBuffers(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (boo
 	var src tile
 	switch n.Op {
 	case ir.OpScatter:
-		ids, s := load(k.Ins[args[1].Index]).i64, 0
-		src, s = load(k.Ins[args[2].Index]), n.Args[2].Shape[dim]
+		ids, s := load(1).i64, 0
+		src, s = load(2), n.Args[2].Shape[dim]
 		idDT := n.Args[1].DType
 		puts = make([]put, 0, len(ids))
 		for li := range left {
@@ -87,7 +82,7 @@ func scatterBuffers(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (boo
 			}
 		}
 	case ir.OpSliceAssign:
-		src = load(k.Ins[args[1].Index])
+		src = load(1)
 		start, s := int(n.Params[1]), n.Args[1].Shape[dim]
 		puts = make([]put, 0, left*s*r)
 		for li := range left {

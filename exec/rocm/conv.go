@@ -303,7 +303,7 @@ func (e *Executor) launchGrid(name string, gb [2][3]uint32, args *hip.Args) erro
 	grid, blk := gb[0], gb[1]
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, grid, blk, 0, e.stream, args); err != nil {
+	if err := e.launchDep(fn, grid, blk, 0, args); err != nil {
 		return fmt.Errorf("launch %s (grid %v): %w", name, grid, err)
 	}
 	e.launches.Add(1)
@@ -677,7 +677,7 @@ func (e *Executor) transposeWith(entry int, m chlMove, in, out hip.DevPtr, rev b
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fused.fns[entry], gb[0], gb[1], 0, e.stream, &a); err != nil {
+	if err := e.launchDep(fused.fns[entry], gb[0], gb[1], 0, &a); err != nil {
 		return fmt.Errorf("launch %s (grid %v): %w", fused.names[entry], gb[0], err)
 	}
 	e.launches.Add(1)

@@ -501,7 +501,7 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	for _, l := range kp.launches {
-		if err := e.launchDep(l.fn, l.grid, l.block, 0, e.stream, &args); err != nil {
+		if err := e.launchDep(l.fn, l.grid, l.block, 0, &args); err != nil {
 			return fmt.Errorf("rocm: launch %s (grid %v, block %v): %w", k.Name, l.grid, l.block, err)
 		}
 		e.launches.Add(1)

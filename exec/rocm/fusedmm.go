@@ -162,7 +162,7 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fm.fn, l.Grid, l.Block, 0, e.stream, &args); err != nil {
+	if err := e.launchDep(fm.fn, l.Grid, l.Block, 0, &args); err != nil {
 		return fmt.Errorf("rocm: launch %s (grid %v): %w", fm.name, l.Grid, err)
 	}
 	e.launches.Add(1)

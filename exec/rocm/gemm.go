@@ -129,7 +129,7 @@ func (e *Executor) runGemm(d dtype.DType, c blas.Call, a, b, out hip.DevPtr, tf3
 	args.I64(int64(c.StrideA)).I64(int64(c.StrideB)).I64(int64(c.StrideC)).I32(int32(c.Batch))
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, l.Grid, l.Block, 0, e.stream, &args); err != nil {
+	if err := e.launchDep(fn, l.Grid, l.Block, 0, &args); err != nil {
 		return fmt.Errorf("rocm: launch %s (grid %v): %w", l.Name, l.Grid, err)
 	}
 	e.launches.Add(1)
@@ -303,7 +303,7 @@ func (e *Executor) launchGemv(l kernels.GemmLaunch, c blas.Call, a, b, out hip.D
 	args.I64(int64(c.StrideA)).I64(int64(c.StrideB)).I64(int64(c.StrideC))
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, l.Grid, l.Block, 0, e.stream, &args); err != nil {
+	if err := e.launchDep(fn, l.Grid, l.Block, 0, &args); err != nil {
 		return fmt.Errorf("rocm: launch %s (grid %v): %w", l.Name, l.Grid, err)
 	}
 	e.launches.Add(1)

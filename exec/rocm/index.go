@@ -141,7 +141,7 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			}
 		}
 		e.launchMu.Lock()
-		err := e.launchDep(ik.fns[i], l.Grid, l.Block, l.SharedMem, e.stream, &args)
+		err := e.launchDep(ik.fns[i], l.Grid, l.Block, l.SharedMem, &args)
 		e.launchMu.Unlock()
 		if err != nil {
 			return fmt.Errorf("rocm: launch %s (grid %v, block %v): %w", l.Name, l.Grid, l.Block, err)

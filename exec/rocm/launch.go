@@ -29,11 +29,11 @@ var pdlOff = os.Getenv(PDLEnv) == "off"
 // checks) on the executor's stream, with programmatic dependence on the
 // kernel ahead where the device has it (hip.Device.LaunchDep). The vendor
 // libraries' kernels and the timing spin keep plain launches.
-func (e *Executor) launchDep(f hip.Function, grid, block [3]uint32, sharedMem uint32, s hip.Stream, args *hip.Args) error {
+func (e *Executor) launchDep(f hip.Function, grid, block [3]uint32, sharedMem uint32, args *hip.Args) error {
 	if pdlOff {
-		return e.dev.Launch(f, grid, block, sharedMem, s, args)
+		return e.dev.Launch(f, grid, block, sharedMem, e.stream, args)
 	}
-	return e.dev.LaunchDep(f, grid, block, sharedMem, s, args)
+	return e.dev.LaunchDep(f, grid, block, sharedMem, e.stream, args)
 }
 
 // Launches says how the executor launches its kernels, for benchmark and

@@ -189,7 +189,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		grid := [3]uint32{uint32(min((N+int64(rows)-1)/int64(rows), 65535*16)), 1, 1}
 		e.launchMu.Lock()
 		defer e.launchMu.Unlock()
-		if err := e.launchDep(fn, grid, [3]uint32{uint32(threads), 1, 1}, 0, e.stream, &a); err != nil {
+		if err := e.launchDep(fn, grid, [3]uint32{uint32(threads), 1, 1}, 0, &a); err != nil {
 			return fmt.Errorf("rocm: %s: launch %s: %w", k.Name, name, err)
 		}
 		e.launches.Add(1)
@@ -246,10 +246,10 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	qgrid := [3]uint32{uint32(min((N+rows-1)/rows, 65535*16)), 1, 1}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(qx, grid, blk, 0, e.stream, &a); err != nil {
+	if err := e.launchDep(qx, grid, blk, 0, &a); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, xname, err)
 	}
-	if err := e.launchDep(fn, qgrid, [3]uint32{kernels.QMVWordThreads, 1, 1}, 0, e.stream, &b); err != nil {
+	if err := e.launchDep(fn, qgrid, [3]uint32{kernels.QMVWordThreads, 1, 1}, 0, &b); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, qname, err)
 	}
 	e.launches.Add(2)
@@ -278,7 +278,7 @@ func (e *Executor) qmvF(step, name string, wp, xp, out hip.DevPtr, K, N, rowByte
 	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes)
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, grid, [3]uint32{kernels.QMVFThreads, 1, 1}, uint32(shared), e.stream, &a); err != nil {
+	if err := e.launchDep(fn, grid, [3]uint32{kernels.QMVFThreads, 1, 1}, uint32(shared), &a); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, name, err)
 	}
 	e.launches.Add(1)
@@ -328,7 +328,7 @@ func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, cou
 	grid, blk := kernels.FlatLaunch(int(count / per))
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, grid, blk, 0, e.stream, &a); err != nil {
+	if err := e.launchDep(fn, grid, blk, 0, &a); err != nil {
 		return fmt.Errorf("launch %s: %w", name, err)
 	}
 	e.launches.Add(1)

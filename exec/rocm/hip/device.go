@@ -300,15 +300,29 @@ func (d *Device) UnloadModule(m *Module) error {
 // (nil: none). It does not wait for the kernel; args may be reused as soon as
 // Launch returns, because the launch copies the argument values.
 func (d *Device) Launch(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args *Args) error {
+	return d.launch("Launch", false, f, grid, block, sharedMem, s, args)
+}
+
+// launch is Launch, and with dep LaunchDep's cuLaunchKernelEx with
+// programmatic stream serialization (launchdep.go); op names the caller in
+// errors.
+func (d *Device) launch(op string, dep bool, f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args *Args) error {
 	if f.m == nil || f.m.d != d {
-		return fmt.Errorf("hip: Launch(%q): function does not belong to this device", f.name)
+		return fmt.Errorf("hip: %s(%q): function does not belong to this device", op, f.name)
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	params := args.kernelParams(&pin)
+	var cfg *launchConfig
+	if dep {
+		cfg = depConfig(grid, block, sharedMem, s, &pin)
+	}
 	return d.do(func(a *runtimeAPI) error {
 		if f.m.h == 0 {
-			return fmt.Errorf("hip: Launch(%q): module is unloaded", f.name)
+			return fmt.Errorf("hip: %s(%q): module is unloaded", op, f.name)
+		}
+		if dep {
+			return a.status(a.launchEx.name, a.launchEx.raw(uintptr(unsafe.Pointer(cfg)), f.h, uintptr(params), 0))
 		}
 		rc := a.launchKernel.raw(f.h, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
 			uintptr(block[0]), uintptr(block[1]), uintptr(block[2]), uintptr(sharedMem), uintptr(s), uintptr(params), 0)

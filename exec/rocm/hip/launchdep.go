@@ -1,7 +1,6 @@
 package hip
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 )
@@ -57,25 +56,15 @@ func (d *Device) CanLaunchDep() bool { return d.launchDep }
 // codegen's loom_grid_entry(), before any memory access: a kernel without
 // the wait could read what the kernel ahead has not yet written.
 func (d *Device) LaunchDep(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args *Args) error {
-	if !d.launchDep {
-		return d.Launch(f, grid, block, sharedMem, s, args)
-	}
-	if f.m == nil || f.m.d != d {
-		return fmt.Errorf("hip: LaunchDep(%q): function does not belong to this device", f.name)
-	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	params := args.kernelParams(&pin)
+	return d.launch("LaunchDep", d.launchDep, f, grid, block, sharedMem, s, args)
+}
+
+// depConfig is the pinned launch configuration of a LaunchDep.
+func depConfig(grid, block [3]uint32, sharedMem uint32, s Stream, pin *runtime.Pinner) *launchConfig {
 	attr := &launchAttr{id: cuLaunchAttributeProgrammaticStreamSerialization}
-	attr.value[0] = 1
+	attr.value[0] = 1 // programmaticStreamSerializationAllowed
 	cfg := &launchConfig{grid: grid, block: block, sharedMem: sharedMem, stream: s, attrs: attr, numAttrs: 1}
 	pin.Pin(attr)
 	pin.Pin(cfg)
-	return d.do(func(a *runtimeAPI) error {
-		if f.m.h == 0 {
-			return fmt.Errorf("hip: LaunchDep(%q): module is unloaded", f.name)
-		}
-		rc := a.launchEx.raw(uintptr(unsafe.Pointer(cfg)), f.h, uintptr(params), 0)
-		return a.status(a.launchEx.name, rc)
-	})
+	return cfg
 }
