@@ -36,9 +36,11 @@ type Donor interface {
 	Disown(v Value) error
 }
 
-// undonate returns the inputs with Donate's marks removed, and the names
-// of the marked ones.
-func undonate(inputs map[string]Value) (map[string]Value, map[string]bool) {
+// donatedNames returns the names of the inputs marked by Donate (nil if
+// none). The inputs map is left as it is, marks and all: a model's step
+// passes hundreds of weights beside its few donated caches, and every
+// reader takes a value through plain.
+func donatedNames(inputs map[string]Value) map[string]bool {
 	var names map[string]bool
 	for name, v := range inputs {
 		if _, ok := v.(donated); ok {
@@ -48,17 +50,15 @@ func undonate(inputs map[string]Value) (map[string]Value, map[string]bool) {
 			names[name] = true
 		}
 	}
-	if names == nil {
-		return inputs, nil
+	return names
+}
+
+// plain returns v without Donate's mark.
+func plain(v Value) Value {
+	if d, ok := v.(donated); ok {
+		return d.Value
 	}
-	out := make(map[string]Value, len(inputs))
-	for name, v := range inputs {
-		if d, ok := v.(donated); ok {
-			v = d.Value
-		}
-		out[name] = v
-	}
-	return out, names
+	return v
 }
 
 // donations picks the outputs a run writes in donated inputs' memory:
@@ -73,33 +73,56 @@ func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[stri
 		return nil
 	}
 	var out map[int]*plan.Buffer
+	var given map[Value]bool // the donated values that may take an output
 	for id, in := range p.InPlace() {
 		if !names[in.Name] {
 			continue
 		}
-		v := inputs[in.Name]
+		v := plain(inputs[in.Name])
 		if t := reflect.TypeOf(v); t == nil || !t.Comparable() {
 			continue
 		}
-		if _, resident, err := d.Adopt(v); !resident || err != nil || passedTwice(inputs, in.Name, v) {
+		if _, resident, err := d.Adopt(v); !resident || err != nil {
 			continue
 		}
 		if out == nil {
-			out = map[int]*plan.Buffer{}
+			out, given = map[int]*plan.Buffer{}, map[Value]bool{}
 		}
 		out[id] = in
+		given[v] = true
+	}
+	if out == nil {
+		return nil
+	}
+	// A donated value that another input name also passes keeps its
+	// memory: one pass over the inputs for all of them.
+	shared := passedTwice(inputs, given)
+	for id, in := range out {
+		if shared[plain(inputs[in.Name])] {
+			delete(out, id)
+		}
 	}
 	return out
 }
 
-// passedTwice reports whether v, of a comparable type, is also the value of
-// an input other than name. (Comparing interfaces panics only when both
-// hold one non-comparable type, which v's is not.)
-func passedTwice(inputs map[string]Value, name string, v Value) bool {
-	for n, w := range inputs {
-		if n != name && w == v {
-			return true
+// passedTwice returns the values of given that more than one input name
+// passes. (Only values of given are hashed: comparable dynamic types, so
+// the map lookups of other values, which compare against those alone,
+// cannot panic.)
+func passedTwice(inputs map[string]Value, given map[Value]bool) map[Value]bool {
+	seen := make(map[Value]int, len(given))
+	var twice map[Value]bool
+	for _, w := range inputs {
+		w = plain(w)
+		if t := reflect.TypeOf(w); t == nil || !t.Comparable() || !given[w] {
+			continue
+		}
+		if seen[w]++; seen[w] == 2 {
+			if twice == nil {
+				twice = map[Value]bool{}
+			}
+			twice[w] = true
 		}
 	}
-	return false
+	return twice
 }

@@ -53,13 +53,14 @@ func CheckValues(p *plan.Plan, inputs map[string]Value) error {
 	given := 0 // plan inputs present in inputs
 	for _, b := range p.Inputs {
 		v, ok := inputs[b.Name]
+		v = plain(v)
 		if ok {
 			given++
 		}
 		switch {
 		case !ok || isNil(v):
 			errs = append(errs, fmt.Errorf("loom: run: missing input %q (%v%v)", b.Name, b.DType, b.Shape))
-		case v.DType() != b.DType || !slices.Equal(v.Shape(), b.Shape):
+		case v.DType() != b.DType || !shapeEqual(v, b.Shape):
 			errs = append(errs, fmt.Errorf("loom: run: input %q is %v%v, graph declares %v%v", b.Name, v.DType(), v.Shape(), b.DType, b.Shape))
 		}
 	}
@@ -72,6 +73,20 @@ func CheckValues(p *plan.Plan, inputs map[string]Value) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ShapeEqualer is a Value that compares its shape with one given without
+// copying its own (Shape returns a copy).
+type ShapeEqualer interface {
+	ShapeEqual(shape []int) bool
+}
+
+// shapeEqual reports whether v's shape is shape.
+func shapeEqual(v Value, shape []int) bool {
+	if s, ok := v.(ShapeEqualer); ok {
+		return s.ShapeEqual(shape)
+	}
+	return slices.Equal(v.Shape(), shape)
 }
 
 // isNil reports a nil Value, including a nil *tensor.Tensor in an interface.
@@ -119,7 +134,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := checkCall("run", ctx, e, p); err != nil {
 		return nil, err
 	}
-	inputs, donatedNames := undonate(inputs)
+	given := donatedNames(inputs)
 	if err := CheckValues(p, inputs); err != nil {
 		return nil, err
 	}
@@ -159,7 +174,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			}
 		}
 	}()
-	aliases := donations(e, p, inputs, donatedNames, keep && into == nil)
+	aliases := donations(e, p, inputs, given, keep && into == nil)
 	for _, b := range p.Buffers {
 		if _, ok := aliases[b.ID]; ok || b.Kind != plan.BufOutput {
 			continue // aliases are bound below, to their inputs' memory
@@ -180,7 +195,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		if b.Kind != plan.BufInput {
 			continue
 		}
-		m, up, err := bindInput(e, inputs[b.Name])
+		m, up, err := bindInput(e, plain(inputs[b.Name]))
 		if err != nil {
 			return nil, fmt.Errorf("loom: run on %s: input %q: %w", e.Name(), b.Name, err)
 		}
@@ -227,7 +242,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 		// donated inputs whose memory an output took are emptied.
 		for _, b := range p.Outputs {
 			if in, ok := aliases[b.ID]; ok {
-				if err := e.(Donor).Disown(inputs[in.Name]); err != nil {
+				if err := e.(Donor).Disown(plain(inputs[in.Name])); err != nil {
 					return nil, fmt.Errorf("loom: run on %s: donated input %q: %w", e.Name(), in.Name, err)
 				}
 				continue
@@ -297,10 +312,8 @@ func runSteps(ctx context.Context, e Executor, p *plan.Plan, mem []Memory, state
 	if !ok || !replayWanted(ctx) || len(p.Steps) == 0 {
 		return each(ctx)
 	}
-	for _, s := range p.Steps {
-		if fb, _ := fallbackFor(e, s.Kernel); fb != nil {
-			return each(ctx) // a step on another executor cannot be recorded
-		}
+	if !runsAll(e, p) {
+		return each(ctx) // a step on another executor cannot be recorded
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("loom: run on %s: cancelled before its steps: %w", e.Name(), err)

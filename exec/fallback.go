@@ -27,6 +27,26 @@ type Fallbacker interface {
 	Write(m Memory, t *tensor.Tensor) error
 }
 
+// AllNative is a Fallbacker that can tell, once per plan, that it runs
+// every step of the plan itself: a run then asks no step (a decode step's
+// plan has some two hundred, asked on every run).
+type AllNative interface {
+	RunsAll(p *plan.Plan) bool
+}
+
+// runsAll reports whether e runs every step of p itself.
+func runsAll(e Executor, p *plan.Plan) bool {
+	if a, ok := e.(AllNative); ok {
+		return a.RunsAll(p)
+	}
+	for _, s := range p.Steps {
+		if fb, _ := fallbackFor(e, s.Kernel); fb != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // fallbackFor returns the fallbacker and its reason when e does not run k.
 func fallbackFor(e Executor, k *plan.Kernel) (Fallbacker, string) {
 	fb, ok := e.(Fallbacker)

@@ -59,6 +59,9 @@ type Options struct {
 	Comm exec.Comm
 }
 
+// kvName is a layer's cache input and output names, k then v.
+type kvName struct{ in, out [2]string }
+
 // Model is a loaded llama-architecture decoder: its weights resident on an
 // executor, and the programs that run it, compiled on first use. It is safe
 // for concurrent use; each Session (a sequence and its KV cache) is not.
@@ -73,6 +76,9 @@ type Model struct {
 	// cacheOut marks the programs' cache outputs (outCache), which a run
 	// hands to the session rather than freeing.
 	cacheOut map[string]bool
+	// kvNames are each layer's cache input and output names, k then v,
+	// made once (a session swaps the caches after every run).
+	kvNames []kvName
 
 	weights []wspec               // the graph's weight inputs, in load order
 	quant   map[string]quant.Type // block format of each quantized weight input
@@ -204,6 +210,10 @@ func Load(path string, opts Options) (*Model, error) {
 	m.cacheOut = map[string]bool{}
 	for l := range cfg.Layers {
 		m.cacheOut[outCache("k", l)], m.cacheOut[outCache("v", l)] = true, true
+		m.kvNames = append(m.kvNames, kvName{
+			in:  [2]string{inCache("k", l), inCache("v", l)},
+			out: [2]string{outCache("k", l), outCache("v", l)},
+		})
 	}
 	if err := m.setParallel(opts.Comm); err != nil {
 		return fail(err)

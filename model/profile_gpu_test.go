@@ -107,19 +107,26 @@ func TestGPUDecodeProfile(t *testing.T) {
 	}
 	traceSteps("greedy decode step", greedy)
 	traceSteps("decode step", decode)
-	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of 300 greedy steps at 10 kHz,
-	// and an execution trace of 100 more in FILE.trace (go tool trace
-	// -pprof=syscall|sched|sync).
+	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of LOOM_LLAMA_CPUPROF_STEPS
+	// greedy steps (default 300), and an execution trace of 100 more in
+	// FILE.trace (go tool trace -pprof=syscall|sched|sync). The profile asks
+	// for 1 kHz; a kernel that ticks slower (the GPU machine's: 250 Hz)
+	// takes fewer samples, each still weighed as 1 ms: read its shares, not
+	// its times.
 	if f := os.Getenv("LOOM_LLAMA_CPUPROF"); f != "" {
 		out, err := os.Create(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runtime.SetCPUProfileRate(10000)
+		n := 300
+		if v, err := strconv.Atoi(os.Getenv("LOOM_LLAMA_CPUPROF_STEPS")); err == nil && v > 0 {
+			n = v
+		}
+		runtime.SetCPUProfileRate(1000)
 		if err := pprof.StartCPUProfile(out); err != nil {
 			t.Log(err)
 		}
-		repeat(300, greedy)
+		repeat(n, greedy)
 		pprof.StopCPUProfile()
 		out.Close()
 		tf, err := os.Create(f + ".trace")

@@ -24,6 +24,7 @@ type Session struct {
 	batch int
 	pos   int                   // positions filled in every sequence
 	cache map[string]exec.Value // inCache names → values; empty before Prefill
+	ins   map[*graph.Program]*stepInputs
 	// Compile is the time spent compiling and preparing programs for this
 	// session's runs (first use of a prompt length or batch size).
 	Compile time.Duration
@@ -193,24 +194,9 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 	if closed {
 		return nil, errors.New("model: the model is closed")
 	}
-	in := map[string]exec.Value{}
-	for _, b := range prog.Plan().Inputs {
-		v, ok := extra[b.Name]
-		if !ok {
-			v, ok = m.values[b.Name]
-		}
-		if !ok {
-			// The cache is given to the run (exec.Donate): the decode step
-			// writes its new position in place and returns the same memory
-			// as the next cache, instead of copying every layer's cache.
-			if v, ok = s.cache[b.Name]; ok {
-				v = exec.Donate(v)
-			}
-		}
-		if !ok {
-			return nil, fmt.Errorf("model: internal error: no value for program input %q", b.Name)
-		}
-		in[b.Name] = v
+	in, err := s.inputs(prog, extra)
+	if err != nil {
+		return nil, err
 	}
 	if m.comm != nil {
 		ctx = exec.WithComms(ctx, m.comm)
@@ -233,15 +219,66 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 	if err != nil {
 		return nil, err
 	}
-	for l := range m.cfg.Layers {
-		for _, kv := range []string{"k", "v"} {
-			if old, ok := s.cache[inCache(kv, l)]; ok {
+	for _, kv := range m.kvNames {
+		for i := range kv.in {
+			if old, ok := s.cache[kv.in[i]]; ok {
 				freeValue(old)
 			}
-			s.cache[inCache(kv, l)] = out[outCache(kv, l)]
+			s.cache[kv.in[i]] = out[kv.out[i]]
 		}
 	}
 	return host, nil
+}
+
+// stepInputs is a program's input map in a session: the model's resident
+// values entered once, the per-run values (extra) and the cache rewritten
+// on every run. A decode step has hundreds of weight inputs and runs
+// hundreds of times a second: building the map afresh each time was a
+// measurable part of the host's time per token.
+type stepInputs struct {
+	in    map[string]exec.Value
+	extra []string // names taken from the run's extra values
+	cache []string // names taken from the session's cache, donated
+}
+
+// inputs returns prog's inputs for a run: extra's values first, then the
+// model's resident values, then the session's cache, given to the run
+// (exec.Donate): the decode step writes its new position in place and
+// returns the same memory as the next cache, instead of copying every
+// layer's cache.
+func (s *Session) inputs(prog *graph.Program, extra map[string]exec.Value) (map[string]exec.Value, error) {
+	si := s.ins[prog]
+	if si == nil {
+		si = &stepInputs{in: map[string]exec.Value{}}
+		for _, b := range prog.Plan().Inputs {
+			if _, ok := extra[b.Name]; ok {
+				si.extra = append(si.extra, b.Name)
+			} else if v, ok := s.m.values[b.Name]; ok {
+				si.in[b.Name] = v
+			} else {
+				si.cache = append(si.cache, b.Name)
+			}
+		}
+		if s.ins == nil {
+			s.ins = map[*graph.Program]*stepInputs{}
+		}
+		s.ins[prog] = si
+	}
+	for _, name := range si.extra {
+		v, ok := extra[name]
+		if !ok {
+			return nil, fmt.Errorf("model: internal error: no value for program input %q", name)
+		}
+		si.in[name] = v
+	}
+	for _, name := range si.cache {
+		v, ok := s.cache[name]
+		if !ok {
+			return nil, fmt.Errorf("model: internal error: no value for program input %q", name)
+		}
+		si.in[name] = exec.Donate(v)
+	}
+	return si.in, nil
 }
 
 func (m *Model) checkID(op string, id int) error {

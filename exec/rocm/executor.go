@@ -34,6 +34,9 @@ type Executor struct {
 	stream   hip.Stream
 	alloc    *allocator
 	codes    *codeCache
+	// runsAllKey is plan.KeyOf(e, runsAllKey{}), made once: a run asks it
+	// every time (RunsAll), and a weak pointer is not free to make.
+	runsAllKey plan.Key[Executor]
 
 	launchMu sync.Mutex // launches are serialised on the one stream
 	// gate keeps everyone but the capturing run off the stream while a
@@ -138,6 +141,7 @@ func newExecutor(dev *hip.Device, comp hip.Compiler) (*Executor, error) {
 		chlRev: chlRevX | chlRevY,
 	}
 	e.poison.Store(-1)
+	e.runsAllKey = plan.KeyOf(e, runsAllKey{})
 	// The counters kernels count their blocks in (kernels.Counters): zeroed
 	// once here, left zero by every launch.
 	cb := uint64(4 * kernels.CounterWords)

@@ -23,6 +23,22 @@ var _ exec.Fallbacker = (*Executor)(nil)
 // supportsKey keys a row kernel's verdict in plan.Kernel.Cache.
 type supportsKey struct{}
 
+// runsAllKey keys a plan's verdict in plan.Plan.Cache: whether every step
+// runs here.
+type runsAllKey struct{}
+
+// RunsAll implements exec.AllNative: every step of p runs on the GPU. The
+// verdict is the steps' (Supports), which never changes for a kernel and
+// an executor, and is kept in the plan.
+func (e *Executor) RunsAll(p *plan.Plan) bool {
+	if v, ok := p.Cache.Load(e.runsAllKey); ok {
+		return v.(bool)
+	}
+	all := !slices.ContainsFunc(p.Steps, func(s *plan.Step) bool { return e.Supports(s.Kernel) != nil })
+	p.Cache.Store(e.runsAllKey, all)
+	return all
+}
+
 // Supports reports whether the executor runs k on the GPU. A row kernel is
 // supported when codegen renders it (the verdict is cached in the kernel,
 // since the runner asks at every run). Matmul steps always are (vendor

@@ -25,6 +25,10 @@ type Tensor struct {
 
 	mu  sync.Mutex
 	blk *block // nil once freed
+	// m is the memory Adopt hands out for blk, made on the first run that
+	// reads the tensor: a weight is adopted by every run (a decode step
+	// adopts hundreds), and the memory values are never changed.
+	m *memory
 }
 
 var _ exec.ResidentValue = (*Tensor)(nil)
@@ -34,6 +38,10 @@ func (t *Tensor) DType() dtype.DType { return t.dt }
 
 // Shape returns a copy of the dims.
 func (t *Tensor) Shape() []int { return slices.Clone(t.shape) }
+
+// ShapeEqual reports whether the dims are shape's (exec.ShapeEqualer: a
+// run checks every input's shape without copying it).
+func (t *Tensor) ShapeEqual(shape []int) bool { return slices.Equal(t.shape, shape) }
 
 // Numel is the number of elements.
 func (t *Tensor) Numel() int { return tensor.Numel(t.shape) }
@@ -90,7 +98,10 @@ func (e *Executor) Adopt(v exec.Value) (exec.Memory, bool, error) {
 	if t.blk == nil {
 		return nil, false, fmt.Errorf("rocm: %v was freed", t)
 	}
-	return &memory{e: e, blk: t.blk}, true, nil
+	if t.m == nil || t.m.blk != t.blk {
+		t.m = &memory{e: e, blk: t.blk}
+	}
+	return t.m, true, nil
 }
 
 // Disown takes its memory away from a Tensor of e whose memory a run's
