@@ -198,7 +198,7 @@ func (e *Executor) errorFlag(ctx context.Context, k *plan.Kernel) (hip.DevPtr, f
 		return b.ptr, func() error {
 			defer e.alloc.release(b)
 			var words [kernels.ErrorFlagWords]int64
-			if err := e.dev.MemcpyDtoH(unsafe.Pointer(&words[0]), b.ptr, slotBytes, e.stream); err != nil {
+			if err := e.toHost(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), slotBytes), b.ptr); err != nil {
 				return fmt.Errorf("rocm: read error flag: %w", err)
 			}
 			return kernels.DecodeError(op, words)
@@ -248,7 +248,7 @@ func (e *Executor) checkFlags(p *flagPool) error {
 	words := make([]int64, flagChunk*kernels.ErrorFlagWords)
 	for c, b := range p.chunks {
 		n := min(flagChunk, len(p.owners)-c*flagChunk)
-		if err := e.dev.MemcpyDtoH(unsafe.Pointer(&words[0]), b.ptr, uint64(8*n*kernels.ErrorFlagWords), e.stream); err != nil {
+		if err := e.toHost(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*n*kernels.ErrorFlagWords), b.ptr); err != nil {
 			return fmt.Errorf("rocm: read error flags: %w", err)
 		}
 		for j := range n {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -149,7 +148,7 @@ func (e *Executor) download(blk *block, dt dtype.DType, shape []int) (*tensor.Te
 		return nil, fmt.Errorf("rocm: download %v%v: %d bytes of device memory for %d bytes", dt, shape, blk.n, len(dst))
 	}
 	leave := e.enter(nil)
-	err = e.dev.MemcpyDtoH(unsafe.Pointer(&dst[0]), blk.ptr, uint64(len(dst)), e.stream)
+	err = e.toHost(dst, blk.ptr)
 	leave()
 	if err != nil {
 		return nil, fmt.Errorf("rocm: download %v%v: %w", dt, shape, err)

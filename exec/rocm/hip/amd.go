@@ -98,6 +98,7 @@ func loadAMD() (*amdPlatform, error) {
 		return nil, err
 	}
 	p.api.graph.bind(h, path, hipGraphNames)
+	p.api.host.bind(h, path, hipHostNames)
 	p.api.status = newStatusFunc(hipGetErrorName.fn)
 	p.initErr = p.api.status(hipInit.name, hipInit.fn(0))
 	return p, nil

@@ -49,6 +49,7 @@ type runtimeAPI struct {
 	launchEx cfunc[func() int32]
 
 	graph graphAPI // optional (graph.go)
+	host  hostAPI  // optional (pinned.go)
 }
 
 // runtimeNames are the symbols behind runtimeAPI on one platform.

@@ -12,8 +12,10 @@
 // Beside the platform, the vendor libraries each capability needs are
 // loaded the same way when first used, each optional (its absence is an
 // error the caller falls back from): BLAS (cuBLAS, rocBLAS: blas.go), the
-// convolution library (cuDNN: dnn.go), graphs for replays (graph.go) and
-// the collective library for several GPUs (NCCL, RCCL: nccl.go).
+// convolution library (cuDNN: dnn.go), graphs for replays (graph.go),
+// pinned host memory for fast copies to the host (pinned.go; the runtime's
+// own entry points, optional like the graphs') and the collective library
+// for several GPUs (NCCL, RCCL: nccl.go).
 //
 // The libraries are opened with purego, so the package builds with
 // CGO_ENABLED=0 and needs no GPU SDK at build time. The binary is still

@@ -72,6 +72,7 @@ func loadNVIDIA() (*nvidiaPlatform, error) {
 		return nil, err
 	}
 	p.api.graph.bind(h, path, cudaGraphNames)
+	p.api.host.bind(h, path, cudaHostNames)
 	// Optional: programmatic dependent launches (launchdep.go).
 	bind(&binder{lib: h, path: path}, &p.api.launchEx, "cuLaunchKernelEx")
 	p.api.status = newStatusFunc(func(rc int32) string {
