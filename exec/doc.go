@@ -16,5 +16,10 @@
 // failing run leaks nothing. RunInto writes the outputs into tensors the
 // caller holds instead (the CPU writes into them directly), so that with an
 // executor that keeps its temporaries (SlotAllocator, the CPU's arenas) a
-// loop of runs allocates no tensor memory.
+// loop of runs allocates no tensor memory. RunValues keeps the outputs
+// resident on an executor that can (Resident), to chain runs; Start is
+// RunValues that returns once the run is queued (on a Marker: the GPU),
+// its wait, deferred checks and releases left to Pending.Wait, so that the
+// host can queue the next run, reading this one's outputs, while the
+// device works (pending.go).
 package exec

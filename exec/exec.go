@@ -130,7 +130,22 @@ func Run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]*tenso
 // Everything the run allocated or uploaded is released on every path, except
 // the output memory handed over to resident values. With into (RunInto),
 // the outputs are written into the caller's tensors and out is nil.
-func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool, into map[string]*tensor.Tensor) (out map[string]Value, err error) {
+func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool, into map[string]*tensor.Tensor) (map[string]Value, error) {
+	r, err := begin(ctx, e, p, inputs, keep, into, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.out, nil
+}
+
+// begin is the plan runner: it binds the inputs and outputs, queues the
+// steps and, unless async and the executor can wait for a mark (Marker,
+// with kept resident outputs), waits for them, checks the run's deferred
+// checks and releases what the run took; the returned Pending is then
+// done. With async on a Marker, the wait, the checks and the releases are
+// left to Pending.Wait, and the outputs are the values the queued work
+// will fill.
+func begin(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep bool, into map[string]*tensor.Tensor, async bool) (r *Pending, err error) {
 	if err := checkCall("run", ctx, e, p); err != nil {
 		return nil, err
 	}
@@ -162,7 +177,7 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	// the same blocks, so its binding repeats and can be replayed (see
 	// WithReplay); with another order the blocks of two kinds can swap
 	// from one run to the next.
-	defer func() {
+	release := func() {
 		state.release()
 		releaseSlots()
 		for _, m := range slices.Backward(uploaded) {
@@ -172,6 +187,16 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			if m != nil {
 				e.Free(m)
 			}
+		}
+	}
+	handedOff := false        // the release is Pending.Wait's
+	var markWait func() error // a Marker's wait for this run (async)
+	defer func() {
+		if !handedOff {
+			if markWait != nil {
+				markWait() // a failure after the steps were queued: let them end first
+			}
+			release()
 		}
 	}()
 	aliases := donations(e, p, inputs, given, keep && into == nil)
@@ -204,11 +229,11 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			uploaded = append(uploaded, m)
 		}
 	}
-	slots, release, err := allocSlots(e, p)
+	slots, freeSlots, err := allocSlots(e, p)
 	if err != nil {
 		return nil, err
 	}
-	releaseSlots = release
+	releaseSlots = freeSlots
 	for _, b := range p.Buffers {
 		if b.Kind == plan.BufTemp {
 			mem[b.ID] = slots[b.Slot]
@@ -220,23 +245,31 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 	if err := runSteps(ctx, e, p, mem, state); err != nil {
 		return nil, err
 	}
-	if err := wait(ctx, e); err != nil {
-		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+	r = &Pending{e: e, done: true}
+	if m, ok := e.(Marker); ok && async && keep && into == nil {
+		if _, resident := e.(Resident); resident {
+			markWait, _ = m.Mark(ctx)
+		}
 	}
-	if err := state.check(); err != nil {
-		return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+	if markWait == nil {
+		if err := wait(ctx, e); err != nil {
+			return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+		}
+		if err := state.check(); err != nil {
+			return nil, fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+		}
 	}
 	if into != nil {
-		return nil, finishInto(e, p, mem, into)
+		return r, finishInto(e, p, mem, into)
 	}
-	out = make(map[string]Value, len(p.Outputs))
-	if r, ok := e.(Resident); ok && keep {
+	r.out = make(map[string]Value, len(p.Outputs))
+	if rs, ok := e.(Resident); ok && keep {
 		for _, b := range p.Outputs {
-			v, err := r.Wrap(mem[b.ID], b)
+			v, err := rs.Wrap(mem[b.ID], b)
 			if err != nil {
 				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 			}
-			out[b.Name] = v
+			r.out[b.Name] = v
 		}
 		// Every output is wrapped: the values own their memory now; the
 		// donated inputs whose memory an output took are emptied.
@@ -249,16 +282,30 @@ func run(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value,
 			}
 			allocated[outIndex[b.ID]] = nil
 		}
-		return out, nil
+		if markWait != nil {
+			handedOff = true
+			r.done = false
+			r.finish = func() error {
+				defer release()
+				if err := markWait(); err != nil {
+					return fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+				}
+				if err := state.check(); err != nil {
+					return fmt.Errorf("loom: run on %s: %w", e.Name(), err)
+				}
+				return nil
+			}
+		}
+		return r, nil
 	}
 	for _, b := range p.Outputs {
 		t, err := e.Download(mem[b.ID], b)
 		if err != nil {
 			return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 		}
-		out[b.Name] = t
+		r.out[b.Name] = t
 	}
-	return out, nil
+	return r, nil
 }
 
 // checkCall rejects the nil arguments a caller of Run, RunInto, RunValues

@@ -18,3 +18,13 @@ func (p *Program) RunValues(ctx context.Context, e exec.Executor, inputs map[str
 	}
 	return exec.RunValues(ctx, e, p.state.Plan, inputs, keep)
 }
+
+// Start queues the program on e and returns before e has run it (see
+// exec.Start): the outputs, kept resident, may be given to the next run at
+// once, and are read after the returned run's Wait.
+func (p *Program) Start(ctx context.Context, e exec.Executor, inputs map[string]exec.Value) (*exec.Pending, error) {
+	if err := p.runnable("start", ctx, e); err != nil {
+		return nil, err
+	}
+	return exec.Start(ctx, e, p.state.Plan, inputs)
+}

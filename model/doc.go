@@ -100,6 +100,16 @@
 // kept apart. Session is the lower-level API: Prefill, PrefillAll (logits
 // of every position), Decode, for batches of equal-length sequences.
 //
+// Greedy steps are pipelined (exec.Start): decode programs also output
+// pos + 1, so a step's token and position are the next step's inputs on
+// the executor, and the next step is queued before the host reads the
+// token. The host's time per token (reading the token, the callback, the
+// stop checks, binding the next run: ~0.1–0.2 ms on the GPU machine) then
+// overlaps the device's instead of leaving it idle; the one step queued
+// past a stop token or a callback's stop is computed and dropped.
+// Options.NoPipeline (or LOOM_PIPELINE=0) runs them one after the other.
+// Sampled steps need the logits on the host and are not pipelined.
+//
 // The tokenizer comes from the GGUF tokenizer.ggml.* metadata or from
 // tokenizer.json beside the safetensors (package tokenizer).
 //

@@ -58,6 +58,9 @@ const (
 	// not two (each costs ~60 µs of host time on the H200 machine, 4% of a
 	// 1B decode step).
 	outNext = "next" // u32 [B]: the first index of the largest logit, plus Vocab when that logit is NaN
+	// outNextPos is pos + 1 (decode): with outNext, the next step's inputs,
+	// which a pipelined greedy decode hands on without the host.
+	outNextPos = "next.pos" // u32 [B]
 )
 
 func inCache(kv string, layer int) string  { return fmt.Sprintf("cache.%s.%d", kv, layer) }
@@ -357,5 +360,6 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	g.Output(outLogits, lg)
 	am, mx := lg.Argmax(1, false), lg.Max(false, 1)
 	g.Output(outNext, graph.Where(mx.Ne(mx), am.Add(g.Full(dtype.U32, float64(c.Vocab))), am))
+	g.Output(outNextPos, pos.Add(g.Full(dtype.U32, 1)))
 	return g.Compile(graph.Options{})
 }

@@ -137,6 +137,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int, opts GenerateOptions
 	}
 	start = time.Now()
 	defer func() { gen.Decode = time.Since(start) }()
+	if sampler.temperature == 0 && m.pipeline {
+		return gen, m.greedyPipelined(ctx, s, id, opts, isStop, gen)
+	}
 	for {
 		gen.Tokens = append(gen.Tokens, id)
 		switch {
@@ -179,4 +182,74 @@ func sample(s *Sampler, logits *tensor.Tensor) (int, error) {
 		return 0, err
 	}
 	return s.Sample(v)
+}
+
+// greedyPipelined is Generate's greedy loop with each step queued before
+// the previous step's token is read (Session.startGreedy): the token and
+// position go from step to step on the executor, and the host reads each
+// token, runs the callback and checks the stops while the device computes
+// the next one. It yields the tokens of the step-by-step loop, stopping
+// at the same token for the same reason; where a stop token or the
+// callback ends it, the step queued after was computed for nothing.
+func (m *Model) greedyPipelined(ctx context.Context, s *Session, id int, opts GenerateOptions, isStop map[int]bool, gen *Generation) error {
+	var cur, ahead *greedyStep
+	defer func() {
+		for _, g := range []*greedyStep{cur, ahead} {
+			if g != nil {
+				g.free()
+			}
+		}
+	}()
+	for {
+		gen.Tokens = append(gen.Tokens, id)
+		switch {
+		case opts.OnToken != nil && !opts.OnToken(id):
+			gen.StopReason = StopCallback
+			return nil
+		case isStop[id]:
+			gen.StopReason = StopToken
+			return nil
+		case len(gen.Tokens) == opts.MaxTokens:
+			return nil
+		case s.Pos()-queued(ahead) == m.maxSeq: // the positions before the step ahead
+			gen.StopReason = StopContextFull
+			return nil
+		}
+		if ahead != nil {
+			cur, ahead = ahead, nil
+		} else {
+			var err error
+			if cur, err = s.startGreedy(ctx, []int{id}, nil); err != nil {
+				return err
+			}
+		}
+		// Queue the step after cur unless cur's token is the last there
+		// can be (MaxTokens, or a full context after it).
+		var aheadErr error
+		if len(gen.Tokens)+1 < opts.MaxTokens && s.Pos() < m.maxSeq {
+			ahead, aheadErr = s.startGreedy(ctx, nil, cur)
+		}
+		// cur's error first: an executor that runs a step to its end at
+		// Start (the CPU) fails the step ahead on the bad id a NaN token
+		// becomes.
+		next, err := cur.tokens()
+		if err != nil {
+			return err
+		}
+		if aheadErr != nil {
+			return aheadErr
+		}
+		gen.DecodeSteps++
+		id = next[0]
+		cur.free()
+		cur = nil
+	}
+}
+
+// queued is 1 for a step in flight, 0 for none.
+func queued(g *greedyStep) int {
+	if g == nil {
+		return 0
+	}
+	return 1
 }

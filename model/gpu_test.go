@@ -84,6 +84,17 @@ func TestGPUTiny(t *testing.T) {
 	}
 }
 
+// TestGPUPipelinedGreedy: on the GPU, where a pipelined step is queued
+// before the previous step's token is read (exec.Start), Generate yields
+// the step-by-step loop's tokens and stops; a NaN token is reported as
+// such, and the bad id the step after it reads comes from that step's
+// wait.
+func TestGPUPipelinedGreedy(t *testing.T) {
+	e := openGPU(t)
+	checkPipeline(t, e)
+	checkPipelineNaN(t, e)
+}
+
 // noFallback reports every step of m's programs that the GPU executor
 // hands to the CPU (exec.Fallbacker): each would cost two transfers per
 // run.
@@ -236,14 +247,21 @@ func TestGPUSpeed1B(t *testing.T) {
 		name, path string
 		dt         dtype.DType
 		noReplay   bool
-	}{{"bf16", dir, dtype.BF16, false}, {"q4_k", q4, dtype.BF16, false}, {"bf16", dir, dtype.BF16, true}} {
+		noPipeline bool
+	}{
+		{"bf16", dir, dtype.BF16, false, false}, {"q4_k", q4, dtype.BF16, false, false},
+		{"bf16", dir, dtype.BF16, false, true}, {"bf16", dir, dtype.BF16, true, false},
+	} {
 		if only != "" && only != c.name {
 			continue
 		}
-		if c.noReplay {
+		switch {
+		case c.noReplay:
 			c.name += " (step by step: Options.NoReplay)"
+		case c.noPipeline:
+			c.name += " (not pipelined: Options.NoPipeline)"
 		}
-		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay})
+		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay, NoPipeline: c.noPipeline})
 		// A first run compiles and warms up; the second is measured.
 		for i := range 2 {
 			l0 := e.Stats().Kernels.Launches

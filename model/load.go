@@ -51,6 +51,15 @@ type Options struct {
 	// results are the same; NoReplay (or LOOM_REPLAY=0 in the environment)
 	// is there to measure the difference and to debug.
 	NoReplay bool
+	// NoPipeline runs greedy decode steps one after the other. By default
+	// Generate's greedy steps are pipelined: each step's token and position
+	// stay on the executor as the next step's inputs, and the next step is
+	// queued before the token is read (exec.Start), so the host's time per
+	// token overlaps the device's. Tokens and stop conditions are the same;
+	// a step queued past a stop token is computed and dropped.
+	// NoPipeline (or LOOM_PIPELINE=0 in the environment) is there to
+	// measure the difference and to debug.
+	NoPipeline bool
 	// Comm makes the model one rank of a tensor-parallel group (see
 	// parallel.go): it keeps its shard of the attention heads and the MLP,
 	// and its runs all-reduce through Comm, which must be of Executor's
@@ -70,9 +79,11 @@ type Model struct {
 	dt     dtype.DType
 	e      exec.Executor
 	maxSeq int
-	replay bool      // decode steps run under exec.WithReplay
-	comm   exec.Comm // tensor parallel: this rank's communicator (nil: none)
-	lc     Config    // the rank's share of cfg: heads and intermediate divided by the group's size
+	replay bool // decode steps run under exec.WithReplay
+	// pipeline: Generate's greedy steps chain on the executor (Options.NoPipeline)
+	pipeline bool
+	comm     exec.Comm // tensor parallel: this rank's communicator (nil: none)
+	lc       Config    // the rank's share of cfg: heads and intermediate divided by the group's size
 	// cacheOut marks the programs' cache outputs (outCache), which a run
 	// hands to the session rather than freeing.
 	cacheOut map[string]bool
@@ -206,7 +217,8 @@ func Load(path string, opts Options) (*Model, error) {
 	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
 		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
-		replay: !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0"}
+		replay:   !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0",
+		pipeline: !opts.NoPipeline && os.Getenv("LOOM_PIPELINE") != "0"}
 	m.cacheOut = map[string]bool{}
 	for l := range cfg.Layers {
 		m.cacheOut[outCache("k", l)], m.cacheOut[outCache("v", l)] = true, true

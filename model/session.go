@@ -345,3 +345,119 @@ func (m *Model) Programs() map[string]*graph.Program {
 	}
 	return out
 }
+
+// greedyStep is a greedy decode step in flight (exec.Start): its token and
+// the position after it stay on the executor, where the next step reads
+// them.
+type greedyStep struct {
+	s    *Session
+	run  *exec.Pending
+	next exec.Value // outNext
+	pos  exec.Value // outNextPos
+}
+
+// startGreedy queues a greedy decode step and returns without waiting for
+// it: of ids at the session's position (prev nil), or chained to prev, a
+// step queued before it, whose token and position it reads on the
+// executor. The session's caches become the step's outputs at once: the
+// next step may be queued behind it.
+func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) (*greedyStep, error) {
+	const op = "decode"
+	m := s.m
+	switch {
+	case len(s.cache) == 0:
+		return nil, fmt.Errorf("model: %s: the session has no prompt yet (call Prefill first)", op)
+	case prev == nil && len(ids) != s.batch:
+		return nil, fmt.Errorf("model: %s: %d tokens for a session of %d sequences", op, len(ids), s.batch)
+	case s.pos >= m.maxSeq:
+		return nil, fmt.Errorf("model: %s: the context is full: every sequence holds %d positions (Options.MaxSeqLen)", op, s.pos)
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, errors.New("model: the model is closed")
+	}
+	extra := map[string]exec.Value{}
+	if prev == nil {
+		idv := make([]uint32, s.batch)
+		posv := make([]uint32, s.batch)
+		for i, id := range ids {
+			if err := m.checkID(op, id); err != nil {
+				return nil, fmt.Errorf("%w (sequence %d)", err, i)
+			}
+			idv[i], posv[i] = uint32(id), uint32(s.pos)
+		}
+		extra[inIDs], _ = tensor.New(idv, s.batch)
+		extra[inPos], _ = tensor.New(posv, s.batch)
+	} else {
+		extra[inIDs], extra[inPos] = prev.next, prev.pos
+	}
+	prog, took, err := m.decodeProgram(ctx, decodeKey{s.batch, m.decodeWindow(s.pos + 1)})
+	s.Compile += took
+	if err != nil {
+		return nil, err
+	}
+	in, err := s.inputs(prog, extra)
+	if err != nil {
+		return nil, err
+	}
+	ctx = exec.WithReplay(ctx, m.replay)
+	if m.comm != nil {
+		ctx = exec.WithComms(ctx, m.comm)
+	}
+	run, err := prog.Start(ctx, m.e, in)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	out := run.Outputs()
+	// The outputs no step reads are freed at once, in the reverse of the
+	// order the runner allocated them (the executor orders their reuse
+	// after this step's work); the token and position when the step after
+	// has read them (free).
+	for _, b := range slices.Backward(prog.Plan().Buffers) {
+		if b.Kind == plan.BufOutput && !m.cacheOut[b.Name] && b.Name != outNext && b.Name != outNextPos {
+			freeValue(out[b.Name])
+		}
+	}
+	for _, kv := range m.kvNames {
+		for i := range kv.in {
+			if old, ok := s.cache[kv.in[i]]; ok {
+				freeValue(old)
+			}
+			s.cache[kv.in[i]] = out[kv.out[i]]
+		}
+	}
+	s.pos++
+	return &greedyStep{s: s, run: run, next: out[outNext], pos: out[outNextPos]}, nil
+}
+
+// tokens waits for the step and returns each sequence's greedy token; a
+// NaN logit is an error, as in Sampler.
+func (g *greedyStep) tokens() ([]int, error) {
+	t, err := g.run.Host(outNext)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	nx, err := tensor.Values[uint32](t)
+	if err != nil {
+		return nil, err
+	}
+	next := make([]int, len(nx))
+	for i, a := range nx {
+		if v := uint32(g.s.m.cfg.Vocab); a >= v {
+			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a-v)
+		}
+		next[i] = int(a)
+	}
+	return next, nil
+}
+
+// free waits for the step and frees its token and position (the step
+// after it, if any, was queued before: the executor orders the memory's
+// reuse after it).
+func (g *greedyStep) free() {
+	g.run.Wait()
+	freeValue(g.pos)
+	freeValue(g.next)
+}

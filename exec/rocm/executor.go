@@ -37,7 +37,8 @@ type Executor struct {
 	// runsAllKey is plan.KeyOf(e, runsAllKey{}), made once: a run asks it
 	// every time (RunsAll), and a weak pointer is not free to make.
 	runsAllKey plan.Key[Executor]
-	stage      stage // pinned staging for copies to the host (hostcopy.go)
+	stage      stage  // pinned staging for copies to the host (hostcopy.go)
+	events     events // the marks of runs in flight (pending.go)
 
 	launchMu sync.Mutex // launches are serialised on the one stream
 	// gate keeps everyone but the capturing run off the stream while a
@@ -404,7 +405,7 @@ func (e *Executor) Close() error {
 		e.timer.start = 0
 	}
 	e.timer.mu.Unlock()
-	errs = append(errs, e.closeStage(), e.dev.Free(e.counters), e.dev.DestroyStream(e.stream), e.dev.Close())
+	errs = append(errs, e.closeEvents(), e.closeStage(), e.dev.Free(e.counters), e.dev.DestroyStream(e.stream), e.dev.Close())
 	return errors.Join(errs...)
 }
 

@@ -240,15 +240,16 @@ func (e *Executor) errorFlag(ctx context.Context, k *plan.Kernel) (hip.DevPtr, f
 	return p.chunks[i/flagChunk].ptr + hip.DevPtr((i%flagChunk)*slotBytes), nil, nil
 }
 
-// checkFlags reads a run's flags back (after its final wait) and returns
-// the first step's error.
+// checkFlags reads a run's flags back (after its final wait: on the side
+// stream, not behind runs queued since, exec.Start) and returns the first
+// step's error.
 func (e *Executor) checkFlags(p *flagPool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	words := make([]int64, flagChunk*kernels.ErrorFlagWords)
 	for c, b := range p.chunks {
 		n := min(flagChunk, len(p.owners)-c*flagChunk)
-		if err := e.toHost(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*n*kernels.ErrorFlagWords), b.ptr); err != nil {
+		if err := e.doneToHost(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*n*kernels.ErrorFlagWords), b.ptr); err != nil {
 			return fmt.Errorf("rocm: read error flags: %w", err)
 		}
 		for j := range n {
