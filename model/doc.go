@@ -107,8 +107,10 @@
 // stop checks, binding the next run: ~0.1–0.2 ms on the GPU machine) then
 // overlaps the device's instead of leaving it idle; the one step queued
 // past a stop token or a callback's stop is computed and dropped.
-// Options.NoPipeline (or LOOM_PIPELINE=0) runs them one after the other.
-// Sampled steps need the logits on the host and are not pipelined.
+// Options.NoPipeline (or LOOM_PIPELINE=0) runs them one after the other:
+// on an H200, bf16 1B-shaped greedy decode ran at 992 tokens/s pipelined
+// and 874 not (median steps 0.954 and 1.119 ms, one run). Sampled steps
+// need the logits on the host and are not pipelined.
 //
 // The tokenizer comes from the GGUF tokenizer.ggml.* metadata or from
 // tokenizer.json beside the safetensors (package tokenizer).

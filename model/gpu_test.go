@@ -186,6 +186,27 @@ func TestGPUMemoryFlat(t *testing.T) {
 	if least := m.WeightBytes() + s.CacheBytes(); before.InUse < least {
 		t.Errorf("%d bytes in use, less than the weights and cache (%d)", before.InUse, least)
 	}
+	// The pipelined greedy loop (two steps' outputs alive at a time)
+	// holds flat too: the memory at the 10th and the 1000th token.
+	var at10, at1000 rocm.AllocStats
+	n := 0
+	g, err := m.Generate(ctx, randomIDs(55, 1025, 1024), GenerateOptions{MaxTokens: 1000, StopTokens: []int{}, OnToken: func(int) bool {
+		switch n++; n {
+		case 10:
+			at10 = e.Stats().Memory
+		case 1000:
+			at1000 = e.Stats().Memory
+		}
+		return true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pipelined greedy: in use %d at the 10th token and %d at the 1000th (%.0f tokens/s); driver allocations %d → %d",
+		at10.InUse, at1000.InUse, g.DecodeTokensPerSecond(), at10.Mallocs, at1000.Mallocs)
+	if len(g.Tokens) != 1000 || at1000.Mallocs != at10.Mallocs || math.Abs(float64(at1000.InUse-at10.InUse)) > float64(at10.InUse)/64 {
+		t.Errorf("pipelined greedy: %d tokens; memory grew from the 10th token to the 1000th:\nbefore %v\nafter  %v", len(g.Tokens), at10, at1000)
+	}
 }
 
 // TestHFReferenceGPU compares both reference models on the GPU: the tiny
