@@ -485,23 +485,8 @@ func TestFusedProjections(t *testing.T) {
 // is NaN, so the step that reads it has NaN logits everywhere (the first
 // index, 0, is the argmax) while the prompt, which lacks it, does not.
 func TestGreedyNaN(t *testing.T) {
-	_, w, _ := tiny(t)
 	cfg := TinyConfig()
-	var nw []NamedTensor
-	for _, nt := range w {
-		if nt.Name == "model.embed_tokens.weight" {
-			c := nt.T.Clone()
-			for j := range cfg.Hidden {
-				c.SetFloat64(7*cfg.Hidden+j, math.NaN())
-			}
-			nt = NamedTensor{nt.Name, c}
-		}
-		nw = append(nw, nt)
-	}
-	dir := filepath.Join(t.TempDir(), "nan")
-	if err := WriteHF(dir, cfg, nw); err != nil {
-		t.Fatal(err)
-	}
+	dir := nanModel(t)
 	m := load(t, dir, Options{})
 	s, err := m.NewSession(1)
 	if err != nil {
