@@ -134,7 +134,6 @@ func (s *refSampler) refNucleus(cand []int, probs []float64) []int {
 	return top
 }
 
-
 // TestSamplerMatchesReference: Sampler draws the reference's tokens, draw
 // for draw, on vocabularies of 1 to 128256 with flat and peaked logits,
 // for greedy, temperature alone, top-k, top-p and both, from one seed
