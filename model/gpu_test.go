@@ -269,18 +269,26 @@ func TestGPUSpeed1B(t *testing.T) {
 		dt         dtype.DType
 		noReplay   bool
 		noPipeline bool
+		sampled    bool
 	}{
-		{"bf16", dir, dtype.BF16, false, false}, {"q4_k", q4, dtype.BF16, false, false},
-		{"bf16", dir, dtype.BF16, false, true}, {"bf16", dir, dtype.BF16, true, false},
+		{"bf16", dir, dtype.BF16, false, false, false}, {"q4_k", q4, dtype.BF16, false, false, false},
+		{"bf16", dir, dtype.BF16, false, true, false}, {"bf16", dir, dtype.BF16, false, false, true},
+		{"bf16", dir, dtype.BF16, true, false, false},
 	} {
 		if only != "" && only != c.name {
 			continue
 		}
+		opts := GenerateOptions{MaxTokens: 129, StopTokens: []int{}}
 		switch {
 		case c.noReplay:
 			c.name += " (step by step: Options.NoReplay)"
 		case c.noPipeline:
 			c.name += " (not pipelined: Options.NoPipeline)"
+		case c.sampled:
+			// Sampled: the logits come to the host and the Sampler draws
+			// there, every step.
+			c.name += " (sampled: temperature 0.8, top-k 50, top-p 0.9)"
+			opts.Temperature, opts.TopK, opts.TopP, opts.Seed = 0.8, 50, 0.9, 1
 		}
 		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay, NoPipeline: c.noPipeline})
 		// A first run compiles and warms up; the second is measured.
@@ -289,7 +297,8 @@ func TestGPUSpeed1B(t *testing.T) {
 			// Each token's arrival, for the spread of the decode steps.
 			var at []time.Time
 			onToken := func(int) bool { at = append(at, time.Now()); return true }
-			g, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 129, StopTokens: []int{}, OnToken: onToken})
+			opts.OnToken = onToken
+			g, err := m.Generate(ctx, prompt, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
