@@ -2,6 +2,7 @@ package model
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -74,7 +75,7 @@ func (s *refSampler) Sample(logits []float32) (int, error) {
 func (s *refSampler) refCandidates(logits []float32, probs []float64) []int {
 	cand := s.cand[:0]
 	if s.topK > 0 && s.topK < len(logits) {
-		kth := kthLargest(logits, s.topK)
+		kth := refKthLargest(logits, s.topK)
 		for i, v := range logits {
 			if v >= kth && probs[i] > 0 {
 				cand = append(cand, i)
@@ -214,4 +215,33 @@ func BenchmarkSampler(b *testing.B) {
 			}
 		})
 	}
+}
+
+// refKthLargest returns the k-th largest logit (1 ≤ k < len), with a min-heap
+// of the k largest seen.
+func refKthLargest(xs []float32, k int) float32 {
+	h := make(refMinHeap, 0, k)
+	for _, v := range xs {
+		switch {
+		case len(h) < k:
+			heap.Push(&h, v)
+		case v > h[0]:
+			h[0] = v
+			heap.Fix(&h, 0)
+		}
+	}
+	return h[0]
+}
+
+type refMinHeap []float32
+
+func (h refMinHeap) Len() int           { return len(h) }
+func (h refMinHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h refMinHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *refMinHeap) Push(x any)        { *h = append(*h, x.(float32)) }
+func (h *refMinHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
 }
