@@ -53,8 +53,10 @@ type Pending struct {
 //
 // Errors of the run's own checks (a bad id, say) come from Wait; until
 // then, as after a failed Wait, the outputs' contents are unspecified, and
-// they are the caller's to free either way. Inputs given with Donate are
-// emptied at Start, as RunValues empties them.
+// they are the caller's to free either way. Every Start needs its Wait:
+// the run's temporaries, uploads and error flags are released there.
+// Inputs given with Donate are emptied at Start, as RunValues empties
+// them.
 func Start(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value) (*Pending, error) {
 	return begin(ctx, e, p, inputs, true, nil, true)
 }
