@@ -106,9 +106,33 @@ func TestGPUDecodeProfile(t *testing.T) {
 		t.Logf("  traced driver calls %v/step of %v", traced/steps, wall)
 	}
 	traceSteps("greedy decode step", greedy)
+	// piped is Generate's pipelined greedy step: the step after is queued
+	// before this one's token is read.
+	var cur *greedyStep
+	piped := func() error {
+		if cur == nil {
+			var err error
+			if cur, err = s.startGreedy(ctx, sevens, nil); err != nil {
+				return err
+			}
+		}
+		next, err := s.startGreedy(ctx, nil, cur)
+		if err != nil {
+			return err
+		}
+		_, err = cur.tokens()
+		cur.free()
+		cur = next
+		return err
+	}
+	traceSteps("pipelined greedy step", piped)
+	if _, err := cur.tokens(); err != nil {
+		t.Fatal(err)
+	}
+	cur.free()
 	traceSteps("decode step", decode)
 	// LOOM_LLAMA_CPUPROF=FILE: a CPU profile of LOOM_LLAMA_CPUPROF_STEPS
-	// greedy steps (default 300), and an execution trace of 100 more in
+	// greedy steps (default 300; the context holds ~1,250 more), and an execution trace of 100 more in
 	// FILE.trace (go tool trace -pprof=syscall|sched|sync). The profile asks
 	// for 1 kHz; a kernel that ticks slower (the GPU machine's: 250 Hz)
 	// takes fewer samples, each still weighed as 1 ms: read its shares, not
