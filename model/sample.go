@@ -18,16 +18,19 @@ import (
 // float64 from the float32 logits, so a seed gives the same tokens on
 // every machine for the same logits.
 //
-// A sampled token costs the host a pass over the vocabulary: the softmax
-// terms of top-k's candidates only, or of every token split over
-// GOMAXPROCS goroutines; top-p sorts only the prefix of the candidates
-// its sum needs; top-k's k-th largest logit comes from a heap of k. On a
-// 2-core machine, one draw from 128256 logits (BenchmarkSampler, which
-// runs the first version beside it): top-k 50 0.25 ms against 1.70, top-k
-// 50 with top-p 0.9 0.32 against 1.77, a temperature alone 1.33 against
-// 1.68; a flat distribution's top-p 0.9 still sorts most of the
-// vocabulary: 4.5 against 6.9. TestSamplerMatchesReference checks that
-// the draws are that version's, draw for draw.
+// A sampled token costs the host a pass over the vocabulary, split over
+// GOMAXPROCS goroutines for a large one (scan: the NaN check, the largest
+// logit and each part's k largest, whose union gives top-k's k-th): then
+// the softmax terms of top-k's candidates only, or of every token, split
+// the same way (each term computed alone: no bit changes), and top-p
+// sorts only the prefix of the candidates its sum needs. On a 2-core
+// machine, one draw from 128256 logits (BenchmarkSampler, which runs the
+// first version beside it): top-k 50 0.23 ms against 1.53–1.66, top-k 50
+// with top-p 0.9 0.18–0.22 against 1.53, a temperature alone 1.08–1.33
+// against 1.65–1.72; a flat distribution's top-p 0.9 still sorts most of
+// the vocabulary: 3.9–4.3 against 6.4–6.8. TestSamplerMatchesReference
+// checks, at GOMAXPROCS 1, 2 and 8, that the draws are that version's,
+// draw for draw.
 type Sampler struct {
 	temperature float64
 	topK        int
@@ -37,6 +40,9 @@ type Sampler struct {
 	probs []float64 // scratch, vocabulary-sized
 	cand  []int
 	pairs []probPair
+	// scan's scratch: the parts, and the union of their k largest
+	scanParts     []scanPart
+	union, merged []float32
 }
 
 // seedStream is the PCG generator's second word: any fixed value, so that
@@ -70,14 +76,13 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	if len(logits) == 0 {
 		return 0, fmt.Errorf("model: sample: no logits")
 	}
-	best, bv := 0, logits[0]
-	for i, v := range logits {
-		if v != v {
-			return 0, fmt.Errorf("model: sample: the logit of token %d is NaN", i)
-		}
-		if v > bv {
-			best, bv = i, v
-		}
+	k := 0 // top-k's k where it limits the candidates
+	if s.temperature > 0 && s.topK > 0 && s.topK < len(logits) {
+		k = s.topK
+	}
+	best, kth, err := s.scan(logits, k)
+	if err != nil {
+		return 0, err
 	}
 	if s.temperature == 0 {
 		return best, nil
@@ -92,7 +97,7 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	if math.IsInf(top, 0) {
 		return best, nil // +Inf dominates; all −Inf leaves only this choice
 	}
-	cand := s.candidates(logits, probs, top)
+	cand := s.candidates(logits, probs, top, k, kth)
 	if s.topP < 1 {
 		cand = s.nucleus(cand, probs)
 	}
@@ -110,21 +115,107 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 	return cand[len(cand)-1], nil // r within rounding of total
 }
 
-// expChunk is the fewest logits a goroutine of softmax takes: a vocabulary
-// of 128256 is 4 chunks. The exponentials are most of a sampled token's
-// host time (~3 ms for 128256 on one core of a slow machine); each is
-// computed alone, so splitting them changes no bit.
+// expChunk is the fewest softmax terms a goroutine takes: a vocabulary of
+// 128256 is 4 chunks. The exponentials are most of a sampled token's host
+// time (~3 ms for 128256 on one core of a slow machine); each is computed
+// alone, so splitting them changes no bit.
 const expChunk = 1 << 15
 
+// scanChunk is the fewest logits a goroutine of a comparison pass takes.
+const scanChunk = 1 << 14
+
+// parallel calls f(w, lo, hi) for the parts w = 0, 1, … of [0, n), over
+// GOMAXPROCS goroutines at most and none shorter than chunk (one part, on
+// the caller's goroutine, when n is short), and returns the parts' count.
+func parallel(n, chunk int, f func(w, lo, hi int)) int {
+	workers := min(runtime.GOMAXPROCS(0), n/chunk)
+	if workers < 2 {
+		f(0, 0, n)
+		return 1
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { f(w, w*n/workers, (w+1)*n/workers) })
+	}
+	wg.Wait()
+	return workers
+}
+
+// scanPart is one part's share of scan.
+type scanPart struct {
+	nan  int       // the part's first NaN, −1 for none
+	best int       // the part's first largest logit
+	top  []float32 // k > 0: the part's k largest (all of them if fewer)
+	cand []int     // candidates' share (candidates)
+}
+
+// scan is the one pass every draw makes over the logits, in parts over
+// goroutines for a large vocabulary: the first NaN (an error), the first
+// largest logit, and with k > 0 (k < len(logits)) the k-th largest, from
+// the union of the parts' k largest.
+func (s *Sampler) scan(logits []float32, k int) (best int, kth float32, err error) {
+	parts := s.parts(len(logits))
+	n := parallel(len(logits), scanChunk, func(w, lo, hi int) {
+		p := &parts[w]
+		p.nan, p.best = -1, lo
+		bv := logits[lo]
+		for i := lo; i < hi; i++ {
+			v := logits[i]
+			if v != v {
+				p.nan = i
+				return
+			}
+			if v > bv {
+				p.best, bv = i, v
+			}
+		}
+		if k > 0 {
+			p.top = largest(logits[lo:hi], k, p.top)
+		}
+	})
+	best = parts[0].best
+	for _, p := range parts[:n] {
+		if p.nan >= 0 {
+			return 0, 0, fmt.Errorf("model: sample: the logit of token %d is NaN", p.nan)
+		}
+		if logits[p.best] > logits[best] {
+			best = p.best
+		}
+	}
+	if k == 0 {
+		return best, 0, nil
+	}
+	u := parts[0].top
+	if n > 1 {
+		u = s.union[:0]
+		for _, p := range parts[:n] {
+			u = append(u, p.top...)
+		}
+		s.union = u
+		u = largest(u, k, s.merged)
+		s.merged = u
+	}
+	// u holds the k largest logits: the least of them is the k-th.
+	return best, slices.Min(u), nil
+}
+
+// parts returns the scan's parts, as many as parallel can make of n.
+func (s *Sampler) parts(n int) []scanPart {
+	w := max(1, min(runtime.GOMAXPROCS(0), n/scanChunk))
+	if len(s.scanParts) < w {
+		s.scanParts = make([]scanPart, w)
+	}
+	return s.scanParts[:w]
+}
+
 // softmax sets probs[i] = exp((logits[i] − top)/temperature) for i in ids
-// (nil: every index), in parallel over GOMAXPROCS goroutines when there
-// are many.
+// (nil: every index), in parallel when there are many.
 func (s *Sampler) softmax(logits []float32, probs []float64, top float64, ids []int) {
 	n := len(logits)
 	if ids != nil {
 		n = len(ids)
 	}
-	one := func(lo, hi int) {
+	parallel(n, expChunk, func(_, lo, hi int) {
 		if ids == nil {
 			for i := lo; i < hi; i++ {
 				probs[i] = math.Exp((float64(logits[i]) - top) / s.temperature)
@@ -134,31 +225,29 @@ func (s *Sampler) softmax(logits []float32, probs []float64, top float64, ids []
 		for _, i := range ids[lo:hi] {
 			probs[i] = math.Exp((float64(logits[i]) - top) / s.temperature)
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), n/expChunk)
-	if workers < 2 {
-		one(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() { one(w*n/workers, (w+1)*n/workers) })
-	}
-	wg.Wait()
+	})
 }
 
-// candidates returns the tokens top-k keeps, in id order: those whose
-// logit is at least the k-th largest (ties at the boundary all stay, as in
-// Hugging Face), or every token; those of probability 0 (underflow) are
-// dropped. It fills probs for the tokens it returns.
-func (s *Sampler) candidates(logits []float32, probs []float64, top float64) []int {
+// candidates returns the tokens top-k keeps, in id order: with k > 0
+// those whose logit is at least kth, the k-th largest (ties at the
+// boundary all stay, as in Hugging Face), else every token; those of
+// probability 0 (underflow) are dropped. It fills probs for the tokens it
+// returns.
+func (s *Sampler) candidates(logits []float32, probs []float64, top float64, k int, kth float32) []int {
 	cand := s.cand[:0]
-	if s.topK > 0 && s.topK < len(logits) {
-		kth := kthLargest(logits, s.topK)
-		for i, v := range logits {
-			if v >= kth {
-				cand = append(cand, i)
+	if k > 0 {
+		parts := s.parts(len(logits))
+		n := parallel(len(logits), scanChunk, func(w, lo, hi int) {
+			c := parts[w].cand[:0]
+			for i, v := range logits[lo:hi] {
+				if v >= kth {
+					c = append(c, lo+i)
+				}
 			}
+			parts[w].cand = c
+		})
+		for _, p := range parts[:n] {
+			cand = append(cand, p.cand...)
 		}
 		s.softmax(logits, probs, top, cand)
 		kept := cand[:0]
@@ -285,12 +374,15 @@ func pairIDs(cand []int, ps []probPair) []int {
 	return out
 }
 
-// kthLargest returns the k-th largest logit (1 ≤ k < len), with a min-heap
-// of the k largest seen: the first k heapified, then each later logit
-// against the heap's least (kept in a local: most logits of a vocabulary
-// fail that one comparison).
-func kthLargest(xs []float32, k int) float32 {
-	h := slices.Clone(xs[:k])
+// largest returns, in buf's memory, the k largest of xs as a min-heap (its
+// least first), or all of xs when there are at most k: the first k
+// heapified, then each later logit against the heap's least (kept in a
+// local: most logits of a vocabulary fail that one comparison).
+func largest(xs []float32, k int, buf []float32) []float32 {
+	h := append(buf[:0], xs[:min(k, len(xs))]...)
+	if len(xs) <= k {
+		return h
+	}
 	for i := k/2 - 1; i >= 0; i-- {
 		siftDown(h, i)
 	}
@@ -302,7 +394,7 @@ func kthLargest(xs []float32, k int) float32 {
 			least = h[0]
 		}
 	}
-	return least
+	return h
 }
 
 // siftDown restores the min-heap order of h below i.

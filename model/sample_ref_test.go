@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -140,6 +142,23 @@ func (s *refSampler) refNucleus(cand []int, probs []float64) []int {
 // for greedy, temperature alone, top-k, top-p and both, from one seed
 // each.
 func TestSamplerMatchesReference(t *testing.T) {
+	for _, procs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			matchReference(t)
+		})
+	}
+}
+
+// matchReference is TestSamplerMatchesReference at one GOMAXPROCS (the
+// parts the scans and the softmax split into), with NaNs in two parts:
+// the first is the one named.
+func matchReference(t *testing.T) {
+	nans := make([]float32, 128256)
+	nans[100000], nans[70000] = float32(math.NaN()), float32(math.NaN())
+	if _, err := mustSampler(t, GenerateOptions{Temperature: 1, TopK: 5}).Sample(nans); err == nil || !strings.Contains(err.Error(), "token 70000 is NaN") {
+		t.Errorf("NaNs at 70000 and 100000: %v, want the error naming 70000", err)
+	}
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, v := range []int{1, 7, 1000, 40000, 128256} {
 		for _, spread := range []float64{0.5, 3, 12} {
