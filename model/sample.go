@@ -124,21 +124,24 @@ const expChunk = 1 << 15
 // scanChunk is the fewest logits a goroutine of a comparison pass takes.
 const scanChunk = 1 << 14
 
-// parallel calls f(w, lo, hi) for the parts w = 0, 1, … of [0, n), over
-// GOMAXPROCS goroutines at most and none shorter than chunk (one part, on
-// the caller's goroutine, when n is short), and returns the parts' count.
-func parallel(n, chunk int, f func(w, lo, hi int)) int {
-	workers := min(runtime.GOMAXPROCS(0), n/chunk)
-	if workers < 2 {
+// partsOf is the number of parts a pass over n items splits into:
+// GOMAXPROCS at most, none shorter than chunk, at least one.
+func partsOf(n, chunk int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/chunk))
+}
+
+// parallel calls f(w, lo, hi) for the parts w = 0 … parts−1 of [0, n), each
+// on a goroutine of its own (one part: on the caller's).
+func parallel(n, parts int, f func(w, lo, hi int)) {
+	if parts < 2 {
 		f(0, 0, n)
-		return 1
+		return
 	}
 	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() { f(w, w*n/workers, (w+1)*n/workers) })
+	for w := range parts {
+		wg.Go(func() { f(w, w*n/parts, (w+1)*n/parts) })
 	}
 	wg.Wait()
-	return workers
 }
 
 // scanPart is one part's share of scan.
@@ -154,8 +157,8 @@ type scanPart struct {
 // largest logit, and with k > 0 (k < len(logits)) the k-th largest, from
 // the union of the parts' k largest.
 func (s *Sampler) scan(logits []float32, k int) (best int, kth float32, err error) {
-	parts := s.parts(len(logits))
-	n := parallel(len(logits), scanChunk, func(w, lo, hi int) {
+	parts := s.parts(partsOf(len(logits), scanChunk))
+	parallel(len(logits), len(parts), func(w, lo, hi int) {
 		p := &parts[w]
 		p.nan, p.best = -1, lo
 		bv := logits[lo]
@@ -174,7 +177,7 @@ func (s *Sampler) scan(logits []float32, k int) (best int, kth float32, err erro
 		}
 	})
 	best = parts[0].best
-	for _, p := range parts[:n] {
+	for _, p := range parts {
 		if p.nan >= 0 {
 			return 0, 0, fmt.Errorf("model: sample: the logit of token %d is NaN", p.nan)
 		}
@@ -186,9 +189,9 @@ func (s *Sampler) scan(logits []float32, k int) (best int, kth float32, err erro
 		return best, 0, nil
 	}
 	u := parts[0].top
-	if n > 1 {
+	if len(parts) > 1 {
 		u = s.union[:0]
-		for _, p := range parts[:n] {
+		for _, p := range parts {
 			u = append(u, p.top...)
 		}
 		s.union = u
@@ -199,13 +202,12 @@ func (s *Sampler) scan(logits []float32, k int) (best int, kth float32, err erro
 	return best, slices.Min(u), nil
 }
 
-// parts returns the scan's parts, as many as parallel can make of n.
+// parts returns n parts' scratch.
 func (s *Sampler) parts(n int) []scanPart {
-	w := max(1, min(runtime.GOMAXPROCS(0), n/scanChunk))
-	if len(s.scanParts) < w {
-		s.scanParts = make([]scanPart, w)
+	if len(s.scanParts) < n {
+		s.scanParts = make([]scanPart, n)
 	}
-	return s.scanParts[:w]
+	return s.scanParts[:n]
 }
 
 // softmax sets probs[i] = exp((logits[i] − top)/temperature) for i in ids
@@ -215,7 +217,7 @@ func (s *Sampler) softmax(logits []float32, probs []float64, top float64, ids []
 	if ids != nil {
 		n = len(ids)
 	}
-	parallel(n, expChunk, func(_, lo, hi int) {
+	parallel(n, partsOf(n, expChunk), func(_, lo, hi int) {
 		if ids == nil {
 			for i := lo; i < hi; i++ {
 				probs[i] = math.Exp((float64(logits[i]) - top) / s.temperature)
@@ -236,8 +238,8 @@ func (s *Sampler) softmax(logits []float32, probs []float64, top float64, ids []
 func (s *Sampler) candidates(logits []float32, probs []float64, top float64, k int, kth float32) []int {
 	cand := s.cand[:0]
 	if k > 0 {
-		parts := s.parts(len(logits))
-		n := parallel(len(logits), scanChunk, func(w, lo, hi int) {
+		parts := s.parts(partsOf(len(logits), scanChunk))
+		parallel(len(logits), len(parts), func(w, lo, hi int) {
 			c := parts[w].cand[:0]
 			for i, v := range logits[lo:hi] {
 				if v >= kth {
@@ -246,7 +248,7 @@ func (s *Sampler) candidates(logits []float32, probs []float64, top float64, k i
 			}
 			parts[w].cand = c
 		})
-		for _, p := range parts[:n] {
+		for _, p := range parts {
 			cand = append(cand, p.cand...)
 		}
 		s.softmax(logits, probs, top, cand)

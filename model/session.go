@@ -132,13 +132,20 @@ func (s *Session) decodeGreedy(ctx context.Context, ids []int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	nx, err := tensor.Values[uint32](out[outNext])
+	return s.m.nextTokens(out[outNext])
+}
+
+// nextTokens reads a decode program's outNext: each sequence's greedy
+// token, or Vocab plus the token whose logit is NaN, an error as in
+// Sampler.
+func (m *Model) nextTokens(t *tensor.Tensor) ([]int, error) {
+	nx, err := tensor.Values[uint32](t)
 	if err != nil {
 		return nil, err
 	}
 	next := make([]int, len(nx))
 	for i, a := range nx {
-		if v := uint32(s.m.cfg.Vocab); a >= v {
+		if v := uint32(m.cfg.Vocab); a >= v {
 			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a-v)
 		}
 		next[i] = int(a)
@@ -149,36 +156,64 @@ func (s *Session) decodeGreedy(ctx context.Context, ids []int) ([]int, error) {
 // decode runs a decode step and returns the outputs named in want on the
 // host.
 func (s *Session) decode(ctx context.Context, ids []int, want ...string) (map[string]*tensor.Tensor, error) {
-	const op = "decode"
-	switch {
-	case len(s.cache) == 0:
-		return nil, fmt.Errorf("model: %s: the session has no prompt yet (call Prefill first)", op)
-	case len(ids) != s.batch:
-		return nil, fmt.Errorf("model: %s: %d tokens for a session of %d sequences", op, len(ids), s.batch)
-	case s.pos >= s.m.maxSeq:
-		return nil, fmt.Errorf("model: %s: the context is full: every sequence holds %d positions (Options.MaxSeqLen)", op, s.pos)
+	if err := s.checkStep(len(ids)); err != nil {
+		return nil, err
 	}
-	idv := make([]uint32, s.batch)
-	posv := make([]uint32, s.batch)
-	for i, id := range ids {
-		if err := s.m.checkID(op, id); err != nil {
-			return nil, fmt.Errorf("%w (sequence %d)", err, i)
-		}
-		idv[i], posv[i] = uint32(id), uint32(s.pos)
-	}
-	prog, took, err := s.m.decodeProgram(ctx, decodeKey{s.batch, s.m.decodeWindow(s.pos + 1)})
-	s.Compile += took
+	extra, err := s.hostStep(ids)
 	if err != nil {
 		return nil, err
 	}
-	idt, _ := tensor.New(idv, s.batch)
-	post, _ := tensor.New(posv, s.batch)
-	out, err := s.run(exec.WithReplay(ctx, s.m.replay), prog, map[string]exec.Value{inIDs: idt, inPos: post}, want...)
+	prog, err := s.decodeProgram(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.run(exec.WithReplay(ctx, s.m.replay), prog, extra, want...)
 	if err != nil {
 		return nil, err
 	}
 	s.pos++
 	return out, nil
+}
+
+// decodeOp names decode steps in errors.
+const decodeOp = "decode"
+
+// checkStep checks that the session can take a decode step of n tokens,
+// one a sequence.
+func (s *Session) checkStep(n int) error {
+	switch {
+	case len(s.cache) == 0:
+		return fmt.Errorf("model: %s: the session has no prompt yet (call Prefill first)", decodeOp)
+	case n != s.batch:
+		return fmt.Errorf("model: %s: %d tokens for a session of %d sequences", decodeOp, n, s.batch)
+	case s.pos >= s.m.maxSeq:
+		return fmt.Errorf("model: %s: the context is full: every sequence holds %d positions (Options.MaxSeqLen)", decodeOp, s.pos)
+	}
+	return nil
+}
+
+// hostStep checks ids and returns them with the session's position as a
+// decode step's inputs.
+func (s *Session) hostStep(ids []int) (map[string]exec.Value, error) {
+	idv := make([]uint32, s.batch)
+	posv := make([]uint32, s.batch)
+	for i, id := range ids {
+		if err := s.m.checkID(decodeOp, id); err != nil {
+			return nil, fmt.Errorf("%w (sequence %d)", err, i)
+		}
+		idv[i], posv[i] = uint32(id), uint32(s.pos)
+	}
+	idt, _ := tensor.New(idv, s.batch)
+	post, _ := tensor.New(posv, s.batch)
+	return map[string]exec.Value{inIDs: idt, inPos: post}, nil
+}
+
+// decodeProgram returns the decode program of the session's next position's
+// window, compiled on first use.
+func (s *Session) decodeProgram(ctx context.Context) (*graph.Program, error) {
+	prog, took, err := s.m.decodeProgram(ctx, decodeKey{s.batch, s.m.decodeWindow(s.pos + 1)})
+	s.Compile += took
+	return prog, err
 }
 
 // run executes prog with the model's resident inputs, the session's cache
@@ -188,11 +223,8 @@ func (s *Session) decode(ctx context.Context, ids []int, want ...string) (map[st
 // same memory and can be replayed (exec.WithReplay).
 func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string]exec.Value, want ...string) (map[string]*tensor.Tensor, error) {
 	m := s.m
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return nil, errors.New("model: the model is closed")
+	if err := m.checkOpen(); err != nil {
+		return nil, err
 	}
 	in, err := s.inputs(prog, extra)
 	if err != nil {
@@ -219,7 +251,15 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 	if err != nil {
 		return nil, err
 	}
-	for _, kv := range m.kvNames {
+	s.swapCache(out)
+	return host, nil
+}
+
+// swapCache makes a run's cache outputs the session's cache, freeing the
+// values they replace (nothing where the run wrote in their memory: a
+// donated cache reads as freed).
+func (s *Session) swapCache(out map[string]exec.Value) {
+	for _, kv := range s.m.kvNames {
 		for i := range kv.in {
 			if old, ok := s.cache[kv.in[i]]; ok {
 				freeValue(old)
@@ -227,7 +267,16 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 			s.cache[kv.in[i]] = out[kv.out[i]]
 		}
 	}
-	return host, nil
+}
+
+// checkOpen fails once the model is closed.
+func (m *Model) checkOpen() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("model: the model is closed")
+	}
+	return nil
 }
 
 // stepInputs is a program's input map in a session: the model's resident
@@ -362,39 +411,27 @@ type greedyStep struct {
 // executor. The session's caches become the step's outputs at once: the
 // next step may be queued behind it.
 func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) (*greedyStep, error) {
-	const op = "decode"
 	m := s.m
-	switch {
-	case len(s.cache) == 0:
-		return nil, fmt.Errorf("model: %s: the session has no prompt yet (call Prefill first)", op)
-	case prev == nil && len(ids) != s.batch:
-		return nil, fmt.Errorf("model: %s: %d tokens for a session of %d sequences", op, len(ids), s.batch)
-	case s.pos >= m.maxSeq:
-		return nil, fmt.Errorf("model: %s: the context is full: every sequence holds %d positions (Options.MaxSeqLen)", op, s.pos)
+	n := len(ids)
+	if prev != nil {
+		n = s.batch // the previous step's tokens, one a sequence
 	}
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return nil, errors.New("model: the model is closed")
+	if err := s.checkStep(n); err != nil {
+		return nil, err
 	}
-	extra := map[string]exec.Value{}
-	if prev == nil {
-		idv := make([]uint32, s.batch)
-		posv := make([]uint32, s.batch)
-		for i, id := range ids {
-			if err := m.checkID(op, id); err != nil {
-				return nil, fmt.Errorf("%w (sequence %d)", err, i)
-			}
-			idv[i], posv[i] = uint32(id), uint32(s.pos)
-		}
-		extra[inIDs], _ = tensor.New(idv, s.batch)
-		extra[inPos], _ = tensor.New(posv, s.batch)
+	if err := m.checkOpen(); err != nil {
+		return nil, err
+	}
+	var extra map[string]exec.Value
+	if prev != nil {
+		extra = map[string]exec.Value{inIDs: prev.next, inPos: prev.pos}
 	} else {
-		extra[inIDs], extra[inPos] = prev.next, prev.pos
+		var err error
+		if extra, err = s.hostStep(ids); err != nil {
+			return nil, err
+		}
 	}
-	prog, took, err := m.decodeProgram(ctx, decodeKey{s.batch, m.decodeWindow(s.pos + 1)})
-	s.Compile += took
+	prog, err := s.decodeProgram(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -420,14 +457,7 @@ func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) 
 			freeValue(out[b.Name])
 		}
 	}
-	for _, kv := range m.kvNames {
-		for i := range kv.in {
-			if old, ok := s.cache[kv.in[i]]; ok {
-				freeValue(old)
-			}
-			s.cache[kv.in[i]] = out[kv.out[i]]
-		}
-	}
+	s.swapCache(out)
 	s.pos++
 	return &greedyStep{s: s, run: run, next: out[outNext], pos: out[outNextPos]}, nil
 }
@@ -439,18 +469,7 @@ func (g *greedyStep) tokens() ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	nx, err := tensor.Values[uint32](t)
-	if err != nil {
-		return nil, err
-	}
-	next := make([]int, len(nx))
-	for i, a := range nx {
-		if v := uint32(g.s.m.cfg.Vocab); a >= v {
-			return nil, fmt.Errorf("model: sample: the logit of token %d is NaN", a-v)
-		}
-		next[i] = int(a)
-	}
-	return next, nil
+	return g.s.m.nextTokens(t)
 }
 
 // free waits for the step and frees its token and position (the step

@@ -334,7 +334,7 @@ func (e *Executor) Download(m exec.Memory, b *plan.Buffer) (*tensor.Tensor, erro
 	if err != nil {
 		return nil, err
 	}
-	return e.download(mm.blk, b.DType, b.Shape)
+	return e.download(mm.blk, b.DType, b.Shape, false)
 }
 
 // Sync waits for all work queued on the executor's stream.

@@ -62,23 +62,12 @@ func (e *Executor) ReadDone(v exec.Value) (*tensor.Tensor, error) {
 	if !ok || t == nil || t.e != e {
 		return nil, fmt.Errorf("rocm: read %T: not a tensor of this executor", v)
 	}
-	if err := e.checkOpen(); err != nil {
-		return nil, err
-	}
 	t.mu.Lock()
-	blk := t.blk
-	t.mu.Unlock()
-	if blk == nil {
-		return nil, fmt.Errorf("rocm: %v was freed", t)
+	defer t.mu.Unlock()
+	if t.blk == nil {
+		return nil, fmt.Errorf("rocm: read %v: the tensor was freed", t)
 	}
-	h, err := tensor.Zeros(t.dt, t.shape...)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.doneToHost(h.Bytes(), blk.ptr); err != nil {
-		return nil, fmt.Errorf("rocm: read %v: %w", t, err)
-	}
-	return h, nil
+	return e.download(t.blk, t.dt, t.shape, true)
 }
 
 func (e *Executor) takeEvent() (hip.Event, error) {

@@ -60,7 +60,7 @@ func (t *Tensor) ToHost() (*tensor.Tensor, error) {
 	if t.blk == nil {
 		return nil, fmt.Errorf("rocm: ToHost of %v: the tensor was freed", t)
 	}
-	return t.e.download(t.blk, t.dt, t.shape)
+	return t.e.download(t.blk, t.dt, t.shape, false)
 }
 
 // Free returns the tensor's memory to its executor's cache. It is
@@ -131,8 +131,10 @@ func (e *Executor) Wrap(m exec.Memory, b *plan.Buffer) (exec.ResidentValue, erro
 	return &Tensor{e: e, dt: b.DType, shape: slices.Clone(b.Shape), blk: mm.blk}, nil
 }
 
-// download copies a block into a new host tensor.
-func (e *Executor) download(blk *block, dt dtype.DType, shape []int) (*tensor.Tensor, error) {
+// download copies a block into a new host tensor: after the work queued
+// on the stream, or with done (its writers are known to be finished) on
+// the side stream (doneToHost).
+func (e *Executor) download(blk *block, dt dtype.DType, shape []int, done bool) (*tensor.Tensor, error) {
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -148,7 +150,7 @@ func (e *Executor) download(blk *block, dt dtype.DType, shape []int) (*tensor.Te
 		return nil, fmt.Errorf("rocm: download %v%v: %d bytes of device memory for %d bytes", dt, shape, blk.n, len(dst))
 	}
 	leave := e.enter(nil)
-	err = e.toHost(dst, blk.ptr)
+	err = e.copyToHost(dst, blk.ptr, done)
 	leave()
 	if err != nil {
 		return nil, fmt.Errorf("rocm: download %v%v: %w", dt, shape, err)
