@@ -124,6 +124,16 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
 // 0.056 ms, Q4_K 0.062, Q8_0 0.058; Q6_K 0.098 against 0.113 the session
 // before, not measured side by side).
 //
+// Also tried and taken back (session 31): each block asking L2 for its
+// rows of B (prefetch.global.L2, a line a thread) before its
+// griddepcontrol.wait, so that a product's weight read would start while
+// the kernel ahead (an RMSNorm, an attention step) still ran. The 1B bf16
+// decode step got slower, not faster: 916 tokens/s against 993 the call
+// before (median step 1.053 against 0.958 ms; not pipelined 825 against
+// 908), Q4_K (the same in loom_qmvf and loom_qmvw) 1,247 against 1,239.
+// A likely reason: the waiting blocks' prefetches, megabytes of them, sit
+// ahead of the latency-bound kernel's own loads.
+//
 // Each kernel comes twice: for 1 ≤ M ≤ 8 rows, and for M = 1 (suffix _m1:
 // one accumulator, a fraction of the registers, so more groups stay
 // resident to keep loads in flight: decode with one sequence).
