@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/loomgraph/loom/codegen"
@@ -9,6 +10,7 @@ import (
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/workloads"
 )
 
@@ -173,6 +175,25 @@ func Kernels() ([]Entry, error) {
 				return y.Add(g.Input("r", dt, m, 40)).Cast(dtype.F32)
 			}); err != nil {
 				return nil, err
+			}
+		}
+	}
+	// One-row quantized products fused with the chain after them (a
+	// quantized decode step's residual add, its LM head's cast), for every
+	// format with the one-launch mat-vec.
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			var qerr error
+			if err := addFused(fmt.Sprintf("fused quantized mat-vec %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", f, 40, 256)
+				if err != nil {
+					qerr = err
+					return g.Input("x", dt, 1, 40)
+				}
+				y := g.Input("x", dt, 1, 256).QMatmul(w)
+				return y.Add(g.Input("r", dt, 1, 40)).Cast(dtype.F32)
+			}); err != nil || qerr != nil {
+				return nil, errors.Join(err, qerr)
 			}
 		}
 	}
@@ -398,6 +419,21 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 			return "", "", fmt.Errorf("catalog: %s: not a skinny product", k.Name)
 		}
 		return kernels.GemvFused(t, l.Name, k, parts)
+	}
+	if k := e.Kernel; k.IsFusedQMatmul() {
+		// The one-row mat-vec with the epilogue inside
+		// (exec/rocm/fusedqmm.go).
+		parts, err := plan.SplitFused(k, 1<<30)
+		if err != nil {
+			return "", "", err
+		}
+		n := parts.Core.Instrs[0].Node
+		f, _ := n.QuantFormat()
+		entry, ok := kernels.QMVFEntry(f, n.DType)
+		if !ok {
+			return "", "", fmt.Errorf("catalog: %s: no one-row mat-vec for %v", k.Name, f)
+		}
+		return kernels.QMVFFused(t, entry, k, parts)
 	}
 	if k := e.Kernel; k.IsFusedConv() {
 		// The output transposes with the epilogue inside

@@ -18,6 +18,10 @@ import (
 // conv and one kernel, and the pooled feature map is written once; a
 // decode step's down projection computes silu(gate)·up as it reads its
 // input and adds the residual as it writes, one kernel instead of three.
+// A quantized product (qmatmul) takes an epilogue the same way: a
+// quantized model's decode step adds its 2 residuals a layer as the
+// one-row mat-vec stores (exec/rocm/quant.go), not in 2 launches of their
+// own.
 //
 // The prologue is recomputed for each read of an element (2.25 times for
 // a 3×3 pool of stride 2, four times for a ×2 upsampling, once per group
@@ -82,10 +86,12 @@ func fuseCores(s *State) error {
 		}
 		why := ""
 		switch rs := readers(pg.Root); {
-		case wn.Op == ir.OpMatmul:
+		case wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul:
 			// Every group of output rows of a product reads the whole
 			// input: a decode step's down projection recomputing
 			// silu(gate)·up per row took 41 µs instead of 13 + 5 (H200).
+			// A quantized product quantizes its input first (to 8 bits,
+			// once per block on the GPU).
 			why = "a product reads its input once per output row: computed once and stored"
 		case wn.Op == ir.OpConv || wn.Op == ir.OpConvTranspose:
 			// A conv reads each input element once per tap, and the

@@ -3,10 +3,12 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 )
 
@@ -170,6 +172,64 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 		return "", false
 	}
 	return strings.Replace(name, "loom_qmvq_", "loom_qmvf_", 1), true
+}
+
+// qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
+// quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).
+var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4}
+
+// QMVFFused returns the translation unit and entry name of the one-row
+// mat-vec entry (a QMVFEntry name) fused with the epilogue of fused
+// quantized matmul kernel k (parts from plan.SplitFused, no prologue): row
+// n's result, rounded to the activations' dtype as entry stores it, goes
+// through the epilogue at flat index n of k's output, which k.Out's dtype
+// then holds. A quantized model's decode step adds the residual as its
+// output and down projections store, and its LM head casts its logits,
+// without launches of their own. The entry takes QMVFEntry's arguments —
+// w, x, y (k's output), K, N, rowBytes — then one pointer per operand of
+// k, in k.Ins order, and the launch QMVFEntry's does. It is for one
+// activation row: the flat index of row n of the output is n.
+func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.FusedParts) (name, code string, err error) {
+	rest, ok := strings.CutPrefix(entry, "loom_qmvf_")
+	i := strings.LastIndex(rest, "_")
+	if !ok || i < 0 {
+		return "", "", fmt.Errorf("kernels: %q is not a one-row quantized mat-vec", entry)
+	}
+	format, xd := rest[:i], rest[i+1:]
+	vec, ok := qmvfVec[format]
+	if _, ok2 := gemvTypes[xd]; !ok || !ok2 {
+		return "", "", fmt.Errorf("kernels: %q is not a one-row quantized mat-vec", entry)
+	}
+	if parts.Pre != nil || parts.Post == nil {
+		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue and no prologue", k.Name)
+	}
+	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
+	if err != nil {
+		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
+	}
+	var b strings.Builder
+	b.WriteString("#define QMVF_FUSED 1\n")
+	b.WriteString(fn)
+	b.WriteString(quantHIP)
+	x := "qmvw_x_" + xd
+	var ptrs []string
+	for i, o := range k.Ins {
+		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
+	}
+	post := strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ")
+	fmt.Fprintf(&b, `
+extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
+    const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes%s) { loom_grid_entry();
+  qmvf<qf_%s<%d>, %s, QMVF_ROWS>(w, x, K, N, rowBytes, [=](long long n, float v) { y[n] = loom_post(%s); });
+}
+`, namePlaceholder, x, ctypes[k.Out.DType].storage, strings.Join(ptrs, ""), format, vec, x, post)
+	body := b.String()
+	prelude := codegen.PreludeFor(t, body)
+	h := fnv.New64a()
+	h.Write([]byte(prelude))
+	h.Write([]byte(body))
+	name = fmt.Sprintf("%s_fused_%08x", entry, uint32(h.Sum64()))
+	return name, prelude + strings.ReplaceAll(body, namePlaceholder, name), nil
 }
 
 // QMVFChunk is the weights a lane of loom_qmvf takes at a time in format

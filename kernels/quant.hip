@@ -134,6 +134,7 @@ LOOM_DEV float dq_q8_k(const unsigned char* b, int g, int r) {
   LOOM_DEQUANT(FMT, BLK, BYTES, unsigned short, loom_dequant_##FMT##_f16, loom_f32_to_f16)        \
   LOOM_DEQUANT(FMT, BLK, BYTES, unsigned short, loom_dequant_##FMT##_bf16, loom_f32_to_bf16)
 
+#ifndef QMVF_FUSED
 LOOM_DEQUANT3(q4_0, 32, 18)
 LOOM_DEQUANT3(q4_1, 32, 20)
 LOOM_DEQUANT3(q5_0, 32, 22)
@@ -146,6 +147,7 @@ LOOM_DEQUANT3(q4_k, 256, 144)
 LOOM_DEQUANT3(q5_k, 256, 176)
 LOOM_DEQUANT3(q6_k, 256, 210)
 LOOM_DEQUANT3(q8_k, 256, 292)
+#endif
 
 // Activation loads and output stores for the mat-vec: f32, f16, bf16.
 LOOM_DEV float qmv_ld(const float* p) { return *p; }
@@ -210,6 +212,7 @@ LOOM_DEV float qmv_ld_b(const unsigned short* p) { return loom_bf16_to_f32(*p); 
   LOOM_QMV(FMT, BLK, BYTES, unsigned short, qmv_ld_h, loom_f32_to_f16, loom_qmv_##FMT##_f16)      \
   LOOM_QMV(FMT, BLK, BYTES, unsigned short, qmv_ld_b, loom_f32_to_bf16, loom_qmv_##FMT##_bf16)
 
+#ifndef QMVF_FUSED
 LOOM_QMV3(q4_0, 32, 18)
 LOOM_QMV3(q4_1, 32, 20)
 LOOM_QMV3(q5_0, 32, 22)
@@ -220,6 +223,7 @@ LOOM_QMV3(q3_k, 256, 110)
 LOOM_QMV3(q4_k, 256, 144)
 LOOM_QMV3(q5_k, 256, 176)
 LOOM_QMV3(q6_k, 256, 210)
+#endif
 
 // ---- loom_qmvw_<fmt>_<x>: the mat-vec with word loads (Q4_0, Q8_0, Q4_K, Q6_K) ----
 //
@@ -485,10 +489,12 @@ LOOM_DEV void qmvw_q6_k(const unsigned char* row, long long c, const typename X:
   LOOM_QMVW2(FMT, qmvw_x_f16, loom_qmvw_##FMT##_f16)        \
   LOOM_QMVW2(FMT, qmvw_x_bf16, loom_qmvw_##FMT##_bf16)
 
+#ifndef QMVF_FUSED
 LOOM_QMVW3(q4_0)
 LOOM_QMVW3(q8_0)
 LOOM_QMVW3(q4_k)
 LOOM_QMVW3(q6_k)
+#endif
 
 // ---- loom_dequantw_q4_k_<out>: the Q4_K dequantization with word loads ----
 //
@@ -561,6 +567,7 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
     O::store16(yo + 32, hi);
   }
 }
+#ifndef QMVF_FUSED
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF32>(src, y, n);
 }
@@ -570,6 +577,7 @@ extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f16(const u
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwBF16>(src, y, n);
 }
+#endif
 
 // ---- loom_q8x_<x> and loom_qmvq_<fmt>_<x>: the mat-vec on 8-bit activations ----
 //
@@ -653,9 +661,11 @@ LOOM_DEV void q8x(const typename X::T* __restrict__ x, int* __restrict__ qa, flo
                                                          long long n4) { loom_grid_entry();                          \
     q8x<X>(x, qa, dx, sx, n4);                                                                     \
   }
+#ifndef QMVF_FUSED
 LOOM_Q8X(qmvw_x_f32, loom_q8x_f32)
 LOOM_Q8X(qmvw_x_f16, loom_q8x_f16)
 LOOM_Q8X(qmvw_x_bf16, loom_q8x_bf16)
+#endif
 
 // qmvq_<fmt>(row, c, qa, dx, sx, K, M, acc): chunk c of a weight row (the
 // same chunks as the word-load kernels) times the quantized activations,
@@ -850,10 +860,12 @@ LOOM_DEV void qmvq_q6_k(const unsigned char* row, long long c, const int* qa, co
   LOOM_QMVQ2(FMT, qmvw_x_f16, loom_qmvq_##FMT##_f16)        \
   LOOM_QMVQ2(FMT, qmvw_x_bf16, loom_qmvq_##FMT##_bf16)
 
+#ifndef QMVF_FUSED
 LOOM_QMVQ3(q4_0)
 LOOM_QMVQ3(q8_0)
 LOOM_QMVQ3(q4_k)
 LOOM_QMVQ3(q6_k)
+#endif
 
 // ---- loom_qmvf_<fmt>_<x>: the one-row 8-bit mat-vec in one launch ----
 //
@@ -1183,9 +1195,13 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
 // the blocks walking the rows grid-stride.
 #define QMVF_THREADS 256
 #define QMVF_ROWS 2
-template <class F, class X, int R>
+//
+// store(n, v) stores row n's sum v (f32): X::st(v) into y, or, in a fused
+// kernel (QMVFFused, kernels/quant.go), the epilogue of X::st(v) at flat
+// index n of the output.
+template <class F, class X, int R, class S>
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
-                   typename X::T* __restrict__ y, long long K, long long N, long long rowBytes) {
+                   long long K, long long N, long long rowBytes, S store) {
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
@@ -1214,7 +1230,7 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
       float v = acc[r];
 #pragma unroll
       for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);
-      if (g * R + r < N && lane == 0) y[g * R + r] = X::st(v);
+      if (g * R + r < N && lane == 0) store(g * R + r, v);
     }
   }
 }
@@ -1223,17 +1239,20 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
            long long K, long long N, long long rowBytes) { loom_grid_entry();                                           \
-    qmvf<qf_##FMT<V>, X, QMVF_ROWS>(w, x, y, K, N, rowBytes);                                         \
+    qmvf<qf_##FMT<V>, X, QMVF_ROWS>(w, x, K, N, rowBytes, [=](long long n, float v) { y[n] = X::st(v); }); \
   }
 #define LOOM_QMVF3(FMT, V)                            \
   LOOM_QMVF(FMT, V, qmvw_x_f32, loom_qmvf_##FMT##_f32) \
   LOOM_QMVF(FMT, V, qmvw_x_f16, loom_qmvf_##FMT##_f16) \
   LOOM_QMVF(FMT, V, qmvw_x_bf16, loom_qmvf_##FMT##_bf16)
 
-// V per format, the fastest of 4, 8 and 16 bytes on the H200 (Q4_K's
+// V per format, the fastest of 4, 8 and 16 bytes on the H200 (QMVFFused's
+// qmvfVec in kernels/quant.go repeats them; a test compares) (Q4_K's
 // fields are 16-byte aligned already; Q6_K's 8-byte runs would reach past
 // the super-block with wider pieces).
+#ifndef QMVF_FUSED
 LOOM_QMVF3(q4_0, 8)
 LOOM_QMVF3(q8_0, 8)
 LOOM_QMVF3(q4_k, 16)
 LOOM_QMVF3(q6_k, 4)
+#endif

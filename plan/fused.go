@@ -7,8 +7,8 @@ import (
 	"github.com/loomgraph/loom/ir"
 )
 
-// A fused kernel is a core step — a pool, an upsampling or a matmul (fuse's
-// "core-fusion" pass) — with the
+// A fused kernel is a core step — a pool, an upsampling, a matmul, a
+// quantized matmul or a convolution (fuse's "core-fusion" pass) — with the
 // elementwise chains before and after it in one kernel:
 //
 //	Instrs[:c]   the prologue: elementwise instructions over the shape of
@@ -40,9 +40,9 @@ func IsPoolOrUpsample(n *ir.Node) bool {
 }
 
 // IsFusionCore reports whether n can be the core of a fused kernel: a pool,
-// an upsampling, a matmul or a convolution.
+// an upsampling, a matmul, a quantized matmul or a convolution.
 func IsFusionCore(n *ir.Node) bool {
-	return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul || n.Op == ir.OpConv || n.Op == ir.OpConvTranspose
+	return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul || n.Op == ir.OpQMatmul || n.Op == ir.OpConv || n.Op == ir.OpConvTranspose
 }
 
 // CoreAt returns the index of the core instruction of a fused kernel (more
@@ -57,7 +57,7 @@ func (k *Kernel) CoreAt() int {
 		if in.Node == nil {
 			return -1
 		}
-		if c := in.Node.Info().Class; c == ir.ClassWindow || c == ir.ClassMatmul {
+		if c := in.Node.Info().Class; c == ir.ClassWindow || c == ir.ClassMatmul || c == ir.ClassQuant {
 			if w >= 0 || !IsFusionCore(in.Node) {
 				return -1
 			}
@@ -84,6 +84,20 @@ func (k *Kernel) MatmulAt() int {
 	}
 	return -1
 }
+
+// QMatmulAt returns the index of the quantized matmul of a fused quantized
+// matmul kernel (CoreAt), or -1. fuse gives quantized matmuls an epilogue
+// only.
+func (k *Kernel) QMatmulAt() int {
+	if c := k.CoreAt(); c >= 0 && k.Instrs[c].Node.Op == ir.OpQMatmul {
+		return c
+	}
+	return -1
+}
+
+// IsFusedQMatmul reports whether k is a fused quantized matmul kernel
+// (QMatmulAt ≥ 0).
+func (k *Kernel) IsFusedQMatmul() bool { return k.QMatmulAt() >= 0 }
 
 // ConvAt returns the index of the convolution (or transposed convolution)
 // of a fused conv kernel (CoreAt), or -1. fuse gives convs an epilogue
@@ -224,7 +238,7 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 			if !slices.Equal(op.Layout.Dims, wn.Args[i].Shape) {
 				return bad("%s reads operand %d through %v, not %v", wn.Op, r.Index, op.Layout, wn.Args[i].Shape)
 			}
-			if IsPoolOrUpsample(wn) && !WindowOperandOf(op.Layout) {
+			if (IsPoolOrUpsample(wn) || wn.Op == ir.OpQMatmul) && !WindowOperandOf(op.Layout) {
 				return bad("%s reads operand %d through %v, not a packed array", wn.Op, r.Index, op.Layout)
 			}
 			coreIns, coreFrom = append(coreIns, op), append(coreFrom, r.Index)

@@ -455,6 +455,9 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsFusedConv() {
 		return e.runFusedConv(ctx, k, mem)
 	}
+	if k.IsFusedQMatmul() {
+		return e.runFusedQMatmul(ctx, k, mem)
+	}
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}

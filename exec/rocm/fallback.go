@@ -56,6 +56,9 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 		_, err := gemmType(k.Instrs[k.ConvAt()].Node.DType)
 		return err // the conv with its fused transpose, or the parts
 	}
+	if k.IsFusedQMatmul() {
+		return supportsQuantNode(k.Instrs[k.QMatmulAt()].Node) // the fused mat-vec, or the parts
+	}
 	if k.IsFusedWindow() {
 		if kernels.HasWindowKernel(k) {
 			return nil

@@ -45,7 +45,12 @@ type quantKey struct{}
 
 // supportsQuant says whether a quantized step runs on the GPU.
 func (e *Executor) supportsQuant(k *plan.Kernel) error {
-	n := k.Instrs[0].Node
+	return supportsQuantNode(k.Instrs[0].Node)
+}
+
+// supportsQuantNode says whether quantized op n (a dequantize or a
+// qmatmul) runs on the GPU.
+func supportsQuantNode(n *ir.Node) error {
 	f, _ := n.QuantFormat()
 	if n.Op == ir.OpDequantize {
 		_, err := kernels.DequantEntry(f, n.DType)
@@ -157,14 +162,15 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
 	}
 	if M <= kernels.QMVMaxRows {
+		if fname, ok := qmvfFor(n, M, wp); ok {
+			fn, err := e.quantFunction(fname)
+			if err != nil {
+				return err
+			}
+			return e.qmvF(k.Name, fname, fn, wp, xp, out, int64(K), N, int64(rb), nil)
+		}
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
 			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
-				// One row in one launch where its chunks and x fit; the rows'
-				// alignment is the one just checked.
-				if fname, ok := kernels.QMVFEntry(f, n.DType); ok && M == 1 && !qmvTwoLaunch &&
-					K%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(K)) <= kernels.QMVFMaxShared {
-					return e.qmvF(k.Name, fname, wp, xp, out, int64(K), N, int64(rb))
-				}
 				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
 			}
 		}
@@ -257,16 +263,35 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	return nil
 }
 
-// qmvF queues a one-row product on 8-bit activations as one launch
-// (loom_qmvf_*): every block quantizes x into its shared memory, then its
-// groups of 32 lanes walk the weight rows. The grid is as many blocks as
-// the device holds at once (hip.Device.ActiveBlocks, cached per kernel),
-// or fewer where the rows run out.
-func (e *Executor) qmvF(step, name string, wp, xp, out hip.DevPtr, K, N, rowBytes int64) error {
-	fn, err := e.quantFunction(name)
-	if err != nil {
-		return err
+// qmvfFor names the one-launch mat-vec (loom_qmvf_*) for qmatmul n with M
+// activation rows and its weight at wp, or ok = false where it does not
+// apply: more than one row, a format without one, LOOM_QMV set to another
+// path, K not a multiple of the format's chunk, the activations' 8-bit
+// form too large for shared memory, or weight rows not aligned as the
+// 8-bit mat-vecs read them.
+func qmvfFor(n *ir.Node, M int64, wp hip.DevPtr) (string, bool) {
+	f, K := n.QuantFormat()
+	if M != 1 || qmvF32 || qmvTwoLaunch || K%32 != 0 {
+		return "", false
 	}
+	if _, align, _ := kernels.QMVWordEntry(f, n.DType, 1); align == 0 || uint64(wp)%uint64(align) != 0 {
+		return "", false
+	}
+	fname, ok := kernels.QMVFEntry(f, n.DType)
+	if !ok || K%kernels.QMVFChunk(f) != 0 || kernels.QMVFSharedBytes(int64(K)) > kernels.QMVFMaxShared {
+		return "", false
+	}
+	return fname, true
+}
+
+// qmvF queues a one-row product on 8-bit activations as one launch of fn
+// (loom_qmvf_*, or its fused form with extra, the fused kernel's operand
+// pointers, after its own arguments): every block quantizes x into its
+// shared memory, then its groups of 32 lanes walk the weight rows. The
+// grid is as many blocks as the device holds at once
+// (hip.Device.ActiveBlocks, cached per kernel), or fewer where the rows
+// run out.
+func (e *Executor) qmvF(step, name string, fn hip.Function, wp, xp, out hip.DevPtr, K, N, rowBytes int64, extra []hip.DevPtr) error {
 	shared := kernels.QMVFSharedBytes(K)
 	resident, err := e.activeBlocks(fn, kernels.QMVFThreads, shared)
 	if err != nil {
@@ -276,6 +301,9 @@ func (e *Executor) qmvF(step, name string, wp, xp, out hip.DevPtr, K, N, rowByte
 	grid := [3]uint32{uint32(max(1, min((N+rows-1)/rows, int64(resident)*int64(e.info.MultiProcessors), 65535))), 1, 1}
 	var a hip.Args
 	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes)
+	for _, p := range extra {
+		a.Ptr(p)
+	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.launchDep(fn, grid, [3]uint32{kernels.QMVFThreads, 1, 1}, uint32(shared), &a); err != nil {

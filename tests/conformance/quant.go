@@ -29,6 +29,7 @@ func Quant(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 	t.Run("Dequantize", func(t *testing.T) { quantDequantize(t, newExec, opts) })
 	t.Run("Embedding", func(t *testing.T) { quantEmbedding(t, newExec, opts) })
 	t.Run("QMatmul", func(t *testing.T) { quantMatmul(t, newExec, opts) })
+	t.Run("QMatmulEpilogue", func(t *testing.T) { quantMatmulEpilogue(t, newExec, opts) })
 	t.Run("Errors", quantErrors)
 }
 
@@ -207,6 +208,76 @@ func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Opti
 							tol := abs*amax/127 + math.Abs(sum)*round + 1e-6
 							if g := got[i*n+j]; !(math.Abs(g-sum) <= tol) {
 								t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, sum, tol)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// quantMatmulEpilogue: (x·Wᵀ + r)·s cast to f32, r [M, N] and s [N]
+// broadcast over the rows, the chain a fused kernel applies as the
+// product stores (a quantized decode step's residual add: one kernel with
+// the product on the GPU for one row, the parts otherwise). Against the
+// float64 reference within quantMatmul's tolerance (plus the add's and
+// the multiply's roundings), and bit for bit against the same graph
+// compiled without fusion on the same executor: the epilogue computes
+// what the unfused kernels store.
+func quantMatmulEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, f := range quantFormats {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			for _, m := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%v/%v/M%d", f, dt, m), func(t *testing.T) {
+					tr, _ := f.Traits()
+					n, k := 37, 2*max(tr.Block, 64)
+					raw := quantized(t, r, f, n, k)
+					vals := func(shape ...int) (*tensor.Tensor, []float64) {
+						v := make([]float64, tensor.Numel(shape))
+						for i := range v {
+							v[i] = r.Float64()*2 - 1
+						}
+						tt, err := tensor.FromFloat64s(dt, v, shape...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return tt, tt.Float64s()
+					}
+					xt, xs := vals(m, k)
+					rt, rs := vals(m, n)
+					st, ss := vals(n)
+					build := func() *graph.Graph {
+						g := graph.New()
+						q, _ := g.QInput("w", f, n, k)
+						y := g.Input("x", dt, m, k).QMatmul(q).Add(g.Input("r", dt, m, n)).Mul(g.Input("s", dt, n))
+						g.Output("y", y.Cast(dtype.F32))
+						return g
+					}
+					in := map[string]*tensor.Tensor{"w": raw, "x": xt, "r": rt, "s": st}
+					got := runOne(t, newExec(0x3C), build(), opts, in)
+					unfused := opts
+					unfused.NoFusion = true
+					plain := runOne(t, newExec(0x5A), build(), unfused, in)
+					w := dequantRef(t, f, dtype.F32, raw.Bytes(), n*k)
+					round := map[dtype.DType]float64{dtype.F32: 1e-6, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
+					for i := range m {
+						for j := range n {
+							var sum, abs, amax float64
+							for l := range k {
+								sum += w[j*k+l] * xs[i*k+l]
+								abs += math.Abs(w[j*k+l])
+								amax = max(amax, math.Abs(xs[i*k+l]))
+							}
+							want := (sum + rs[i*n+j]) * ss[j]
+							tol := (abs*amax/127+(math.Abs(sum)+math.Abs(sum+rs[i*n+j]))*round)*math.Abs(ss[j]) + math.Abs(want)*round + 1e-6
+							g := got[i*n+j]
+							if !(math.Abs(g-want) <= tol) {
+								t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, want, tol)
+							}
+							if math.Float64bits(g) != math.Float64bits(plain[i*n+j]) {
+								t.Fatalf("y[%d][%d] = %v, and %v compiled without fusion", i, j, g, plain[i*n+j])
 							}
 						}
 					}

@@ -1,0 +1,131 @@
+package rocm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/kernels"
+	"github.com/loomgraph/loom/plan"
+)
+
+// Fused quantized matmul kernels (plan.QMatmulAt: a qmatmul with the
+// elementwise chain applied to its output; fuse gives it no prologue). A
+// one-row product on the one-launch mat-vec (qmvfFor: a decode step with
+// one sequence) runs as that launch with the epilogue applied to every
+// element it stores (kernels.QMVFFused): a quantized model's output and
+// down projections add the residual as they store, 32 launches fewer a 1B
+// decode step. Anything else — more rows, the other mat-vecs, a prefill's
+// dequantize-and-GEMM — runs the parts (exec.RunFusedParts): the product,
+// then the epilogue's kernel, as unfused.
+
+// fusedQMVKey keys a fused quantized mat-vec's compiled form in
+// plan.Kernel.Cache.
+type fusedQMVKey struct{ entry string }
+
+// fusedQMV returns fused kernel k's one-launch mat-vec for entry (a
+// QMVFEntry name), compiled on first use.
+func (e *Executor) fusedQMV(k *plan.Kernel, parts *plan.FusedParts, entry string) (*fusedMatmul, error) {
+	key := plan.KeyOf(e, fusedQMVKey{entry})
+	if v, ok := k.Cache.Load(key); ok {
+		return v.(*fusedMatmul), nil
+	}
+	name, code, err := kernels.QMVFFused(e.target, entry, k, parts)
+	if err != nil {
+		return nil, err
+	}
+	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := e.function(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
+	return v.(*fusedMatmul), nil
+}
+
+// fusedQMatmulRows returns the qmatmul of a fused kernel's core part and
+// its activation rows.
+func fusedQMatmulRows(core *plan.Kernel) (*ir.Node, int64) {
+	n := core.Instrs[0].Node
+	_, K := n.QuantFormat()
+	if K <= 0 {
+		return n, 0
+	}
+	return n, int64(n.Args[0].Numel() / K)
+}
+
+// prepareFusedQMatmul readies a fused quantized matmul: the quantized
+// kernels and the epilogue's kernel (the parts' path), and the fused
+// mat-vec where a run may take it (one row; compiled for the aligned
+// weight rows the allocator gives), so that a first run compiles nothing.
+func (e *Executor) prepareFusedQMatmul(k *plan.Kernel, buffers int) error {
+	parts, err := exec.FusedParts(k, buffers)
+	if err != nil {
+		return err
+	}
+	if err := e.prepareQuant(parts.Core); err != nil {
+		return err
+	}
+	if parts.Post != nil {
+		if _, err := e.prepare(parts.Post); err != nil {
+			return err
+		}
+	}
+	n, M := fusedQMatmulRows(parts.Core)
+	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil {
+		_, err = e.fusedQMV(k, parts, fname)
+	}
+	return err
+}
+
+// runFusedQMatmul queues a fused quantized matmul: one mat-vec launch with
+// the epilogue inside, or the parts.
+func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
+	parts, err := exec.FusedParts(k, len(mem))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	core := parts.Core
+	n, M := fusedQMatmulRows(core)
+	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	if err := e.prepareQuant(core); err != nil {
+		return err
+	}
+	f, K := n.QuantFormat()
+	rb, err := ir.QuantRowBytes(f, K)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	N := int64(n.Args[1].Shape[0])
+	wp, err := e.span(mem, core.Ins[1].Buf, 1, core.Ins[1].Layout.Offset, int(N)*rb)
+	if err != nil {
+		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
+	}
+	fname, ok := qmvfFor(n, M, wp)
+	if !ok {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	xp, err := e.span(mem, core.Ins[0].Buf, n.DType.Size(), core.Ins[0].Layout.Offset, K)
+	if err != nil {
+		return fmt.Errorf("rocm: %s activations: %w", k.Name, err)
+	}
+	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	ops, err := e.operandBases(k, mem)
+	if err != nil {
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
+	}
+	fm, err := e.fusedQMV(k, parts, fname)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	return e.qmvF(k.Name, fm.name, fm.fn, wp, xp, out, int64(K), N, int64(rb), ops)
+}
