@@ -3,7 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -146,12 +145,8 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		b.WriteString("#define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)\n")
 	}
 	body := b.String() + gemvHIP + fmt.Sprintf("\nLOOM_GEMV(%s, %s, %s, %s, %d, %s, %s)\n", ty.t, ld, vec, ty.st, lanes, maxm, namePlaceholder)
-	prelude := codegen.PreludeFor(t, body)
-	h := fnv.New64a()
-	h.Write([]byte(prelude))
-	h.Write([]byte(body))
-	name = fmt.Sprintf("%s_fused_%08x", variant, uint32(h.Sum64()))
-	return name, prelude + strings.ReplaceAll(body, namePlaceholder, name), nil
+	name, code = fusedUnit(t, body, variant)
+	return name, code, nil
 }
 
 // gemvFill is the number of threads that keeps every multiprocessor of a

@@ -263,6 +263,19 @@ type planned struct {
 
 const namePlaceholder = "LOOM_KERNEL_NAME"
 
+// fusedUnit completes the translation unit of a hand-written kernel fused
+// with its chains: the prelude body needs for t, and the entry name stem
+// + "_fused_" + a hash of the whole source (equal sources get equal names,
+// and a changed epilogue a new one) put in place of namePlaceholder.
+func fusedUnit(t codegen.Target, body, stem string) (name, code string) {
+	prelude := codegen.PreludeFor(t, body)
+	h := fnv.New64a()
+	h.Write([]byte(prelude))
+	h.Write([]byte(body))
+	name = fmt.Sprintf("%s_fused_%08x", stem, uint32(h.Sum64()))
+	return name, prelude + strings.ReplaceAll(body, namePlaceholder, name)
+}
+
 // finish assembles the source for t and names the entries: the name stem
 // and a hash of the source, so equal sources get equal names.
 func (p *planned) finish(t codegen.Target) ([]Launch, []ScratchBuf, error) {

@@ -3,7 +3,6 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/loomgraph/loom/codegen"
@@ -224,12 +223,8 @@ extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned cha
 }
 `, namePlaceholder, x, ctypes[k.Out.DType].storage, strings.Join(ptrs, ""), format, vec, x, post)
 	body := b.String()
-	prelude := codegen.PreludeFor(t, body)
-	h := fnv.New64a()
-	h.Write([]byte(prelude))
-	h.Write([]byte(body))
-	name = fmt.Sprintf("%s_fused_%08x", entry, uint32(h.Sum64()))
-	return name, prelude + strings.ReplaceAll(body, namePlaceholder, name), nil
+	name, code = fusedUnit(t, body, entry)
+	return name, code, nil
 }
 
 // QMVFChunk is the weights a lane of loom_qmvf takes at a time in format

@@ -199,12 +199,7 @@ func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Opti
 					round := map[dtype.DType]float64{dtype.F32: 1e-6, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 					for i := range m {
 						for j := range n {
-							var sum, abs, amax float64
-							for l := range k {
-								sum += w[j*k+l] * xs[i*k+l]
-								abs += math.Abs(w[j*k+l])
-								amax = max(amax, math.Abs(xs[i*k+l]))
-							}
+							sum, abs, amax := rowProduct(w[j*k:(j+1)*k], xs[i*k:(i+1)*k])
 							tol := abs*amax/127 + math.Abs(sum)*round + 1e-6
 							if g := got[i*n+j]; !(math.Abs(g-sum) <= tol) {
 								t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, sum, tol)
@@ -215,6 +210,18 @@ func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Opti
 			}
 		}
 	}
+}
+
+// rowProduct returns Σ w·x over one weight row and one activation row, Σ
+// |w| and max |x|: the reference and the terms of the 8-bit activations'
+// error bound.
+func rowProduct(w, x []float64) (sum, abs, amax float64) {
+	for l := range w {
+		sum += w[l] * x[l]
+		abs += math.Abs(w[l])
+		amax = max(amax, math.Abs(x[l]))
+	}
+	return sum, abs, amax
 }
 
 // quantMatmulEpilogue: (x·Wᵀ + r)·s cast to f32, r [M, N] and s [N]
@@ -264,12 +271,7 @@ func quantMatmulEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts gr
 					round := map[dtype.DType]float64{dtype.F32: 1e-6, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 					for i := range m {
 						for j := range n {
-							var sum, abs, amax float64
-							for l := range k {
-								sum += w[j*k+l] * xs[i*k+l]
-								abs += math.Abs(w[j*k+l])
-								amax = max(amax, math.Abs(xs[i*k+l]))
-							}
+							sum, abs, amax := rowProduct(w[j*k:(j+1)*k], xs[i*k:(i+1)*k])
 							want := (sum + rs[i*n+j]) * ss[j]
 							tol := (abs*amax/127+(math.Abs(sum)+math.Abs(sum+rs[i*n+j]))*round)*math.Abs(ss[j]) + math.Abs(want)*round + 1e-6
 							g := got[i*n+j]
