@@ -907,7 +907,13 @@ LOOM_QMVQ3(q6_k)
 // 5, and these kernels are bound by how many loads are in flight; (3) 64
 // weights a lane for Q4_0 (two blocks) and Q6_K (16 positions a quarter),
 // as for Q4_K: Q4_0 51% against 56% of copy, Q6_K 45% against 44%, within
-// the noise, so both keep 32.
+// the noise, so both keep 32; (4, session 31) each lane loading its
+// first chunk of its first rows before quantizing x, so that the weight's
+// and x's round trips would overlap: the 1B Q4_K decode step's median
+// 0.819 against 0.739 ms the call before, W13 Q4_K 49% against 55% of
+// copy (Q4_0 60% against 57–58%, Q6_K 43% against 45%, Q8_0 69% against
+// 71%): the chunk's registers, live across the quantization, cost more
+// than the round trip saved.
 //
 // Shared memory: K·(1 + 4/32 + 4/16) bytes (QMVFSharedBytes); the host
 // takes this path where that fits in 48 KiB (K ≤ 35744).
