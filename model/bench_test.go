@@ -1,7 +1,10 @@
 package model
 
 import (
+	"path/filepath"
 	"testing"
+
+	"github.com/loomgraph/loom/quant"
 )
 
 // BenchmarkCPUDecodeTiny measures the tiny config (4 layers, hidden 256, 8
@@ -11,7 +14,24 @@ import (
 // issue's target is ≥ 20 tokens/s on 2 cores.
 func BenchmarkCPUDecodeTiny(b *testing.B) {
 	dir, _, _ := tiny(b)
-	m := load(b, dir, Options{})
+	benchCPUDecode(b, dir)
+}
+
+// BenchmarkCPUDecodeTinyQ4K is BenchmarkCPUDecodeTiny with the tiny
+// model's matrices in Q4_K (a GGUF file; rows that are not whole blocks
+// stay f32, as llama.cpp's quantizer leaves them).
+func BenchmarkCPUDecodeTinyQ4K(b *testing.B) {
+	_, w, _ := tiny(b)
+	path := filepath.Join(b.TempDir(), "tiny-q4k.gguf")
+	if err := WriteGGUF(path, TinyConfig(), w, quant.Q4_K); err != nil {
+		b.Fatal(err)
+	}
+	benchCPUDecode(b, path)
+}
+
+// benchCPUDecode runs the decode benchmark on the model at path.
+func benchCPUDecode(b *testing.B, path string) {
+	m := load(b, path, Options{})
 	prompt := randomIDs(4, 32, m.Config().Vocab)
 	var s *Session
 	start := func() {
