@@ -116,10 +116,13 @@ func (s *Sampler) Sample(logits []float32) (int, error) {
 }
 
 // expChunk is the fewest softmax terms a goroutine takes: a vocabulary of
-// 128256 is 4 chunks. The exponentials are most of a sampled token's host
-// time (~3 ms for 128256 on one core of a slow machine); each is computed
-// alone, so splitting them changes no bit.
-const expChunk = 1 << 15
+// 128256 is 31 chunks, so all 16 cores of the GPU machine take part. The
+// exponentials are most of a sampled token's host time (~3 ms for 128256
+// on one core of a slow machine); each is computed alone, so splitting
+// them changes no bit. With chunks of 1 << 15 (4 parts at most) a
+// temperature alone took 1.43 ms on the GPU machine's 16 cores, more than
+// the 1.05 ms of the 2-core CI machine (BenchmarkSampler, session 31).
+const expChunk = 1 << 12
 
 // scanChunk is the fewest logits a goroutine of a comparison pass takes.
 const scanChunk = 1 << 14
