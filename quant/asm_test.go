@@ -64,12 +64,56 @@ func biasedCodes(t Type, nb int, stream uint64) []byte {
 			for i := 4; i < 260; i++ {
 				x[i] = 0x80 + v()%29
 			}
+		case Q8_1:
+			for i := 4; i < 36; i++ {
+				x[i] = 0x80 + v()%29
+			}
 		case Q4_0:
 			for i := 2; i < 18; i++ {
 				x[i] = v() & 0x11
 			}
+		case Q4_1:
+			for i := 4; i < 20; i++ {
+				x[i] = 0xee | v()&0x11
+			}
+		case Q5_0, Q5_1:
+			// Codes near 31: nibbles 14 or 15, fifth bits mostly set.
+			h := 2 // qh's offset in the block
+			if t == Q5_1 {
+				h = 4
+			}
+			for i := h; i < h+4; i++ {
+				x[i] = 0xff ^ v()&0x11
+			}
+			for i := h + 4; i < h+20; i++ {
+				x[i] = 0xee | v()&0x11
+			}
+		case Q2_K:
+			// Scales and minimums near 15, codes near 3.
+			for i := 0; i < 16; i++ {
+				x[i] = 0xff ^ v()&0x11
+			}
+			for i := 16; i < 80; i++ {
+				x[i] = 0xff ^ v()&0x55
+			}
+		case Q3_K:
+			// Values −4 (code 0, hmask bit clear) and scales at −32 or 31.
+			for i := 0; i < 96; i++ {
+				x[i] = v() & 0x11
+			}
+			for i := 96; i < 108; i++ {
+				x[i] = 0xff * (v() & 1)
+			}
 		case Q4_K:
 			for i := 16; i < 144; i++ {
+				x[i] = 0xee | v()&0x11
+			}
+		case Q5_K:
+			// Codes near 31 (nibbles 14 or 15, fifth bits mostly set).
+			for i := 16; i < 48; i++ {
+				x[i] = 0xff ^ v()&0x11
+			}
+			for i := 48; i < 176; i++ {
 				x[i] = 0xee | v()&0x11
 			}
 		case Q6_K:

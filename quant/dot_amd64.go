@@ -17,7 +17,25 @@ func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
 
 //go:noescape
+func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ5_0Q8_0AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ5_1Q8_1AVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ2_KQ8_KAVX2(x, y *byte, nb int) float32
+
+//go:noescape
+func dotQ3_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
+
+//go:noescape
 func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
+
+//go:noescape
+func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
 func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
@@ -25,14 +43,7 @@ func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 // The wrappers run on rows VecDot has checked (whole blocks, exact
 // lengths), so the assembly reads only inside them; nb = 0 never reaches it.
 
-func dotQ4_0Q8_0Asm(x, y []byte, nb int) float32 {
-	if nb == 0 {
-		return 0
-	}
-	return dotQ4_0Q8_0AVX2(&x[0], &y[0], nb)
-}
-
-// dotQ4_0Q8_0x2Asm is dotQ4_0Q8_0Asm of two weight rows against one
+// dotQ4_0Q8_0x2Asm is the Q4_0 dot of two weight rows against one
 // activation row.
 func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 	if nb == 0 {
@@ -43,36 +54,48 @@ func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 	return out[0], out[1]
 }
 
-func dotQ8_0Q8_0Asm(x, y []byte, nb int) float32 {
-	if nb == 0 {
-		return 0
+// blockAsm wraps a one-row assembly dot that returns its whole sum.
+func blockAsm(f func(x, y *byte, nb int) float32) func(x, y []byte, nb int) float32 {
+	return func(x, y []byte, nb int) float32 {
+		if nb == 0 {
+			return 0
+		}
+		return f(&x[0], &y[0], nb)
 	}
-	return dotQ8_0Q8_0AVX2(&x[0], &y[0], nb)
 }
 
-func dotQ4_KQ8_KAsm(x, y []byte, nb int) float32 {
-	if nb == 0 {
-		return 0
+// minLanesAsm wraps an assembly dot that returns the minimums' sum and
+// leaves its eight float lanes in sums (Q4_K, Q5_K): the lanes are added
+// to that sum in order, as the twins do.
+func minLanesAsm(f func(x, y *byte, nb int, sums *[8]float32) float32) func(x, y []byte, nb int) float32 {
+	return func(x, y []byte, nb int) float32 {
+		if nb == 0 {
+			return 0
+		}
+		var sums [8]float32
+		sumf := f(&x[0], &y[0], nb, &sums)
+		for _, s := range sums {
+			sumf += s
+		}
+		return sumf
 	}
-	var sums [8]float32
-	sumf := dotQ4_KQ8_KAVX2(&x[0], &y[0], nb, &sums)
-	for _, s := range sums {
-		sumf += s
-	}
-	return sumf
 }
 
-func dotQ6_KQ8_KAsm(x, y []byte, nb int) float32 {
-	if nb == 0 {
-		return 0
+// lanesAsm wraps an assembly dot that leaves its eight float lanes in
+// sums: the lanes are added in order at the end, as the twins do.
+func lanesAsm(f func(x, y *byte, nb int, sums *[8]float32)) func(x, y []byte, nb int) float32 {
+	return func(x, y []byte, nb int) float32 {
+		if nb == 0 {
+			return 0
+		}
+		var sums [8]float32
+		f(&x[0], &y[0], nb, &sums)
+		var sumf float32
+		for _, s := range sums {
+			sumf += s
+		}
+		return sumf
 	}
-	var sums [8]float32
-	dotQ6_KQ8_KAVX2(&x[0], &y[0], nb, &sums)
-	var sumf float32
-	for _, s := range sums {
-		sumf += s
-	}
-	return sumf
 }
 
 // asmDots are the assembly replacements of the VecDot twins, installed in
@@ -80,10 +103,16 @@ func dotQ6_KQ8_KAsm(x, y []byte, nb int) float32 {
 // exactly (asm_test.go checks it on the golden rows, random and extreme
 // bytes, and every block count up to 40).
 var asmDots = map[Type]func(w, a []byte, nb int) float32{
-	Q4_0: dotQ4_0Q8_0Asm,
-	Q8_0: dotQ8_0Q8_0Asm,
-	Q4_K: dotQ4_KQ8_KAsm,
-	Q6_K: dotQ6_KQ8_KAsm,
+	Q4_0: blockAsm(dotQ4_0Q8_0AVX2),
+	Q4_1: blockAsm(dotQ4_1Q8_1AVX2),
+	Q5_0: blockAsm(dotQ5_0Q8_0AVX2),
+	Q5_1: blockAsm(dotQ5_1Q8_1AVX2),
+	Q8_0: blockAsm(dotQ8_0Q8_0AVX2),
+	Q2_K: blockAsm(dotQ2_KQ8_KAVX2),
+	Q3_K: lanesAsm(dotQ3_KQ8_KAVX2),
+	Q4_K: minLanesAsm(dotQ4_KQ8_KAVX2),
+	Q5_K: minLanesAsm(dotQ5_KQ8_KAVX2),
+	Q6_K: lanesAsm(dotQ6_KQ8_KAVX2),
 }
 
 // asmDots2 are the two-row forms (two weight rows, one activation row)

@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// AVX2 (+F16C) versions of four VecDot twins (vecdot.go). They are exact
+// AVX2 (+F16C) versions of ten VecDot twins (vecdot.go). They are exact
 // replicas, not approximations: the integer sums are computed exactly (no
 // int16 saturation is possible with the operand ranges below, whatever the
 // bytes), and the float32 operations are the twin's, one by one, in the
@@ -49,6 +49,41 @@ DATA hi2<>+8(SB)/8, $0x3030303030303030
 DATA hi2<>+16(SB)/8, $0x3030303030303030
 DATA hi2<>+24(SB)/8, $0x3030303030303030
 GLOBL hi2<>(SB), RODATA|NOPTR, $32
+
+DATA threes<>+0(SB)/8, $0x0303030303030303
+DATA threes<>+8(SB)/8, $0x0303030303030303
+DATA threes<>+16(SB)/8, $0x0303030303030303
+DATA threes<>+24(SB)/8, $0x0303030303030303
+GLOBL threes<>(SB), RODATA|NOPTR, $32
+
+DATA fours<>+0(SB)/8, $0x0404040404040404
+DATA fours<>+8(SB)/8, $0x0404040404040404
+DATA fours<>+16(SB)/8, $0x0404040404040404
+DATA fours<>+24(SB)/8, $0x0404040404040404
+GLOBL fours<>(SB), RODATA|NOPTR, $32
+
+DATA sixteens<>+0(SB)/8, $0x1010101010101010
+DATA sixteens<>+8(SB)/8, $0x1010101010101010
+DATA sixteens<>+16(SB)/8, $0x1010101010101010
+DATA sixteens<>+24(SB)/8, $0x1010101010101010
+GLOBL sixteens<>(SB), RODATA|NOPTR, $32
+
+// VPSHUFB mask: byte i of each half ← byte 2h + i/8 of the dword
+// broadcast in it (h the half), so bit i of Q5's 32-bit qh is bit i mod 8
+// of byte i.
+DATA qhbytes<>+0(SB)/8, $0x0000000000000000
+DATA qhbytes<>+8(SB)/8, $0x0101010101010101
+DATA qhbytes<>+16(SB)/8, $0x0202020202020202
+DATA qhbytes<>+24(SB)/8, $0x0303030303030303
+GLOBL qhbytes<>(SB), RODATA|NOPTR, $32
+
+// Byte k of every 8 has every bit but bit k set: ORed with qhbytes'
+// bytes, a byte is 0xff exactly where its bit k is.
+DATA qhbit<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA qhbit<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA qhbit<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA qhbit<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL qhbit<>(SB), RODATA|NOPTR, $32
 
 DATA onesw<>+0(SB)/8, $0x0001000100010001
 DATA onesw<>+8(SB)/8, $0x0001000100010001
@@ -235,6 +270,149 @@ q40loop:
 	JNZ         q40loop
 
 q40done:
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q4CODES loads the 16 qs bytes at addr as 32 codes in element order
+// into Y0 (elements 0…15 the low nibbles, 16…31 the high ones). Y15 holds
+// the nibble mask; clobbers X1.
+#define Q4CODES(addr) \
+	VMOVDQU     addr, X0       \
+	VPSRLW      $4, X0, X1     \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPAND       Y15, Y0, Y0
+
+// Q5HIGH ORs into the codes Y0 their fifth bits: bit i of the 32-bit qh
+// at addr is element i's, 16 when set. Y12 holds qhbytes, Y11 qhbit,
+// Y10 sixteens; clobbers Y5, Y6.
+#define Q5HIGH(addr) \
+	VPBROADCASTD addr, Y5  \
+	VPSHUFB      Y12, Y5, Y5 \
+	VPOR         Y11, Y5, Y5 \
+	VPCMPEQB     Y6, Y6, Y6 \
+	VPCMPEQB     Y6, Y5, Y5 \
+	VPAND        Y10, Y5, Y5 \
+	VPOR         Y5, Y0, Y0
+
+// SUMI32 sums the products of the unsigned codes Y0 and the 32 signed q8
+// bytes at yaddr into the low int32 of X3 (exact: codes of at most 5
+// bits). Y13 holds onesw; clobbers Y2–Y4.
+#define SUMI32(yaddr) \
+	VMOVDQU    yaddr, Y2  \
+	VPMADDUBSW Y2, Y0, Y3 \
+	VPMADDWD   Y13, Y3, Y3 \
+	HSUM8(Y3, X3, X4)
+
+// func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
+//
+// Per block (Q4_1: d, m, 16 qs bytes; Q8_1: d, s, 32 q8 bytes): sumi =
+// Σ q·y with q the raw nibbles; sumf += (dx·dy)·float32(sumi) + m·s, the
+// sum of the two products first, as the twin does.
+TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU onesw<>(SB), Y13
+	VXORPS  X7, X7, X7
+
+q41loop:
+	Q4CODES(4(SI))
+	SUMI32(4(DI))
+	VCVTDQ2PS X3, X0         // float32(sumi)
+	F16((SI), AX, X1)        // dx
+	F16((DI), BX, X2)        // dy
+	VMULSS    X2, X1, X1     // dx·dy
+	VMULSS    X0, X1, X1     // ·sumi
+	F16(2(SI), AX, X5)       // m
+	F16(2(DI), BX, X6)       // s
+	VMULSS    X6, X5, X5     // m·s
+	VADDSS    X5, X1, X1
+	VADDSS    X1, X7, X7
+	ADDQ      $20, SI
+	ADDQ      $36, DI
+	DECQ      CX
+	JNZ       q41loop
+
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_0Q8_0AVX2(x, y *byte, nb int) float32
+//
+// Per block (Q5_0: d, 4 qh bytes, 16 qs bytes): sumi = Σ q·y − 16·Σy
+// with q the 5-bit codes 0…31 (a VPMADDUBSW pair at most 2·31·128, the
+// offset term's 2·16·128); sumf += (dx·dy)·float32(sumi).
+TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU onesw<>(SB), Y13
+	VMOVDQU qhbytes<>(SB), Y12
+	VMOVDQU qhbit<>(SB), Y11
+	VMOVDQU sixteens<>(SB), Y10
+	VXORPS  X7, X7, X7
+
+q50loop:
+	Q4CODES(6(SI))
+	Q5HIGH(2(SI))
+	VMOVDQU    2(DI), Y2
+	VPMADDUBSW Y2, Y0, Y3
+	VPMADDUBSW Y2, Y10, Y4   // 16·Σy, pairs
+	VPSUBW     Y4, Y3, Y3
+	VPMADDWD   Y13, Y3, Y3
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS  X3, X0        // float32(sumi)
+	F16((SI), AX, X1)        // dx
+	F16((DI), BX, X2)        // dy
+	VMULSS     X2, X1, X1    // dx·dy
+	VMULSS     X0, X1, X1    // ·sumi
+	VADDSS     X1, X7, X7
+	ADDQ       $22, SI
+	ADDQ       $34, DI
+	DECQ       CX
+	JNZ        q50loop
+
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1Q8_1AVX2(x, y *byte, nb int) float32
+//
+// Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
+// the 5-bit codes; sumf += (dx·dy)·float32(sumi) + m·s, as dotQ4_1Q8_1.
+TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU onesw<>(SB), Y13
+	VMOVDQU qhbytes<>(SB), Y12
+	VMOVDQU qhbit<>(SB), Y11
+	VMOVDQU sixteens<>(SB), Y10
+	VXORPS  X7, X7, X7
+
+q51loop:
+	Q4CODES(8(SI))
+	Q5HIGH(4(SI))
+	SUMI32(4(DI))
+	VCVTDQ2PS X3, X0         // float32(sumi)
+	F16((SI), AX, X1)        // dx
+	F16((DI), BX, X2)        // dy
+	VMULSS    X2, X1, X1     // dx·dy
+	VMULSS    X0, X1, X1     // ·sumi
+	F16(2(SI), AX, X5)       // m
+	F16(2(DI), BX, X6)       // s
+	VMULSS    X6, X5, X5     // m·s
+	VADDSS    X5, X1, X1
+	VADDSS    X1, X7, X7
+	ADDQ      $24, SI
+	ADDQ      $36, DI
+	DECQ      CX
+	JNZ       q51loop
+
 	VMOVSS     X7, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -482,6 +660,295 @@ q4kloop:
 	MOVQ       sums+24(FP), AX
 	VMOVUPS    Y10, (AX)
 	VMOVSS     X7, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// Q5K64 does the 64 elements of Q5_K chunk j: Q4K64's nibbles with each
+// code's fifth bit from qh (Y12, the block's 32 qh bytes; byte l holds
+// bit 2j of element 64j+l and bit 2j+1 of element 64j+32+l). SLO n and
+// SHI m shift the qh words so that bit 2j (2j+1) of every byte lands on
+// bit 4, which Y11 (0x10 in every byte) keeps: a left shift by at most 4,
+// or a right shift, moves no bit from one byte into bit 4 of the other.
+// Codes are then 0…31: a VPMADDUBSW pair is at most 2·31·128 = 7936,
+// exact in int16.
+#define Q5K64(qoff, yoff, sc1, sc2, SLO, n, SHI, m) \
+	VMOVDQU qoff(SI), Y0  \
+	VPSRLW  $4, Y0, Y1    \
+	VPAND   Y15, Y0, Y0   \
+	VPAND   Y15, Y1, Y1   \
+	SLO     $n, Y12, Y3   \
+	VPAND   Y11, Y3, Y3   \
+	VPOR    Y3, Y0, Y0    \
+	SHI     $m, Y12, Y4   \
+	VPAND   Y11, Y4, Y4   \
+	VPOR    Y4, Y1, Y1    \
+	LANES32(Y0, yoff(DI), sc1) \
+	LANES32(Y1, yoff+32(DI), sc2)
+
+// func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
+//
+// dotQ4_KQ8_KAVX2 for Q5_K's 176-byte blocks (d, dmin, the 12 scale
+// bytes, 32 qh bytes, 128 qs bytes): the same scales, mins, lanes and
+// float operations, the codes with their fifth bit (Q5K64).
+TEXT ·dotQ5_KQ8_KAVX2(SB), NOSPLIT, $32-36
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU sixteens<>(SB), Y11
+	VXORPS  Y10, Y10, Y10 // sums
+	VXORPS  X7, X7, X7    // sumf
+
+q5kloop:
+	// Unpack scales (R8) and mins (R10), 8 bytes each, as for Q4_K.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL AX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL AX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	MOVL DX, R11
+	ANDL $0x0f0f0f0f, R11
+	ORL  R11, R9
+	SHLQ $32, R9
+	ORQ  R9, R8
+	MOVL BX, R10
+	ANDL $0x3f3f3f3f, R10
+	MOVL BX, R11
+	SHRL $6, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, R11
+	SHLQ $32, R11
+	ORQ  R11, R10
+
+	VMOVQ       R8, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VMOVDQU     Y1, scr-32(SP)
+
+	VMOVQ       R10, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPMADDWD    260(DI), Y1, Y1
+	HSUM8(Y1, X1, X2)
+	VCVTDQ2PS   X1, X8         // float32(sumi)
+
+	VMOVDQU 16(SI), Y12        // qh
+	VPXOR   Y9, Y9, Y9
+	Q5K64(48, 4, scr-32(SP), scr-28(SP), VPSLLW, 4, VPSLLW, 3)
+	Q5K64(80, 68, scr-24(SP), scr-20(SP), VPSLLW, 2, VPSLLW, 1)
+	Q5K64(112, 132, scr-16(SP), scr-12(SP), VPSLLW, 0, VPSRLW, 1)
+	Q5K64(144, 196, scr-8(SP), scr-4(SP), VPSRLW, 2, VPSRLW, 3)
+
+	VMOVSS       (DI), X3      // dy
+	F16((SI), AX, X1)
+	VMULSS       X3, X1, X1    // d = dx·dy
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y9, Y10, Y10  // sums[l] += d·aux[l]
+	F16(2(SI), AX, X2)
+	VMULSS       X3, X2, X2    // dmin = dxmin·dy
+	VMULSS       X8, X2, X2    // dmin·sumi
+	VSUBSS       X2, X7, X7    // sumf −= …
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q5kloop
+
+	MOVQ       sums+24(FP), AX
+	VMOVUPS    Y10, (AX)
+	VMOVSS     X7, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// Q2K32 does the 32 elements of Q2_K chunk (k, j): codes (q2 >> 2j) & 3
+// of the half's 32 q2 bytes (Y10), against q8 bytes yoff…yoff+31, the
+// first 16 with sub-block scale 8k+2j and the last 16 with the next
+// (the words at scaddr).
+#define Q2K32(shift, yoff, scaddr) \
+	VPSRLW $shift, Y10, Y0 \
+	VPAND  Y15, Y0, Y0     \
+	LANES32(Y0, yoff(DI), scaddr)
+
+// func dotQ2_KQ8_KAVX2(x, y *byte, nb int) float32
+//
+// Per block (Q2_K: 16 scale bytes, 64 q2 bytes, d, dmin): summs = Σ
+// bsums[j]·(sc[j] >> 4); isum = Σ over the 16 sub-blocks of (sc & 15) ·
+// Σ q·y, exact integers in any order (LANES32's lanes, then added);
+// sumf += dall·float32(isum) − dmin·float32(summs), dall = dy·d and dmin
+// = dy·dmin, as the twin rounds them.
+TEXT ·dotQ2_KQ8_KAVX2(SB), NOSPLIT, $32-28
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU threes<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU nib<>(SB), Y12
+	VXORPS  X7, X7, X7
+
+q2kloop:
+	// The scales (low nibbles) as 16 int16 words to the scratch; summs
+	// from the minimums (high nibbles) against the int16 bsums.
+	VMOVDQU   (SI), X0
+	VPAND     X12, X0, X1
+	VPMOVZXBW X1, Y1
+	VMOVDQU   Y1, scr-32(SP)
+	VPSRLW    $4, X0, X2
+	VPAND     X12, X2, X2
+	VPMOVZXBW X2, Y2
+	VPMADDWD  260(DI), Y2, Y2
+	HSUM8(Y2, X2, X3)
+	VCVTDQ2PS X2, X8          // float32(summs)
+
+	VPXOR   Y9, Y9, Y9
+	VMOVDQU 16(SI), Y10
+	Q2K32(0, 4, scr-32(SP))
+	Q2K32(2, 36, scr-28(SP))
+	Q2K32(4, 68, scr-24(SP))
+	Q2K32(6, 100, scr-20(SP))
+	VMOVDQU 48(SI), Y10
+	Q2K32(0, 132, scr-16(SP))
+	Q2K32(2, 164, scr-12(SP))
+	Q2K32(4, 196, scr-8(SP))
+	Q2K32(6, 228, scr-4(SP))
+	HSUM8(Y9, X9, X3)
+	VCVTDQ2PS X9, X9          // float32(isum)
+
+	VMOVSS  (DI), X3          // dy
+	F16(80(SI), AX, X1)
+	VMULSS  X1, X3, X1        // dall = dy·d
+	VMULSS  X9, X1, X1        // dall·isum
+	F16(82(SI), AX, X2)
+	VMULSS  X2, X3, X2        // dmin = dy·dmin
+	VMULSS  X8, X2, X2        // dmin·summs
+	VSUBSS  X2, X1, X1
+	VADDSS  X1, X7, X7
+
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q2kloop
+
+	VMOVSS     X7, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q3K32 does the 32 elements of Q3_K chunk (h, s) (elements 128h+32s …):
+// unsigned codes (q3 >> 2s) & 3 of the half's 32 q3 bytes (Y10), plus 4
+// where the element's hmask bit 4h+s is set (Y8, the 32 hmask bytes,
+// shifted by HS n so that the bit lands on bit 2: a left shift of at most
+// 2 or a right shift of at most 5 moves no bit of one byte onto bit 2 of
+// the other), so that code − 4 is the twin's value (LANES32OFF with Y11 =
+// 4 in every byte); q8 bytes yoff…, sub-block scales at scaddr.
+#define Q3K32(qshift, HS, n, yoff, scaddr) \
+	VPSRLW $qshift, Y10, Y0 \
+	VPAND  Y15, Y0, Y0      \
+	HS     $n, Y8, Y3       \
+	VPAND  Y11, Y3, Y3      \
+	VPOR   Y3, Y0, Y0       \
+	LANES32OFF(Y0, yoff(DI), scaddr)
+
+// func dotQ3_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
+//
+// Per block (Q3_K: 32 hmask bytes, 64 q3 bytes, 12 scale bytes, d): the
+// 16 six-bit scales unpacked as GGML's dot does (four words of four,
+// minus 32); aux lanes of Σ scale·v·y as the twin keeps them; sums[l] +=
+// d·aux[l] (d = dx·dy). The caller adds the lanes.
+TEXT ·dotQ3_KQ8_KAVX2(SB), NOSPLIT, $32-32
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU threes<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU fours<>(SB), Y11
+	VXORPS  Y7, Y7, Y7
+
+q3kloop:
+	// Scales j = 0…15 as bytes: R8 = words 0, 1 (j 0…7), R10 = words 2, 3.
+	MOVL 96(SI), AX
+	MOVL 100(SI), BX
+	MOVL 104(SI), DX
+	MOVL AX, R8
+	ANDL $0x0f0f0f0f, R8
+	MOVL DX, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	ORL  R9, R8          // word 0
+	MOVL BX, R9
+	ANDL $0x0f0f0f0f, R9
+	MOVL DX, R11
+	SHRL $2, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	ORL  R11, R9         // word 1
+	SHLQ $32, R9
+	ORQ  R9, R8
+	MOVL AX, R10
+	SHRL $4, R10
+	ANDL $0x0f0f0f0f, R10
+	MOVL DX, R11
+	SHRL $4, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	ORL  R11, R10        // word 2
+	MOVL BX, R9
+	SHRL $4, R9
+	ANDL $0x0f0f0f0f, R9
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL  DX, R9          // word 3
+	SHLQ $32, R9
+	ORQ  R9, R10
+	VMOVQ     R8, X0
+	VPINSRQ   $1, R10, X0, X0
+	VPSUBB    thirtytwos<>(SB), X0, X0
+	VPMOVSXBW X0, Y0
+	VMOVDQU   Y0, scr-32(SP)
+
+	VMOVDQU (SI), Y8          // hmask
+	VPXOR   Y9, Y9, Y9
+	VMOVDQU 32(SI), Y10
+	Q3K32(0, VPSLLW, 2, 4, scr-32(SP))
+	Q3K32(2, VPSLLW, 1, 36, scr-28(SP))
+	Q3K32(4, VPSLLW, 0, 68, scr-24(SP))
+	Q3K32(6, VPSRLW, 1, 100, scr-20(SP))
+	VMOVDQU 64(SI), Y10
+	Q3K32(0, VPSRLW, 2, 132, scr-16(SP))
+	Q3K32(2, VPSRLW, 3, 164, scr-12(SP))
+	Q3K32(4, VPSRLW, 4, 196, scr-8(SP))
+	Q3K32(6, VPSRLW, 5, 228, scr-4(SP))
+
+	F16(108(SI), AX, X1)
+	VMULSS       (DI), X1, X1 // d = dx·dy
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q3kloop
+
+	MOVQ       sums+24(FP), AX
+	VMOVUPS    Y7, (AX)
 	VZEROUPPER
 	RET
 
