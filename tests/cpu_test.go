@@ -25,6 +25,13 @@ func TestCPU(t *testing.T) {
 	t.Run("unfused", func(t *testing.T) { conformance.All(t, poisoned, graph.Options{NoFusion: true}) })
 }
 
+// TestCandleQMatmulCPU checks the CPU executor's qmatmul against the values
+// Candle's own tests assert for its CPU (conformance.CandleQMatmul): both
+// follow GGML's CPU algorithm, so they agree once rounded to integers.
+func TestCandleQMatmulCPU(t *testing.T) {
+	conformance.CandleQMatmul(t, poisoned, graph.Options{}, true)
+}
+
 // TestCPUOneWorker runs the multi-tile groups on a one-worker executor: the
 // serial path must agree with the parallel one.
 func TestCPUOneWorker(t *testing.T) {

@@ -30,6 +30,7 @@ func Quant(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 	t.Run("Embedding", func(t *testing.T) { quantEmbedding(t, newExec, opts) })
 	t.Run("QMatmul", func(t *testing.T) { quantMatmul(t, newExec, opts) })
 	t.Run("QMatmulEpilogue", func(t *testing.T) { quantMatmulEpilogue(t, newExec, opts) })
+	t.Run("Candle", func(t *testing.T) { CandleQMatmul(t, newExec, opts, false) })
 	t.Run("Errors", quantErrors)
 }
 
@@ -286,6 +287,79 @@ func quantMatmulEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts gr
 				})
 			}
 		}
+	}
+}
+
+// candleCases are Candle's own QMatMul tests (candle-core's
+// tests/quantized_tests.rs, quantized_matmul and quantized_matmul_neg): x
+// [3, 64] times a [4, 64] weight quantized to Q4_0 by GGML's reference
+// quantizer, and the values Candle asserts for its CPU, rounded to
+// integers. x and w are built in float32 as Candle builds them.
+var candleCases = []struct {
+	name string
+	x, w func(i int) float32
+	want []float64
+}{
+	{"quantized_matmul",
+		func(i int) float32 { return float32(i) },
+		func(i int) float32 { return float32(i) },
+		[]float64{85120, 214562, 345455, 474748, 213475, 604465, 1000686, 1388317, 341876, 994283, 1655709, 2301518}},
+	{"quantized_matmul_neg",
+		func(i int) float32 { return float32(i) - float32(3*64)/2 },
+		func(i int) float32 { third := float32(64 * 4); third /= 3; return float32(i) - third },
+		[]float64{243524, -19596, -285051, -549815, 23777, 21651, 19398, 18367, -196472, 63012, 324585, 587902}},
+}
+
+// CandleQMatmul runs candleCases on newExec's executors: on every executor
+// within quantMatmul's bound of the float64 product of the dequantized
+// weight (Candle's CUDA values differ from its CPU's by up to 0.3%, its
+// 8-bit activations rounded otherwise, and so may a GPU's here); with
+// exact, also equal to Candle's CPU values once rounded, which an executor
+// following GGML's CPU algorithm (activations quantized to Q8_0, 32 values
+// a block) gives: the CPU executor (tests/cpu_test.go).
+func CandleQMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options, exact bool) {
+	const m, k, n = 3, 64, 4
+	for _, c := range candleCases {
+		t.Run(c.name, func(t *testing.T) {
+			xv, wv := make([]float32, m*k), make([]float32, n*k)
+			for i := range xv {
+				xv[i] = c.x(i)
+			}
+			for i := range wv {
+				wv[i] = c.w(i)
+			}
+			xt, err := tensor.New(xv, m, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt, err := tensor.New(wv, n, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := graph.QuantizeValue(quant.Q4_0, wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := graph.New()
+			q, _ := g.QInput("w", quant.Q4_0, n, k)
+			g.Output("y", g.Input("x", dtype.F32, m, k).QMatmul(q))
+			got := runOne(t, newExec(0x3C), g, opts, map[string]*tensor.Tensor{"w": raw, "x": xt})
+			w := dequantRef(t, quant.Q4_0, dtype.F32, raw.Bytes(), n*k)
+			xs := xt.Float64s()
+			for i := range m {
+				for j := range n {
+					sum, abs, amax := rowProduct(w[j*k:(j+1)*k], xs[i*k:(i+1)*k])
+					tol := abs*amax/127 + math.Abs(sum)*1e-6 + 1e-6
+					g := got[i*n+j]
+					if !(math.Abs(g-sum) <= tol) {
+						t.Errorf("y[%d][%d] = %v, want %v ± %v", i, j, g, sum, tol)
+					}
+					if exact && math.Round(g) != c.want[i*n+j] {
+						t.Errorf("y[%d][%d] = %v, Candle's CPU %v", i, j, g, c.want[i*n+j])
+					}
+				}
+			}
+		})
 	}
 }
 
