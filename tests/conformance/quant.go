@@ -169,7 +169,8 @@ func quantEmbedding(t *testing.T, newExec func(byte) exec.Executor, opts graph.O
 	}
 }
 
-// quantMatmul: x [M, K] · Wᵀ for decode-sized and prefill-sized M, every
+// quantMatmul: x [M, K] · Wᵀ for decode-sized and prefill-sized M (1 … 20
+// and 512: the batches), every
 // weight format and activation dtype, against the float64 product of the
 // dequantized weights and x as stored. The tolerance covers an executor
 // that quantizes the activations to 8 bits per block (the CPU, as GGML):
@@ -178,7 +179,7 @@ func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Opti
 	r := rand.New(rand.NewPCG(25, 26))
 	for _, f := range quantFormats {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
-			for _, m := range []int{1, 3, 8, 9, 20} {
+			for _, m := range []int{1, 3, 8, 9, 20, 512} {
 				t.Run(fmt.Sprintf("%v/%v/M%d", f, dt, m), func(t *testing.T) {
 					tr, _ := f.Traits()
 					n, k := 13, 2*max(tr.Block, 64)
