@@ -170,9 +170,8 @@ func quantEmbedding(t *testing.T, newExec func(byte) exec.Executor, opts graph.O
 }
 
 // quantMatmul: x [M, K] · Wᵀ for decode-sized and prefill-sized M (1 … 20
-// and 512: the batches), every
-// weight format and activation dtype, against the float64 product of the
-// dequantized weights and x as stored. The tolerance covers an executor
+// and 512: the batches), every weight format and activation dtype,
+// against the float64 product of the dequantized weights and x as stored. The tolerance covers an executor
 // that quantizes the activations to 8 bits per block (the CPU, as GGML):
 // Σ_k |w_k|·amax/127 over the blocks, plus the output's rounding.
 func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
