@@ -250,10 +250,17 @@ func TestGPUSpeed1B(t *testing.T) {
 	if err := WriteHF(dir, cfg, w); err != nil {
 		t.Fatal(err)
 	}
-	// LOOM_LLAMA_SPEED_ONLY=bf16 (or q4_k) measures one of the two.
-	only := os.Getenv("LOOM_LLAMA_SPEED_ONLY")
+	// LOOM_LLAMA_SPEED_ONLY picks configurations by key, a comma-separated
+	// list of bf16, q4_k, bf16-nopipeline, bf16-sampled and bf16-noreplay
+	// (default: all); the Q4_K file is written only when q4_k is among them.
+	only := map[string]bool{}
+	for _, k := range strings.Split(os.Getenv("LOOM_LLAMA_SPEED_ONLY"), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			only[k] = true
+		}
+	}
 	q4 := filepath.Join(t.TempDir(), "llama1b-q4k.gguf")
-	if only != "bf16" {
+	if len(only) == 0 || only["q4_k"] {
 		if err := WriteGGUF(q4, cfg, w, quant.Q4_K); err != nil {
 			t.Fatal(err)
 		}
@@ -265,17 +272,17 @@ func TestGPUSpeed1B(t *testing.T) {
 	}
 	prompt := randomIDs(60, 512, cfg.Vocab)
 	for _, c := range []struct {
-		name, path string
-		dt         dtype.DType
-		noReplay   bool
-		noPipeline bool
-		sampled    bool
+		key, name, path string
+		dt              dtype.DType
+		noReplay        bool
+		noPipeline      bool
+		sampled         bool
 	}{
-		{"bf16", dir, dtype.BF16, false, false, false}, {"q4_k", q4, dtype.BF16, false, false, false},
-		{"bf16", dir, dtype.BF16, false, true, false}, {"bf16", dir, dtype.BF16, false, false, true},
-		{"bf16", dir, dtype.BF16, true, false, false},
+		{"bf16", "bf16", dir, dtype.BF16, false, false, false}, {"q4_k", "q4_k", q4, dtype.BF16, false, false, false},
+		{"bf16-nopipeline", "bf16", dir, dtype.BF16, false, true, false}, {"bf16-sampled", "bf16", dir, dtype.BF16, false, false, true},
+		{"bf16-noreplay", "bf16", dir, dtype.BF16, true, false, false},
 	} {
-		if only != "" && only != c.name {
+		if len(only) > 0 && !only[c.key] {
 			continue
 		}
 		opts := GenerateOptions{MaxTokens: 129, StopTokens: []int{}}
