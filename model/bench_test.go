@@ -17,16 +17,21 @@ func BenchmarkCPUDecodeTiny(b *testing.B) {
 	benchCPUDecode(b, dir)
 }
 
-// BenchmarkCPUDecodeTinyQ4K is BenchmarkCPUDecodeTiny with the tiny
-// model's matrices in Q4_K (a GGUF file; rows that are not whole blocks
-// stay f32, as llama.cpp's quantizer leaves them).
-func BenchmarkCPUDecodeTinyQ4K(b *testing.B) {
+// BenchmarkCPUDecodeTinyQuant is BenchmarkCPUDecodeTiny with the tiny
+// model's matrices in a block format (a GGUF file; rows that are not
+// whole blocks stay f32, as llama.cpp's quantizer leaves them): Q4_K, and
+// the k-quants of the other common mixes.
+func BenchmarkCPUDecodeTinyQuant(b *testing.B) {
 	_, w, _ := tiny(b)
-	path := filepath.Join(b.TempDir(), "tiny-q4k.gguf")
-	if err := WriteGGUF(path, TinyConfig(), w, quant.Q4_K); err != nil {
-		b.Fatal(err)
+	for _, f := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K, quant.Q8_0} {
+		b.Run(f.String(), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "tiny-"+f.String()+".gguf")
+			if err := WriteGGUF(path, TinyConfig(), w, f); err != nil {
+				b.Fatal(err)
+			}
+			benchCPUDecode(b, path)
+		})
 	}
-	benchCPUDecode(b, path)
 }
 
 // benchCPUDecode runs the decode benchmark on the model at path.
