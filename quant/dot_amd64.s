@@ -304,6 +304,21 @@ q40done:
 	VPMADDWD   Y13, Y3, Y3 \
 	HSUM8(Y3, X3, X4)
 
+// Q81SUM ends a Q4_1 or Q5_1 block against its Q8_1 block: sumf (X7) +=
+// (dx·dy)·float32(sumi) + m·s, sumi in X3's low int32, the two products
+// added first as the twin does. Clobbers AX, BX, X0–X2, X5, X6.
+#define Q81SUM \
+	VCVTDQ2PS X3, X0     \
+	F16((SI), AX, X1)    \
+	F16((DI), BX, X2)    \
+	VMULSS    X2, X1, X1 \
+	VMULSS    X0, X1, X1 \
+	F16(2(SI), AX, X5)   \
+	F16(2(DI), BX, X6)   \
+	VMULSS    X6, X5, X5 \
+	VADDSS    X5, X1, X1 \
+	VADDSS    X1, X7, X7
+
 // func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
 //
 // Per block (Q4_1: d, m, 16 qs bytes; Q8_1: d, s, 32 q8 bytes): sumi =
@@ -320,16 +335,7 @@ TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
 q41loop:
 	Q4CODES(4(SI))
 	SUMI32(4(DI))
-	VCVTDQ2PS X3, X0         // float32(sumi)
-	F16((SI), AX, X1)        // dx
-	F16((DI), BX, X2)        // dy
-	VMULSS    X2, X1, X1     // dx·dy
-	VMULSS    X0, X1, X1     // ·sumi
-	F16(2(SI), AX, X5)       // m
-	F16(2(DI), BX, X6)       // s
-	VMULSS    X6, X5, X5     // m·s
-	VADDSS    X5, X1, X1
-	VADDSS    X1, X7, X7
+	Q81SUM
 	ADDQ      $20, SI
 	ADDQ      $36, DI
 	DECQ      CX
@@ -398,16 +404,7 @@ q51loop:
 	Q4CODES(8(SI))
 	Q5HIGH(4(SI))
 	SUMI32(4(DI))
-	VCVTDQ2PS X3, X0         // float32(sumi)
-	F16((SI), AX, X1)        // dx
-	F16((DI), BX, X2)        // dy
-	VMULSS    X2, X1, X1     // dx·dy
-	VMULSS    X0, X1, X1     // ·sumi
-	F16(2(SI), AX, X5)       // m
-	F16(2(DI), BX, X6)       // s
-	VMULSS    X6, X5, X5     // m·s
-	VADDSS    X5, X1, X1
-	VADDSS    X1, X7, X7
+	Q81SUM
 	ADDQ      $24, SI
 	ADDQ      $36, DI
 	DECQ      CX
@@ -561,6 +558,70 @@ q42done:
 	VPMADDWD     Y6, Q, Q     \
 	VPADDD       Q, Y9, Y9
 
+// K45HEAD does what Q4_K and Q5_K blocks share before their codes: the
+// scales and mins unpacked from the 12 bytes at 4(SI) as get_scale_min_k4
+// does (scales into R8, mins into R10, 8 bytes each); the scale words
+// doubled, [s0 s0 s1 s1 … s7 s7], to the scratch; and sumi = Σ
+// bsums[j]·m[j/2] (the int16 bsums against [m0 m0 … m7 m7]) as float32
+// in X8. Clobbers AX, BX, DX, R8–R11, X0–X2.
+#define K45HEAD \
+	MOVL 4(SI), AX \
+	MOVL 8(SI), BX \
+	MOVL 12(SI), DX \
+	MOVL AX, R8 \
+	ANDL $0x3f3f3f3f, R8 \
+	MOVL AX, R9 \
+	SHRL $6, R9 \
+	ANDL $0x03030303, R9 \
+	SHLL $4, R9 \
+	MOVL DX, R11 \
+	ANDL $0x0f0f0f0f, R11 \
+	ORL  R11, R9 \
+	SHLQ $32, R9 \
+	ORQ  R9, R8 \
+	MOVL BX, R10 \
+	ANDL $0x3f3f3f3f, R10 \
+	MOVL BX, R11 \
+	SHRL $6, R11 \
+	ANDL $0x03030303, R11 \
+	SHLL $4, R11 \
+	SHRL $4, DX \
+	ANDL $0x0f0f0f0f, DX \
+	ORL  DX, R11 \
+	SHLQ $32, R11 \
+	ORQ  R11, R10 \
+	VMOVQ       R8, X0 \
+	VPMOVZXBW   X0, X0 \
+	VPUNPCKLWD  X0, X0, X1 \
+	VPUNPCKHWD  X0, X0, X2 \
+	VINSERTI128 $1, X2, Y1, Y1 \
+	VMOVDQU     Y1, scr-32(SP) \
+	VMOVQ       R10, X0 \
+	VPMOVZXBW   X0, X0 \
+	VPUNPCKLWD  X0, X0, X1 \
+	VPUNPCKHWD  X0, X0, X2 \
+	VINSERTI128 $1, X2, Y1, Y1 \
+	VPMADDWD    260(DI), Y1, Y1 \
+	HSUM8(Y1, X1, X2) \
+	VCVTDQ2PS   X1, X8
+
+// K45TAIL ends a Q4_K or Q5_K block: sums[l] += d·float32(aux[l]) (Y10 +=
+// from the int32 lanes Y9, d = dx·dy) and sumf −= dmin·sumi (X7, with
+// dmin = dxmin·dy and float32(sumi) in X8), the twin's roundings in its
+// order. Clobbers AX, X1–X3, Y9.
+#define K45TAIL \
+	VMOVSS       (DI), X3     \
+	F16((SI), AX, X1)         \
+	VMULSS       X3, X1, X1   \
+	VBROADCASTSS X1, Y1       \
+	VCVTDQ2PS    Y9, Y9       \
+	VMULPS       Y1, Y9, Y9   \
+	VADDPS       Y9, Y10, Y10 \
+	F16(2(SI), AX, X2)        \
+	VMULSS       X3, X2, X2   \
+	VMULSS       X8, X2, X2   \
+	VSUBSS       X2, X7, X7
+
 // Q4K64 does the 64 elements of Q4_K chunk j (qs bytes 32j…32j+31: low
 // nibbles are elements 64j…64j+31 with scale 2j, high nibbles the next 32
 // with scale 2j+1). The scale dwords (s, s) are at scr-32(SP)+4k.
@@ -589,50 +650,7 @@ TEXT ·dotQ4_KQ8_KAVX2(SB), NOSPLIT, $32-36
 	VXORPS  X7, X7, X7    // sumf
 
 q4kloop:
-	// Unpack scales (R8) and mins (R10), 8 bytes each.
-	MOVL 4(SI), AX
-	MOVL 8(SI), BX
-	MOVL 12(SI), DX
-	MOVL AX, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL AX, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	MOVL DX, R11
-	ANDL $0x0f0f0f0f, R11
-	ORL  R11, R9
-	SHLQ $32, R9
-	ORQ  R9, R8
-	MOVL BX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL BX, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, R11
-	SHLQ $32, R11
-	ORQ  R11, R10
-
-	// Scale words doubled, [s0 s0 s1 s1 … s7 s7], to the scratch.
-	VMOVQ       R8, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VMOVDQU     Y1, scr-32(SP)
-
-	// sumi = Σ bsums[j]·m[j/2]: bsums (16 int16) against [m0 m0 … m7 m7].
-	VMOVQ       R10, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VPMADDWD    260(DI), Y1, Y1
-	HSUM8(Y1, X1, X2)
-	VCVTDQ2PS   X1, X8         // float32(sumi)
+	K45HEAD
 
 	VPXOR Y9, Y9, Y9
 	Q4K64(16, 4, scr-32(SP), scr-28(SP))
@@ -640,17 +658,7 @@ q4kloop:
 	Q4K64(80, 132, scr-16(SP), scr-12(SP))
 	Q4K64(112, 196, scr-8(SP), scr-4(SP))
 
-	VMOVSS       (DI), X3      // dy
-	F16((SI), AX, X1)
-	VMULSS       X3, X1, X1    // d = dx·dy
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y9, Y10, Y10  // sums[l] += d·aux[l]
-	F16(2(SI), AX, X2)
-	VMULSS       X3, X2, X2    // dmin = dxmin·dy
-	VMULSS       X8, X2, X2    // dmin·sumi
-	VSUBSS       X2, X7, X7    // sumf −= …
+	K45TAIL
 
 	ADDQ $144, SI
 	ADDQ $292, DI
@@ -702,48 +710,7 @@ TEXT ·dotQ5_KQ8_KAVX2(SB), NOSPLIT, $32-36
 	VXORPS  X7, X7, X7    // sumf
 
 q5kloop:
-	// Unpack scales (R8) and mins (R10), 8 bytes each, as for Q4_K.
-	MOVL 4(SI), AX
-	MOVL 8(SI), BX
-	MOVL 12(SI), DX
-	MOVL AX, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL AX, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	MOVL DX, R11
-	ANDL $0x0f0f0f0f, R11
-	ORL  R11, R9
-	SHLQ $32, R9
-	ORQ  R9, R8
-	MOVL BX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL BX, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, R11
-	SHLQ $32, R11
-	ORQ  R11, R10
-
-	VMOVQ       R8, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VMOVDQU     Y1, scr-32(SP)
-
-	VMOVQ       R10, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VPMADDWD    260(DI), Y1, Y1
-	HSUM8(Y1, X1, X2)
-	VCVTDQ2PS   X1, X8         // float32(sumi)
+	K45HEAD
 
 	VMOVDQU 16(SI), Y12        // qh
 	VPXOR   Y9, Y9, Y9
@@ -752,17 +719,7 @@ q5kloop:
 	Q5K64(112, 132, scr-16(SP), scr-12(SP), VPSLLW, 0, VPSRLW, 1)
 	Q5K64(144, 196, scr-8(SP), scr-4(SP), VPSRLW, 2, VPSRLW, 3)
 
-	VMOVSS       (DI), X3      // dy
-	F16((SI), AX, X1)
-	VMULSS       X3, X1, X1    // d = dx·dy
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y9, Y10, Y10  // sums[l] += d·aux[l]
-	F16(2(SI), AX, X2)
-	VMULSS       X3, X2, X2    // dmin = dxmin·dy
-	VMULSS       X8, X2, X2    // dmin·sumi
-	VSUBSS       X2, X7, X7    // sumf −= …
+	K45TAIL
 
 	ADDQ $176, SI
 	ADDQ $292, DI
