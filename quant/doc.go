@@ -63,8 +63,12 @@
 // other six, added later (the CI machine, medians of 5 runs, each beside
 // its twin in the same run): Q4_1 395 ns vs 4.0 µs (10×), Q5_0 390 ns vs
 // 5.3 µs (14×), Q5_1 450 ns vs 5.4 µs (12×), Q2_K 210 ns vs 5.4 µs (26×),
-// Q3_K 232 ns vs 9.9 µs (43×), Q5_K 228 ns vs 6.8 µs (30×); the 32-value
-// formats one block at a time (Q4_0 takes four: 240 ns in that run).
+// Q3_K 232 ns vs 9.9 µs (43×), Q5_K 228 ns vs 6.8 µs (30×). The 32-value
+// formats then took four blocks at a time, as Q4_0 does (their integer
+// sums side by side, the float products four lanes at once with the
+// twin's roundings, the serial sum kept): alternating with the one-block
+// kernels, three rounds, Q4_1 264–321 against 432–488 ns, Q5_0 358–464
+// against 500–525, Q5_1 346–425 against 559–595.
 //
 // "GGML's" means its reference C code compiled without floating-point
 // contraction, each float32 operation rounded: what GGML's x86-64 baseline

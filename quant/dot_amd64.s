@@ -295,16 +295,77 @@ q40done:
 	VPAND        Y10, Y5, Y5 \
 	VPOR         Y5, Y0, Y0
 
-// SUMI32 sums the products of the unsigned codes Y0 and the 32 signed q8
-// bytes at yaddr into the low int32 of X3 (exact: codes of at most 5
-// bits). Y13 holds onesw; clobbers Y2–Y4.
-#define SUMI32(yaddr) \
-	VMOVDQU    yaddr, Y2  \
-	VPMADDUBSW Y2, Y0, Y3 \
-	VPMADDWD   Y13, Y3, Y3 \
-	HSUM8(Y3, X3, X4)
+// Q41INT, Q50INT and Q51INT compute the eight int32 lanes of the block at
+// SI+xoff (Q4_1, Q5_0, Q5_1) against the activation block at DI+yoff
+// (Q8_1, Q8_0, Q8_1) into DST: Σ q·y (Q5_0: − 16·Σy) in eight partial
+// sums, exact (codes of at most 5 bits: a VPMADDUBSW pair is at most
+// 2·31·128, Q5_0's offset term 2·16·128). Y13 holds onesw, Y10 sixteens
+// (Q5_0). Clobbers Y0–Y6.
+#define Q41INT(xoff, yoff, DST) \
+	Q4CODES(xoff+4(SI))        \
+	VMOVDQU    yoff+4(DI), Y2  \
+	VPMADDUBSW Y2, Y0, Y3      \
+	VPMADDWD   Y13, Y3, DST
 
-// Q81SUM ends a Q4_1 or Q5_1 block against its Q8_1 block: sumf (X7) +=
+#define Q50INT(xoff, yoff, DST) \
+	Q4CODES(xoff+6(SI))        \
+	Q5HIGH(xoff+2(SI))         \
+	VMOVDQU    yoff+2(DI), Y2  \
+	VPMADDUBSW Y2, Y0, Y3      \
+	VPMADDUBSW Y2, Y10, Y4     \
+	VPSUBW     Y4, Y3, Y3      \
+	VPMADDWD   Y13, Y3, DST
+
+#define Q51INT(xoff, yoff, DST) \
+	Q4CODES(xoff+8(SI))        \
+	Q5HIGH(xoff+4(SI))         \
+	VMOVDQU    yoff+4(DI), Y2  \
+	VPMADDUBSW Y2, Y0, Y3      \
+	VPMADDWD   Y13, Y3, DST
+
+// QUAD4 runs INT for four consecutive blocks (XS, YS their weight and
+// activation block sizes) and leaves their four sums, in block order, as
+// float32 in X8 (the integer sums exact in any order). Clobbers Y0–Y6,
+// Y8, Y9, Y14.
+#define QUAD4(INT, XS, YS) \
+	INT(0, 0, Y8)            \
+	INT(XS, YS, Y9)          \
+	VPHADDD      Y9, Y8, Y8  \
+	INT(2*XS, 2*YS, Y9)      \
+	INT(3*XS, 3*YS, Y14)     \
+	VPHADDD      Y14, Y9, Y9 \
+	VPHADDD      Y9, Y8, Y8  \
+	VEXTRACTI128 $1, Y8, X9  \
+	VPADDD       X9, X8, X8  \
+	VCVTDQ2PS    X8, X8
+
+// ADD4 adds the four float32 of X, in lane order, to sumf (X7) one after
+// another: the twins' serial sum over blocks. Clobbers X0.
+#define ADD4(X) \
+	VADDSS    X, X7, X7  \
+	VMOVSHDUP X, X0      \
+	VADDSS    X0, X7, X7 \
+	VMOVHLPS  X, X, X0   \
+	VADDSS    X0, X7, X7 \
+	VPSHUFD   $3, X, X0  \
+	VADDSS    X0, X7, X7
+
+// Q81SUM4 ends four Q4_1 or Q5_1 blocks (XS bytes apart) against their
+// Q8_1 blocks: c = (dx·dy)·sumi + m·s lane by lane (the scalar ops of the
+// twin, four at a time: the same roundings), then ADD4(c). The sums are
+// in X8. Clobbers AX, BX, X0–X2, X5, X6.
+#define Q81SUM4(XS) \
+	F16X4(0(SI), XS(SI), 2*XS(SI), 3*XS(SI), AX, X1)    \
+	F16X4(0(DI), 36(DI), 72(DI), 108(DI), BX, X2)       \
+	VMULPS X2, X1, X1                                   \
+	VMULPS X8, X1, X1                                   \
+	F16X4(2(SI), 2+XS(SI), 2+2*XS(SI), 2+3*XS(SI), AX, X5) \
+	F16X4(2(DI), 38(DI), 74(DI), 110(DI), BX, X6)       \
+	VMULPS X6, X5, X5                                   \
+	VADDPS X5, X1, X1                                   \
+	ADD4(X1)
+
+// Q81SUM ends one Q4_1 or Q5_1 block against its Q8_1 block: sumf (X7) +=
 // (dx·dy)·float32(sumi) + m·s, sumi in X3's low int32, the two products
 // added first as the twin does. Clobbers AX, BX, X0–X2, X5, X6.
 #define Q81SUM \
@@ -323,7 +384,8 @@ q40done:
 //
 // Per block (Q4_1: d, m, 16 qs bytes; Q8_1: d, s, 32 q8 bytes): sumi =
 // Σ q·y with q the raw nibbles; sumf += (dx·dy)·float32(sumi) + m·s, the
-// sum of the two products first, as the twin does.
+// sum of the two products first, as the twin does. Four blocks at a time
+// (QUAD4, Q81SUM4), the rest one by one.
 TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
@@ -331,16 +393,32 @@ TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU onesw<>(SB), Y13
 	VXORPS  X7, X7, X7
+	CMPQ    CX, $4
+	JLT     q41tail
+
+q41quad:
+	QUAD4(Q41INT, 20, 36)
+	Q81SUM4(20)
+	ADDQ $80, SI
+	ADDQ $144, DI
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q41quad
+
+q41tail:
+	TESTQ CX, CX
+	JZ    q41done
 
 q41loop:
-	Q4CODES(4(SI))
-	SUMI32(4(DI))
+	Q41INT(0, 0, Y3)
+	HSUM8(Y3, X3, X4)
 	Q81SUM
-	ADDQ      $20, SI
-	ADDQ      $36, DI
-	DECQ      CX
-	JNZ       q41loop
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q41loop
 
+q41done:
 	VMOVSS     X7, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -348,8 +426,8 @@ q41loop:
 // func dotQ5_0Q8_0AVX2(x, y *byte, nb int) float32
 //
 // Per block (Q5_0: d, 4 qh bytes, 16 qs bytes): sumi = Σ q·y − 16·Σy
-// with q the 5-bit codes 0…31 (a VPMADDUBSW pair at most 2·31·128, the
-// offset term's 2·16·128); sumf += (dx·dy)·float32(sumi).
+// with q the 5-bit codes 0…31; sumf += (dx·dy)·float32(sumi). Four blocks
+// at a time, the rest one by one.
 TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
@@ -360,15 +438,28 @@ TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	VMOVDQU qhbit<>(SB), Y11
 	VMOVDQU sixteens<>(SB), Y10
 	VXORPS  X7, X7, X7
+	CMPQ    CX, $4
+	JLT     q50tail
+
+q50quad:
+	QUAD4(Q50INT, 22, 34)
+	F16X4(0(SI), 22(SI), 44(SI), 66(SI), AX, X1)
+	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)
+	VMULPS X2, X1, X1        // dx·dy
+	VMULPS X8, X1, X1        // ·sumi
+	ADD4(X1)
+	ADDQ $88, SI
+	ADDQ $136, DI
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q50quad
+
+q50tail:
+	TESTQ CX, CX
+	JZ    q50done
 
 q50loop:
-	Q4CODES(6(SI))
-	Q5HIGH(2(SI))
-	VMOVDQU    2(DI), Y2
-	VPMADDUBSW Y2, Y0, Y3
-	VPMADDUBSW Y2, Y10, Y4   // 16·Σy, pairs
-	VPSUBW     Y4, Y3, Y3
-	VPMADDWD   Y13, Y3, Y3
+	Q50INT(0, 0, Y3)
 	HSUM8(Y3, X3, X4)
 	VCVTDQ2PS  X3, X0        // float32(sumi)
 	F16((SI), AX, X1)        // dx
@@ -381,6 +472,7 @@ q50loop:
 	DECQ       CX
 	JNZ        q50loop
 
+q50done:
 	VMOVSS     X7, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -388,7 +480,8 @@ q50loop:
 // func dotQ5_1Q8_1AVX2(x, y *byte, nb int) float32
 //
 // Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
-// the 5-bit codes; sumf += (dx·dy)·float32(sumi) + m·s, as dotQ4_1Q8_1.
+// the 5-bit codes; sumf += (dx·dy)·float32(sumi) + m·s, as dotQ4_1Q8_1,
+// four blocks at a time and the rest one by one.
 TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
@@ -399,17 +492,32 @@ TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	VMOVDQU qhbit<>(SB), Y11
 	VMOVDQU sixteens<>(SB), Y10
 	VXORPS  X7, X7, X7
+	CMPQ    CX, $4
+	JLT     q51tail
+
+q51quad:
+	QUAD4(Q51INT, 24, 36)
+	Q81SUM4(24)
+	ADDQ $96, SI
+	ADDQ $144, DI
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q51quad
+
+q51tail:
+	TESTQ CX, CX
+	JZ    q51done
 
 q51loop:
-	Q4CODES(8(SI))
-	Q5HIGH(4(SI))
-	SUMI32(4(DI))
+	Q51INT(0, 0, Y3)
+	HSUM8(Y3, X3, X4)
 	Q81SUM
-	ADDQ      $24, SI
-	ADDQ      $36, DI
-	DECQ      CX
-	JNZ       q51loop
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ  q51loop
 
+q51done:
 	VMOVSS     X7, ret+24(FP)
 	VZEROUPPER
 	RET
