@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // Donation: a run may write an output in the memory of an input the caller
@@ -16,12 +17,18 @@ import (
 // Donate marks v, an input of one RunValues call, as given to that run.
 // Where the plan can write an output in v's memory (plan.Plan.InPlace: a
 // scatter or slice assignment whose destination is v, read by nothing
-// else), the executor is a Donor, v is resident on it and the outputs are
-// kept (keep), the output comes back in v's memory and v is emptied: it
-// reads as freed and freeing it does nothing. Otherwise v is an ordinary
-// input. Either way the caller should not read v after the run; if the
-// run fails, v keeps its memory but the elements the step would have
-// written are unspecified.
+// else), the output comes back in v's memory:
+//   - on a Donor, for v resident on it and the outputs kept (keep); v is
+//     emptied: it reads as freed and freeing it does nothing;
+//   - on an executor whose memory is host memory (an OutputBinder: the
+//     CPU, whose uploads alias the host tensor), for a host tensor v; the
+//     output tensor shares v's bytes, so a CPU decode step writes its new
+//     position into the cache it was given instead of allocating, zeroing
+//     and filling a copy of every layer's cache.
+//
+// Otherwise v is an ordinary input. Either way the caller should not read
+// v after the run; if the run fails, v keeps its memory but the elements
+// the step would have written are unspecified.
 func Donate(v Value) Value { return donated{v} }
 
 // donated is a Value marked by Donate.
@@ -62,14 +69,18 @@ func plain(v Value) Value {
 }
 
 // donations picks the outputs a run writes in donated inputs' memory:
-// output buffer ID → input buffer. It needs kept outputs (ok), a Donor
-// executor, the plan's consent (InPlace) and an input value resident on e
-// (of a comparable type, as resident tensors are: pointers) that no other
-// input name also passes (its memory would change under the other name's
-// reads).
-func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[string]bool, ok bool) map[int]*plan.Buffer {
+// output buffer ID → input buffer. It needs outputs that are not bound
+// into the caller's tensors (free), the plan's consent (InPlace) and either
+// a Donor executor, kept outputs (keep) and an input value resident on e,
+// or an OutputBinder executor and a host tensor; the value of a comparable
+// type (as resident tensors and *tensor.Tensor are: pointers) that no
+// other input name also passes (its memory would change under the other
+// name's reads).
+func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[string]bool, keep, free bool) map[int]*plan.Buffer {
 	d, isDonor := e.(Donor)
-	if !ok || !isDonor || len(names) == 0 {
+	isDonor = isDonor && keep
+	_, isHost := e.(OutputBinder)
+	if !free || !(isDonor || isHost) || len(names) == 0 {
 		return nil
 	}
 	var out map[int]*plan.Buffer
@@ -82,7 +93,11 @@ func donations(e Executor, p *plan.Plan, inputs map[string]Value, names map[stri
 		if t := reflect.TypeOf(v); t == nil || !t.Comparable() {
 			continue
 		}
-		if _, resident, err := d.Adopt(v); !resident || err != nil {
+		if _, host := v.(*tensor.Tensor); host && isHost {
+			// The upload aliases v's bytes: the output can be them.
+		} else if !isDonor {
+			continue
+		} else if _, resident, err := d.Adopt(v); !resident || err != nil {
 			continue
 		}
 		if out == nil {

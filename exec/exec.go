@@ -199,7 +199,7 @@ func begin(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Valu
 			release()
 		}
 	}()
-	aliases := donations(e, p, inputs, given, keep && into == nil)
+	aliases := donations(e, p, inputs, given, keep, into == nil)
 	for _, b := range p.Buffers {
 		if _, ok := aliases[b.ID]; ok || b.Kind != plan.BufOutput {
 			continue // aliases are bound below, to their inputs' memory
@@ -275,7 +275,11 @@ func begin(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Valu
 		// donated inputs whose memory an output took are emptied.
 		for _, b := range p.Outputs {
 			if in, ok := aliases[b.ID]; ok {
-				if err := e.(Donor).Disown(plain(inputs[in.Name])); err != nil {
+				d, isDonor := e.(Donor)
+				if !isDonor {
+					continue // a host tensor's bytes (donations): nothing to empty
+				}
+				if err := d.Disown(plain(inputs[in.Name])); err != nil {
 					return nil, fmt.Errorf("loom: run on %s: donated input %q: %w", e.Name(), in.Name, err)
 				}
 				continue

@@ -56,12 +56,14 @@
 // LlamaForCausalLM (eager attention) op for op; logits are float32.
 //
 // Cost of the cache update: the Session hands the cache to each decode run
-// with exec.Donate, so on an executor that can (the GPU's) the Scatter
-// writes its one position in place and the output is the input's memory:
+// with exec.Donate, so the Scatter writes its one position in place and
+// the output is the input's memory — on the GPU (an exec.Donor) and on the
+// CPU (host memory: the output tensor shares the donated tensor's bytes):
 // 2·Layers·B·KVHeads·HeadDim elements written a step, where a new buffer
 // would copy the whole cache (64 MiB a token for Llama 3.2 1B in bf16 at
-// MaxSeqLen 2048, measured at 0.29 ms of a 2.6 ms step on an H200). The
-// CPU, which is not an exec.Donor, still copies it.
+// MaxSeqLen 2048, measured at 0.29 ms of a 2.6 ms step on an H200; on the
+// CPU the tiny model's decode went from 331–341 to 425–544 tokens/s on 2
+// cores when it stopped allocating, zeroing and filling a new cache).
 //
 // Fused projections: a layer's query, key and value matrices, and its gate
 // and up matrices, stored alike (all float, or one block format), are
