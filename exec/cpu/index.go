@@ -45,6 +45,11 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 	if done, err := scatterDirect(ctx, k, mem); done { // scatter.go
 		return err
 	}
+	if n.Op == ir.OpAttention {
+		if done, err := attentionDirect(ctx, k, mem, e.workers); done { // attention.go
+			return err
+		}
+	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
 		args[i] = loadOperand(op, mem)
