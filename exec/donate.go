@@ -28,7 +28,10 @@ import (
 //
 // Otherwise v is an ordinary input. Either way the caller should not read
 // v after the run; if the run fails, v keeps its memory but the elements
-// the step would have written are unspecified.
+// the step would have written are unspecified. On the CPU the run writes
+// into v's own bytes, so donate only tensors whose memory may be written:
+// not a read-only mapping of a file, as the tensors that gguf.Open and
+// safetensors.Open hand out without copying are (writing there faults).
 func Donate(v Value) Value { return donated{v} }
 
 // donated is a Value marked by Donate.
