@@ -23,7 +23,9 @@ type SlotAllocator interface {
 // OutputBinder is implemented by executors whose memory is host memory (the
 // CPU): BindOutput returns memory that is dst's own bytes, so a step writes
 // straight into the caller's tensor. The runner calls Release on it after
-// the run.
+// the run. Such an executor's Upload must alias the tensor's bytes too:
+// donations (Donate) let a step write an output into a donated host
+// tensor's upload.
 type OutputBinder interface {
 	BindOutput(b *plan.Buffer, dst *tensor.Tensor) (Memory, error)
 }
