@@ -50,11 +50,7 @@ func TransposeFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (n
 	}
 	var b strings.Builder
 	b.WriteString(fn)
-	var ptrs []string
-	for i, o := range k.Ins {
-		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
-	}
-	fmt.Fprintf(&b, "#define LOOM_TR_EXTRA %s\n", strings.Join(ptrs, ""))
+	fmt.Fprintf(&b, "#define LOOM_TR_EXTRA %s\n", operandParams(k))
 	fmt.Fprintf(&b, "#define LOOM_TR_OUT %s\n", ctypes[k.Out.DType].storage)
 	fmt.Fprintf(&b, "#define LOOM_TR_POST(i, v) loom_post(%s)\n",
 		strings.Join(append(partPointers(parts.PostIns), "(v)", "(i)"), ", "))

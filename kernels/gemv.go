@@ -120,11 +120,7 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 	}
 	var b strings.Builder
 	b.WriteString("#define GEMV_FUSED 1\n")
-	var ptrs []string
-	for i, o := range k.Ins {
-		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
-	}
-	fmt.Fprintf(&b, "#define GEMV_EXTRA %s\n", strings.Join(ptrs, ""))
+	fmt.Fprintf(&b, "#define GEMV_EXTRA %s\n", operandParams(k))
 	if parts.Pre != nil {
 		// fuse never gives a product a prologue: every group of output rows
 		// reads the whole input, so it is computed once and stored.

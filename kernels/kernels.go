@@ -263,6 +263,17 @@ type planned struct {
 
 const namePlaceholder = "LOOM_KERNEL_NAME"
 
+// operandParams is the parameter list a fused kernel's entry takes after
+// its own: ", const T* __restrict__ inI" for each operand of k, in k.Ins
+// order, T its storage type (the pointers the epilogue's function reads).
+func operandParams(k *plan.Kernel) string {
+	var b strings.Builder
+	for i, o := range k.Ins {
+		fmt.Fprintf(&b, ", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i)
+	}
+	return b.String()
+}
+
 // fusedUnit completes the translation unit of a hand-written kernel fused
 // with its chains: the prelude body needs for t, and the entry name stem
 // + "_fused_" + a hash of the whole source (equal sources get equal names,

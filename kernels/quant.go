@@ -211,17 +211,13 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	b.WriteString(fn)
 	b.WriteString(quantHIP)
 	x := "qmvw_x_" + xd
-	var ptrs []string
-	for i, o := range k.Ins {
-		ptrs = append(ptrs, fmt.Sprintf(", const %s* __restrict__ in%d", ctypes[o.Buf.DType].storage, i))
-	}
 	post := strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ")
 	fmt.Fprintf(&b, `
 extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
     const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes%s) { loom_grid_entry();
   qmvf<qf_%s<%d>, %s, QMVF_ROWS>(w, x, K, N, rowBytes, [=](long long n, float v) { y[n] = loom_post(%s); });
 }
-`, namePlaceholder, x, ctypes[k.Out.DType].storage, strings.Join(ptrs, ""), format, vec, x, post)
+`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), format, vec, x, post)
 	body := b.String()
 	name, code = fusedUnit(t, body, entry)
 	return name, code, nil

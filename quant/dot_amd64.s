@@ -295,6 +295,15 @@ q40done:
 	VPAND        Y10, Y5, Y5 \
 	VPOR         Y5, Y0, Y0
 
+// Q5CONSTS loads the constants the Q5_0 and Q5_1 loops keep in registers:
+// Y15 the nibble mask, Y13 onesw, Y12 qhbytes, Y11 qhbit, Y10 sixteens.
+#define Q5CONSTS \
+	VMOVDQU nib<>(SB), Y15      \
+	VMOVDQU onesw<>(SB), Y13    \
+	VMOVDQU qhbytes<>(SB), Y12  \
+	VMOVDQU qhbit<>(SB), Y11    \
+	VMOVDQU sixteens<>(SB), Y10
+
 // Q41INT, Q50INT and Q51INT compute the eight int32 lanes of the block at
 // SI+xoff (Q4_1, Q5_0, Q5_1) against the activation block at DI+yoff
 // (Q8_1, Q8_0, Q8_1) into DST: Σ q·y (Q5_0: − 16·Σy) in eight partial
@@ -432,11 +441,7 @@ TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
 	MOVQ    nb+16(FP), CX
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU onesw<>(SB), Y13
-	VMOVDQU qhbytes<>(SB), Y12
-	VMOVDQU qhbit<>(SB), Y11
-	VMOVDQU sixteens<>(SB), Y10
+	Q5CONSTS
 	VXORPS  X7, X7, X7
 	CMPQ    CX, $4
 	JLT     q50tail
@@ -486,11 +491,7 @@ TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
 	MOVQ    x+0(FP), SI
 	MOVQ    y+8(FP), DI
 	MOVQ    nb+16(FP), CX
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU onesw<>(SB), Y13
-	VMOVDQU qhbytes<>(SB), Y12
-	VMOVDQU qhbit<>(SB), Y11
-	VMOVDQU sixteens<>(SB), Y10
+	Q5CONSTS
 	VXORPS  X7, X7, X7
 	CMPQ    CX, $4
 	JLT     q51tail
