@@ -194,7 +194,7 @@ func TestConvCompile(t *testing.T) {
 			target := codegen.Target{Platform: tg.platform, Arch: tg.arch}
 			js := []compileJob{
 				{name: "conv", code: ConvSource(target), entries: ConvEntries()},
-				{name: "quant", code: QuantSource(target), entries: QuantEntries()},
+				{name: "quant", code: QuantSource(target), entries: quantEntriesFor(target)},
 				{name: "gemv", code: GemvSource(target), entries: GemvEntries()},
 			}
 			res := compileJobs(c, js, tg.arch)
@@ -281,4 +281,13 @@ func TestChannelsLastTwin(t *testing.T) {
 			t.Fatalf("TransposePlan(%d, %d, %d, %v, %v) = %s, %v, %d, %v", c.b, c.r, c.c, c.align4, c.align16, TransposeEntries[entry], gb, tc, ok)
 		}
 	}
+}
+
+// quantEntriesFor is QuantEntries, and for NVIDIA the tensor-core
+// mat-vecs, which only its sources hold.
+func quantEntriesFor(t codegen.Target) []string {
+	if t.Platform == codegen.NVIDIA {
+		return append(QuantEntries(), QMVTEntries()...)
+	}
+	return QuantEntries()
 }

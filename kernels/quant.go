@@ -155,6 +155,81 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	return name, true
 }
 
+// QMVTEntry names the mat-vec of weight format t on 8-bit activations
+// (Q8XEntry's) on the tensor cores' integer MMA (loom_qmvt_*), with output
+// dtype x, for 2 … QMVMaxRows activation rows on target; ok is false where
+// there is none: formats other than Q4_0, Q8_0, Q4_K and Q6_K, or a target
+// other than NVIDIA sm_80 and later (the mma.sync instruction; elsewhere
+// QMVQEntry's dp4a kernel does the job). A block of QMVTThreads threads
+// takes QMVTRows weight rows (grid ⌈N/QMVTRows⌉); K must be a multiple of
+// QMVTStep(t) and the weight rows aligned to QMVTAlign(t) bytes.
+// Arguments are QMVQEntry's: w, qa, dx, sx, y, M (i32), K, N, rowBytes,
+// ldy (i64).
+func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string, ok bool) {
+	var sm int
+	if target.Platform != codegen.NVIDIA {
+		return "", false
+	}
+	if _, err := fmt.Sscanf(target.Arch, "sm_%d", &sm); err != nil || sm < 80 {
+		return "", false
+	}
+	if t == quant.Q8_0 && !qmvtQ8_0 {
+		return "", false
+	}
+	return qmvtName(t, x)
+}
+
+// qmvtQ8_0 sends Q8_0 products to loom_qmvt: not yet, as the dp4a kernel
+// was as fast there (W13 with 8 rows 0.059 against 0.062 ms, H200, one
+// call). QMVTEntries lists its kernels all the same (they compile).
+const qmvtQ8_0 = false
+
+func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
+	name, ok := QMVQEntry(t, x, QMVMaxRows)
+	if !ok {
+		return "", false
+	}
+	return strings.Replace(name, "loom_qmvq_", "loom_qmvt_", 1), true
+}
+
+// QMVTThreads is loom_qmvt's block size (QMVT_WARPS warps in quant.hip)
+// and QMVTRows the weight rows a block takes (the MMA's 16).
+const (
+	QMVTThreads = 128
+	QMVTRows    = 16
+)
+
+// QMVTStep is the weights a step of loom_qmvt takes in format t (a block,
+// or a k-quant's super-block): K must be a multiple of it.
+func QMVTStep(t quant.Type) int {
+	if t == quant.Q4_K || t == quant.Q6_K {
+		return 256
+	}
+	return 32
+}
+
+// QMVTAlign is the alignment loom_qmvt needs of each weight row: 16 for
+// Q4_K (its header is one 16-byte load), 2 for the others (2-byte loads).
+func QMVTAlign(t quant.Type) int {
+	if t == quant.Q4_K {
+		return 16
+	}
+	return 2
+}
+
+// QMVTEntries lists loom_qmvt's entry points: QuantSource has them for
+// NVIDIA targets only.
+func QMVTEntries() []string {
+	var out []string
+	for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			n, _ := qmvtName(t, d)
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // QMVFEntry names the one-launch mat-vec on 8-bit activations
 // (loom_qmvf_*: each block quantizes x into shared memory, then its
 // groups of 32 lanes walk the weight rows) of weight format t with

@@ -867,6 +867,290 @@ LOOM_QMVQ3(q4_k)
 LOOM_QMVQ3(q6_k)
 #endif
 
+// ---- loom_qmvt_<fmt>_<x>: 2–8 activation rows on the tensor cores (NVIDIA sm_80+) ----
+//
+// loom_qmvq multiplies each weight chunk into every activation row with
+// dp4a: for 8 rows a lane loads the 8 rows' 32 activation bytes (256 from
+// the cache) and issues 64 dp4a per 18-byte Q4_0 block, which held W13's
+// product with 8 rows at 4.1–4.4× the one-row time (issue 14 asks ≤ 1.5×:
+// the weight bytes are the same). The tensor cores' integer MMA
+// (mma.m16n8k32 s8·s8 → s32) takes a 16-row × 32-weight tile of 8-bit
+// weights and the 32 × 8 activation tile of all 8 rows in one instruction;
+// each activation byte a warp loads now serves 16 weight rows. A 32-weight
+// chunk of Q4_0, Q8_0 and Q4_K (one sub-block) has one scale, so it is one
+// k32 MMA whose 16 × 8 integer sums are scaled into f32 accumulators;
+// Q6_K's scales cover 16 weights, so it takes k16 MMAs. Quants with an
+// offset (Q4_0's q − 8, Q6_K's q − 32) are made signed bytes in registers
+// (q + 0x78 or 0x60, then the sign bit flipped, per byte without carries),
+// so the offset is in the integer product; Q4_K's minimum, which is not a
+// multiple of the quant, comes off as dmin·m·Σx with loom_q8x's f32 sums.
+//
+// A block is QMVT_WARPS warps on one tile of 16 weight rows; warp w takes
+// the w-th of QMVT_WARPS equal runs of the row's chunks (consecutive, so a
+// warp's weight loads walk its 16 rows' bytes in order), and the warps' 16
+// × 8 partial sums meet in shared memory, added in warp order. Lane 4g + t
+// holds the MMA's fragments as the PTX ISA lays them out: weight rows g
+// and g + 8, quant bytes 4t … 4t + 3 (and + 16); activation row g (zeros
+// for g ≥ M), the same bytes; results for rows g, g + 8 and activation
+// rows 2t, 2t + 1. Inputs as loom_qmvq's (loom_q8x's qa, dx, sx); K a
+// multiple of the format's step (32, or 256 for the k-quants).
+//
+// NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
+// elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
+// gfx90a and later; none of that hardware is here to test a port on.)
+#if defined(LOOM_NVIDIA)
+#define QMVT_WARPS 4
+
+// qmvt_mma32(c, a, b): c = A·B, A 16 × 32 and B 32 × 8 signed bytes, as
+// mma.m16n8k32.row.col lays them out (see above).
+LOOM_DEV void qmvt_mma32(int* c, const unsigned int* a, const unsigned int* b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %10, %10, %10};"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+#else
+  __trap();
+#endif
+}
+// qmvt_mma16(c, a, b): the same for A 16 × 16 (rows g, g + 8; bytes 4t …)
+// and B 16 × 8 (activation row g, bytes 4t …): mma.m16n8k16.
+LOOM_DEV void qmvt_mma16(int* c, const unsigned int* a, unsigned int b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %7, %7, %7};"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(b), "r"(0));
+#else
+  __trap();
+#endif
+}
+
+// qmvt_off8(q), qmvt_off32(q): q − 8 (quants 0 … 15) and q − 32 (0 … 63) in
+// each byte, as signed bytes.
+LOOM_DEV unsigned int qmvt_off8(unsigned int q) { return (q + 0x78787878u) ^ 0x80808080u; }
+LOOM_DEV unsigned int qmvt_off32(unsigned int q) { return (q + 0x60606060u) ^ 0x80808080u; }
+
+// What a lane reads: weight rows g and g + 8 (w0, w1), activation row g
+// as words (a; av false where g ≥ M, whose B fragment is zeros), and the
+// 32-value steps and 16-value sums of activation rows 2t and 2t + 1
+// (clamped to row M − 1: their results are dropped).
+struct qmvt_ctx {
+  const unsigned char* w0;
+  const unsigned char* w1;
+  const unsigned int* a;
+  bool av;
+  const float* dx0;
+  const float* dx1;
+  const float* sx0;
+  const float* sx1;
+  int t;
+  LOOM_DEV unsigned int act(long long word) const { return av ? a[word] : 0u; }
+};
+
+// qmvt_acc(acc, r, s0, s1, e0, e1): acc[i] += scale · r[i] for rows g
+// (weight scale s0) and g + 8 (s1) and activation rows 2t (step e0),
+// 2t + 1 (e1).
+LOOM_DEV void qmvt_acc(float* acc, const int* r, float s0, float s1, float e0, float e1) {
+  acc[0] = fmaf(s0 * e0, (float)r[0], acc[0]);
+  acc[1] = fmaf(s0 * e1, (float)r[1], acc[1]);
+  acc[2] = fmaf(s1 * e0, (float)r[2], acc[2]);
+  acc[3] = fmaf(s1 * e1, (float)r[3], acc[3]);
+}
+
+// Q4_0 block s: d, 16 bytes (low nibbles weights 0–15, high 16–31).
+struct qt_q4_0 {
+  static const int STEP = 32;
+  static const int UNROLL = 8;
+  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
+    const unsigned char* b0 = c.w0 + 18 * s;
+    const unsigned char* b1 = c.w1 + 18 * s;
+    const unsigned int u0 = qmvq_w32(b0 + 2 + 4 * c.t), u1 = qmvq_w32(b1 + 2 + 4 * c.t);
+    const unsigned int a[4] = {qmvt_off8(u0 & 0x0F0F0F0Fu), qmvt_off8(u1 & 0x0F0F0F0Fu),
+                               qmvt_off8((u0 >> 4) & 0x0F0F0F0Fu), qmvt_off8((u1 >> 4) & 0x0F0F0F0Fu)};
+    const unsigned int b[2] = {c.act(8 * s + c.t), c.act(8 * s + 4 + c.t)};
+    int r[4];
+    qmvt_mma32(r, a, b);
+    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.dx0[s], c.dx1[s]);
+  }
+};
+
+// Q8_0 block s: d, 32 signed bytes.
+struct qt_q8_0 {
+  static const int STEP = 32;
+  static const int UNROLL = 8;
+  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
+    const unsigned char* b0 = c.w0 + 34 * s;
+    const unsigned char* b1 = c.w1 + 34 * s;
+    const unsigned int a[4] = {qmvq_w32(b0 + 2 + 4 * c.t), qmvq_w32(b1 + 2 + 4 * c.t), qmvq_w32(b0 + 18 + 4 * c.t),
+                               qmvq_w32(b1 + 18 + 4 * c.t)};
+    const unsigned int b[2] = {c.act(8 * s + c.t), c.act(8 * s + 4 + c.t)};
+    int r[4];
+    qmvt_mma32(r, a, b);
+    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.dx0[s], c.dx1[s]);
+  }
+};
+
+// Q4_K super-block s: d, dmin, 12 scale bytes, then 4 quarters of 32
+// bytes whose low nibbles are sub-block 2q and high nibbles 2q + 1;
+// weight = d·sc·q − dmin·m. Rows are 16-byte aligned (the host checks).
+struct qt_q4_k {
+  static const int STEP = 256;
+  static const int UNROLL = 2;
+  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
+    const unsigned char* b0 = c.w0 + 144 * s;
+    const unsigned char* b1 = c.w1 + 144 * s;
+    const uint4 h0 = *reinterpret_cast<const uint4*>(b0), h1 = *reinterpret_cast<const uint4*>(b1);
+    const float d0 = loom_f16_to_f32((unsigned short)(h0.x & 0xffffu)), n0 = loom_f16_to_f32((unsigned short)(h0.x >> 16));
+    const float d1 = loom_f16_to_f32((unsigned short)(h1.x & 0xffffu)), n1 = loom_f16_to_f32((unsigned short)(h1.x >> 16));
+    const unsigned int k0[3] = {h0.y, h0.z, h0.w}, k1[3] = {h1.y, h1.z, h1.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int o = 16 + 32 * q + 4 * c.t;
+      const unsigned int u0 = qmvw_u32(b0 + o), u1 = qmvw_u32(b1 + o), v0 = qmvw_u32(b0 + o + 16),
+                         v1 = qmvw_u32(b1 + o + 16);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * q + h;
+        const unsigned int a[4] = {(u0 >> (4 * h)) & 0x0F0F0F0Fu, (u1 >> (4 * h)) & 0x0F0F0F0Fu,
+                                   (v0 >> (4 * h)) & 0x0F0F0F0Fu, (v1 >> (4 * h)) & 0x0F0F0F0Fu};
+        const unsigned int b[2] = {c.act(64 * s + 8 * j + c.t), c.act(64 * s + 8 * j + 4 + c.t)};
+        int r[4];
+        qmvt_mma32(r, a, b);
+        float sc0, m0, sc1, m1;
+        qmvw_scale_min_k4(k0, j, &sc0, &m0);
+        qmvw_scale_min_k4(k1, j, &sc1, &m1);
+        qmvt_acc(acc, r, d0 * sc0, d1 * sc1, c.dx0[8 * s + j], c.dx1[8 * s + j]);
+        const long long x = 16 * s + 2 * j;
+        const float x0 = c.sx0[x] + c.sx0[x + 1], x1 = c.sx1[x] + c.sx1[x + 1];
+        const float o0 = n0 * m0, o1 = n1 * m1;
+        acc[0] = fmaf(-o0, x0, acc[0]);
+        acc[1] = fmaf(-o0, x1, acc[1]);
+        acc[2] = fmaf(-o1, x0, acc[2]);
+        acc[3] = fmaf(-o1, x1, acc[3]);
+      }
+    }
+  }
+};
+
+// Q6_K super-block s: ql[128], qh[64], 16 signed scales, d. In half hf,
+// weight 128hf + 32r + l (quarter r, position l) has ql byte 64hf + l (+ 32
+// for odd r; the high nibble for r ≥ 2), qh bits 2r of byte 32hf + l, and
+// scale 8hf + 2r + l/16: one scale per 16 weights, so a k16 MMA each.
+struct qt_q6_k {
+  static const int STEP = 256;
+  static const int UNROLL = 2;
+  static LOOM_DEV unsigned int scales(const unsigned char* p, int i) { // bytes 4i … 4i + 3 of the scales
+    return qmvq_w32(p + 192 + 4 * i);
+  }
+  static LOOM_DEV float scale(const unsigned int* sw, int k) {
+    return (float)(signed char)((sw[k >> 2] >> (8 * (k & 3))) & 255u);
+  }
+  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
+    const unsigned char* b0 = c.w0 + 210 * s;
+    const unsigned char* b1 = c.w1 + 210 * s;
+    const float d0 = qmvw_h(b0 + 208), d1 = qmvw_h(b1 + 208);
+    unsigned int s0[4], s1[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s0[i] = scales(b0, i);
+      s1[i] = scales(b1, i);
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+#pragma unroll
+      for (int gi = 0; gi < 2; ++gi) {
+        const int o = 64 * hf + 16 * gi + 4 * c.t, oh = 128 + 32 * hf + 16 * gi + 4 * c.t;
+        unsigned int q0[4], q1[4];
+        {
+          const unsigned int L = qmvq_w32(b0 + o), L2 = qmvq_w32(b0 + o + 32), H = qmvq_w32(b0 + oh);
+          q0[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
+          q0[1] = (L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4);
+          q0[2] = ((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4);
+          q0[3] = ((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4);
+        }
+        {
+          const unsigned int L = qmvq_w32(b1 + o), L2 = qmvq_w32(b1 + o + 32), H = qmvq_w32(b1 + oh);
+          q1[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
+          q1[1] = (L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4);
+          q1[2] = ((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4);
+          q1[3] = ((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const unsigned int a[2] = {qmvt_off32(q0[r]), qmvt_off32(q1[r])};
+          int res[4];
+          qmvt_mma16(res, a, c.act(64 * s + 32 * hf + 8 * r + 4 * gi + c.t));
+          const int k = 8 * hf + 2 * r + gi;
+          const long long e = 8 * s + 4 * hf + r;
+          qmvt_acc(acc, res, d0 * scale(s0, k), d1 * scale(s1, k), c.dx0[e], c.dx1[e]);
+        }
+      }
+    }
+  }
+};
+
+template <class F, class X>
+LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qa,
+                   const float* __restrict__ dx, const float* __restrict__ sx, typename X::T* __restrict__ y, int M,
+                   long long K, long long N, long long rowBytes, long long ldy) {
+  static_assert(QMVT_WARPS * 32 >= 128, "qmvt: a thread per result of the 16 × 8 tile");
+  __shared__ float part[QMVT_WARPS][128];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const long long n0 = (long long)blockIdx.x * 16;
+  qmvt_ctx c;
+  c.w0 = w + min(n0 + g, N - 1) * rowBytes;
+  c.w1 = w + min(n0 + g + 8, N - 1) * rowBytes;
+  c.av = g < M;
+  c.a = qa + (long long)(c.av ? g : 0) * (K / 4);
+  const long long m0 = min(2 * t, M - 1), m1 = min(2 * t + 1, M - 1);
+  c.dx0 = dx + m0 * (K / 32);
+  c.dx1 = dx + m1 * (K / 32);
+  c.sx0 = sx + m0 * (K / 16);
+  c.sx1 = sx + m1 * (K / 16);
+  c.t = t;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  const long long steps = K / F::STEP, s0 = steps * warp / QMVT_WARPS, s1 = steps * (warp + 1) / QMVT_WARPS;
+  long long s = s0;
+  for (; s + F::UNROLL <= s1; s += F::UNROLL) {
+#pragma unroll
+    for (int u = 0; u < F::UNROLL; ++u) F::step(c, s + u, acc);
+  }
+  for (; s < s1; ++s) F::step(c, s, acc);
+  // part[w][16·col + row]: rows g, g + 8; activation rows 2t, 2t + 1.
+  part[warp][16 * (2 * t) + g] = acc[0];
+  part[warp][16 * (2 * t + 1) + g] = acc[1];
+  part[warp][16 * (2 * t) + g + 8] = acc[2];
+  part[warp][16 * (2 * t + 1) + g + 8] = acc[3];
+  __syncthreads();
+  const int i = threadIdx.x, row = i & 15, col = i >> 4;
+  if (i < 128) {
+    float v = part[0][i];
+#pragma unroll
+    for (int k = 1; k < QMVT_WARPS; ++k) v += part[k][i];
+    if (col < M && n0 + row < N) y[col * ldy + n0 + row] = X::st(v);
+  }
+}
+
+#define LOOM_QMVT(FMT, X, NAME)                                                                          \
+  extern "C" __global__ void __launch_bounds__(QMVT_WARPS * 32)                                        \
+      NAME(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qa,                   \
+           const float* __restrict__ dx, const float* __restrict__ sx, X::T* __restrict__ y, int M,     \
+           long long K, long long N, long long rowBytes, long long ldy) {                              \
+    loom_grid_entry();                                                                                 \
+    qmvt<qt_##FMT, X>(w, qa, dx, sx, y, M, K, N, rowBytes, ldy);                                       \
+  }
+#define LOOM_QMVT3(FMT)                                \
+  LOOM_QMVT(FMT, qmvw_x_f32, loom_qmvt_##FMT##_f32)    \
+  LOOM_QMVT(FMT, qmvw_x_f16, loom_qmvt_##FMT##_f16)    \
+  LOOM_QMVT(FMT, qmvw_x_bf16, loom_qmvt_##FMT##_bf16)
+#ifndef QMVF_FUSED
+LOOM_QMVT3(q4_0)
+LOOM_QMVT3(q8_0)
+LOOM_QMVT3(q4_k)
+LOOM_QMVT3(q6_k)
+#endif
+#endif // LOOM_NVIDIA
+
 // ---- loom_qmvf_<fmt>_<x>: the one-row 8-bit mat-vec in one launch ----
 //
 // loom_q8x + loom_qmvq's arithmetic for one activation row (a decode

@@ -106,13 +106,16 @@ func TestGPUQMVWord(t *testing.T) {
 }
 
 // TestGPUQMVQ8: the mat-vecs on 8-bit activations, in one launch
-// (loom_qmvf_*, one activation row) and in two (loom_q8x_* then
-// loom_qmvq_*: more rows, and one row with LOOM_QMV=q8x),
+// (loom_qmvf_*, one activation row), on the tensor cores (loom_qmvt_*,
+// 2–8 rows where the device has them) and in two launches with dp4a
+// (loom_q8x_* then loom_qmvq_*: more rows elsewhere or with
+// LOOM_QMV=dp4a, and one row with LOOM_QMV=q8x),
 // against the float64 product of the dequantized weights and x as stored.
 // Their error is the activations' rounding: at most half a step d =
 // amax/127 of each 32-value block of x per weight, Σ_k c_k·d_k/2 with c_k
 // what the kernel multiplies the 8-bit activation by (quantCoefficients),
-// plus f32 sums and the output's rounding. Rows not a multiple of a block's 4,
+// plus f32 sums and the output's rounding. Rows not a multiple of a block's 4
+// (or of the tensor-core tile's 16),
 // rows shorter than 32 chunks and longer ones, rows 2 bytes off a 4-byte
 // boundary (Q4_0 and Q8_0 at K = 800, Q6_K at K = 256 and 768), 1–8
 // activation rows, every x dtype; more weight rows than the device holds
@@ -121,20 +124,23 @@ func TestGPUQMVWord(t *testing.T) {
 func TestGPUQMVQ8(t *testing.T) {
 	e := openGPU(t)
 	r := rand.New(rand.NewPCG(43, 44))
-	defer func() { qmvTwoLaunch = false }()
-	for _, two := range []bool{false, true} {
+	defer func() { qmvTwoLaunch, qmvNoMMA = false, false }()
+	for _, mode := range []string{"one", "two", "dp4a"} {
 		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
-				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512}, {2, 33, 800}, {1, 33, 800}, {1, 20000, 256}} {
+				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512},
+					{2, 33, 800}, {1, 33, 800}, {1, 20000, 256}, {7, 1001, 1024}, {4, 17, 256}, {6, 48, 768}, {8, 3, 512}} {
 					if tr, _ := f.Traits(); c.k%tr.Block != 0 {
 						continue
 					}
 					if c.n > 1000 && dt != dtype.BF16 {
 						continue
 					}
-					path := map[bool]string{false: "one", true: "two"}[two]
-					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", path, f, dt, c.m, c.n, c.k), func(t *testing.T) {
-						qmvTwoLaunch = two
+					if mode != "one" && c.n > 1000 {
+						continue
+					}
+					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", mode, f, dt, c.m, c.n, c.k), func(t *testing.T) {
+						qmvTwoLaunch, qmvNoMMA = mode == "two", mode == "dp4a"
 						raw := randomQuantized(t, r, f, c.n, c.k)
 						xv := make([]float64, c.m*c.k)
 						for b := 0; b < len(xv); b += 32 { // blocks of very different scales
@@ -154,21 +160,29 @@ func TestGPUQMVQ8(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						q0, f0 := qmvQ8Launches.Load(), qmvFLaunches.Load()
+						q0, f0, t0 := qmvQ8Launches.Load(), qmvFLaunches.Load(), qmvTLaunches.Load()
 						out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
 						if err != nil {
 							t.Fatal(err)
 						}
-						oneLaunch := !two && c.m == 1 && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared
-						if q, fl := qmvQ8Launches.Load()-q0, qmvFLaunches.Load()-f0; oneLaunch && (fl != 1 || q != 0) || !oneLaunch && (q != 1 || fl != 0) {
-							t.Fatalf("launches: %d one-launch, %d two-launch; want the one-launch kernel %v", fl, q, oneLaunch)
+						_, mmaOK := kernels.QMVTEntry(f, dt, e.target)
+						path := "dp4a"
+						switch {
+						case c.m == 1 && mode != "two" && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared:
+							path = "one-launch"
+						case c.m > 1 && mode != "dp4a" && mmaOK:
+							path = "tensor-core"
+						}
+						nq, fl, tc := qmvQ8Launches.Load()-q0, qmvFLaunches.Load()-f0, qmvTLaunches.Load()-t0
+						if want := map[string][3]int64{"dp4a": {1, 0, 0}, "one-launch": {0, 1, 0}, "tensor-core": {0, 0, 1}}[path]; [3]int64{nq, fl, tc} != want {
+							t.Fatalf("launches: %d dp4a, %d one-launch, %d tensor-core; want the %s kernel", nq, fl, tc, path)
 						}
 						got := out["y"].Float64s()
 						wq := make([]float32, c.n*c.k)
 						if err := quant.Dequantize(f, raw.Bytes(), wq); err != nil {
 							t.Fatal(err)
 						}
-						coef := quantCoefficients(t, f, raw.Bytes(), wq)
+						coef := quantCoefficients(t, f, raw.Bytes(), wq, path == "tensor-core")
 						xs := xt.Float64s()
 						half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 						for i := range c.m {
@@ -199,17 +213,20 @@ func TestGPUQMVQ8(t *testing.T) {
 
 // quantCoefficients returns, per weight, what the 8-bit mat-vecs multiply
 // the rounded activation by: |w| where the whole weight goes into the
-// integer dot product (Q8_0; Q6_K's q − 32 is formed in integers), and
+// integer dot product (Q8_0; Q6_K's q − 32 is formed in integers, and
+// Q4_0's q − 8 with intOffset, as the tensor-core kernel does), and
 // |d·q| = |w − w₀| for Q4_0 and Q4_K, whose offset (−8d; −dmin·m) is
 // applied to the unrounded sums of x instead; w₀ is the block dequantized
 // with every quant 0. With |w| there, the bound was too tight by up to
 // 15/8 (a Q4_0 quant of 15 weighs 15d in the dot product, its weight 7d).
-func quantCoefficients(t *testing.T, f quant.Type, raw []byte, w []float32) []float64 {
+func quantCoefficients(t *testing.T, f quant.Type, raw []byte, w []float32, intOffset bool) []float64 {
 	t.Helper()
 	var block, start, end int // quant bytes [start, end) of each block of block bytes
 	switch f {
 	case quant.Q4_0:
-		block, start, end = 18, 2, 18
+		if !intOffset {
+			block, start, end = 18, 2, 18
+		}
 	case quant.Q4_K:
 		block, start, end = 144, 16, 144
 	}

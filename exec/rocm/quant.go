@@ -23,7 +23,9 @@ import (
 //     for Q4_0, Q8_0, Q4_K and Q6_K the activations are quantized to 8
 //     bits per 32-value block (loom_q8x_*, into scratch) and the mat-vec
 //     multiplies 4 weights by 4 activations per integer dot product
-//     (loom_qmvq_*), as Candle's and ggml's mmvq do; the other formats
+//     (loom_qmvq_*), as Candle's and ggml's mmvq do — one row in one
+//     launch that quantizes too (loom_qmvf_*), 2 to 8 rows on NVIDIA
+//     sm_80+ on the tensor cores' integer MMA (loom_qmvt_*); the other formats
 //     (and LOOM_QMV=word or bytewise) take a mat-vec that reads each
 //     weight block once and multiplies the dequantized weights with the
 //     activations in f32;
@@ -115,9 +117,15 @@ var qmvF32 = qmvBytewise || os.Getenv("LOOM_QMV") == "word"
 // set it directly.
 var qmvTwoLaunch = os.Getenv("LOOM_QMV") == "q8x"
 
-// qmvWordLaunches and qmvQ8Launches count word-load and 8-bit mat-vec
+// qmvNoMMA makes decode products of 2 or more rows use the dp4a mat-vec
+// (loom_qmvq) where the tensor cores' (loom_qmvt) would run:
+// LOOM_QMV=dp4a, for comparing the two. Tests set it directly.
+var qmvNoMMA = os.Getenv("LOOM_QMV") == "dp4a"
+
+// qmvWordLaunches, qmvQ8Launches, qmvFLaunches and qmvTLaunches count
+// word-load, 8-bit (two-launch dp4a), one-launch and tensor-core mat-vec
 // launches (tests check the path they mean to test was taken).
-var qmvWordLaunches, qmvQ8Launches, qmvFLaunches atomic.Int64
+var qmvWordLaunches, qmvQ8Launches, qmvFLaunches, qmvTLaunches atomic.Int64
 
 // runQuant queues a quantized step.
 func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
@@ -169,9 +177,12 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 			}
 			return e.qmvF(k.Name, fname, fn, wp, xp, out, int64(K), N, int64(rb), nil)
 		}
+		if tname, ok := e.qmvtFor(n, M, wp); ok {
+			return e.qmvQ8(k.Name, tname, n.DType, wp, xp, out, M, int64(K), N, int64(rb), true)
+		}
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
 			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
-				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb))
+				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb), false)
 			}
 		}
 		name, err := kernels.QMVEntry(f, n.DType)
@@ -223,8 +234,9 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 }
 
 // qmvQ8 queues a decode product on 8-bit activations: x [M, K] quantized
-// into scratch (loom_q8x_*), then the mat-vec qname over it.
-func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.DevPtr, M, K, N, rowBytes int64) error {
+// into scratch (loom_q8x_*), then the mat-vec qname over it: the dp4a
+// kernel (loom_qmvq_*), or with mma the tensor cores' (loom_qmvt_*).
+func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.DevPtr, M, K, N, rowBytes int64, mma bool) error {
 	xname, _ := kernels.Q8XEntry(dt)
 	qx, err := e.quantFunction(xname)
 	if err != nil {
@@ -248,19 +260,46 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	grid, blk := kernels.FlatLaunch(int(n / 4))
 	var b hip.Args
 	b.Ptr(wp).Ptr(qa).Ptr(dx).Ptr(sx).Ptr(out).I32(int32(M)).I64(K).I64(N).I64(rowBytes).I64(N)
-	rows := int64(kernels.QMVWordRowsPerBlock)
-	qgrid := [3]uint32{uint32(min((N+rows-1)/rows, 65535*16)), 1, 1}
+	rows, threads := int64(kernels.QMVWordRowsPerBlock), uint32(kernels.QMVWordThreads)
+	qgrid := [3]uint32{uint32(min((N+rows-1)/rows, 65535*16)), 1, 1} // the kernel walks further rows grid-stride
+	if mma {
+		rows, threads = kernels.QMVTRows, kernels.QMVTThreads
+		qgrid[0] = uint32((N + rows - 1) / rows) // a block a tile: qmvtFor bounds the tiles
+	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.launchDep(qx, grid, blk, 0, &a); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, xname, err)
 	}
-	if err := e.launchDep(fn, qgrid, [3]uint32{kernels.QMVWordThreads, 1, 1}, 0, &b); err != nil {
+	if err := e.launchDep(fn, qgrid, [3]uint32{threads, 1, 1}, 0, &b); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, qname, err)
 	}
 	e.launches.Add(2)
-	qmvQ8Launches.Add(1)
+	if mma {
+		qmvTLaunches.Add(1)
+	} else {
+		qmvQ8Launches.Add(1)
+	}
 	return nil
+}
+
+// qmvtFor names the tensor-core mat-vec (loom_qmvt_*) for qmatmul n with
+// M activation rows and its weight at wp, or ok = false where it does not
+// apply: one row (the one-launch kernel's), a format or device without
+// one, LOOM_QMV set to another path, K not a multiple of the format's
+// step, weight rows not aligned as it reads them, or more row tiles than
+// a grid holds.
+func (e *Executor) qmvtFor(n *ir.Node, M int64, wp hip.DevPtr) (string, bool) {
+	f, K := n.QuantFormat()
+	if M < 2 || M > kernels.QMVMaxRows || qmvF32 || qmvNoMMA || K%kernels.QMVTStep(f) != 0 {
+		return "", false
+	}
+	name, ok := kernels.QMVTEntry(f, n.DType, e.target)
+	N := int64(n.Args[1].Shape[0])
+	if !ok || uint64(wp)%uint64(kernels.QMVTAlign(f)) != 0 || (N+kernels.QMVTRows-1)/kernels.QMVTRows > 1<<31-1 {
+		return "", false
+	}
+	return name, true
 }
 
 // qmvfFor names the one-launch mat-vec (loom_qmvf_*) for qmatmul n with M
