@@ -156,15 +156,15 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 }
 
 // QMVTEntry names the mat-vec of weight format t on 8-bit activations
-// (Q8XEntry's) on the tensor cores' integer MMA (loom_qmvt_*), with output
-// dtype x, for 2 … QMVMaxRows activation rows on target; ok is false where
-// there is none: formats other than Q4_0, Q8_0, Q4_K and Q6_K, or a target
-// other than NVIDIA sm_80 and later (the mma.sync instruction; elsewhere
-// QMVQEntry's dp4a kernel does the job). A block of QMVTThreads threads
-// takes QMVTRows weight rows (grid ⌈N/QMVTRows⌉); K must be a multiple of
-// QMVTStep(t) and the weight rows aligned to QMVTAlign(t) bytes.
-// Arguments are QMVQEntry's: w, qa, dx, sx, y, M (i32), K, N, rowBytes,
-// ldy (i64).
+// (Q8TEntry's tiles) on the tensor cores' integer MMA (loom_qmvt_*), with
+// output dtype x, for 2 … QMVMaxRows activation rows on target; ok is
+// false where there is none: formats other than Q4_0, Q8_0, Q4_K and
+// Q6_K, or a target other than NVIDIA sm_80 and later (the mma.sync and
+// cp.async instructions; elsewhere QMVQEntry's dp4a kernel does the job).
+// A block of QMVTThreads threads takes QMVTRows weight rows (grid
+// ⌈N/QMVTRows⌉); K must be a multiple of QMVTStep(t) and the weight rows
+// aligned to QMVTAlign(t) bytes. Arguments: w, qt, dt, st (Q8TEntry's
+// output), y, M (i32), K, N, rowBytes, ldy (i64).
 func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string, ok bool) {
 	var sm int
 	if target.Platform != codegen.NVIDIA {
@@ -173,16 +173,8 @@ func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string,
 	if _, err := fmt.Sscanf(target.Arch, "sm_%d", &sm); err != nil || sm < 80 {
 		return "", false
 	}
-	if t == quant.Q8_0 && !qmvtQ8_0 {
-		return "", false
-	}
 	return qmvtName(t, x)
 }
-
-// qmvtQ8_0 sends Q8_0 products to loom_qmvt: not yet, as the dp4a kernel
-// was as fast there (W13 with 8 rows 0.059 against 0.062 ms, H200, one
-// call). QMVTEntries lists its kernels all the same (they compile).
-const qmvtQ8_0 = false
 
 func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
 	name, ok := QMVQEntry(t, x, QMVMaxRows)
@@ -192,6 +184,21 @@ func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
 	return strings.Replace(name, "loom_qmvq_", "loom_qmvt_", 1), true
 }
 
+// Q8TEntry names the kernel quantizing activations of dtype x for
+// loom_qmvt (NVIDIA only, as QMVTEntry): x [M, K] (contiguous, M ≤ 8, K a
+// multiple of 32) → qt [K/32][8][32] int8, dt [K/32][8] f32 block steps,
+// st [K/32][8] f32 sums of each block's 32 values (Q8TBytes(K) in all,
+// whatever M); a thread per 4 values (FlatLaunch of M·K/4). Arguments: x,
+// qt, dt, st, M·K/4, K (i64).
+func Q8TEntry(x dtype.DType) (string, bool) {
+	o, ok := halfName(x)
+	return "loom_q8t_" + o, ok
+}
+
+// Q8TBytes is the scratch Q8TEntry's output takes for rows of k values,
+// laid out qt (8k bytes), dt (k bytes), st (k bytes).
+func Q8TBytes(k int64) int64 { return 10 * k }
+
 // QMVTThreads is loom_qmvt's block size (QMVT_WARPS warps in quant.hip)
 // and QMVTRows the weight rows a block takes (the MMA's 16).
 const (
@@ -199,22 +206,20 @@ const (
 	QMVTRows    = 16
 )
 
-// QMVTStep is the weights a step of loom_qmvt takes in format t (a block,
-// or a k-quant's super-block): K must be a multiple of it.
-func QMVTStep(t quant.Type) int {
-	if t == quant.Q4_K || t == quant.Q6_K {
-		return 256
-	}
-	return 32
-}
+// QMVTStep is what K must be a multiple of for loom_qmvt in format t: a
+// k-quant's super-block, or the 8 blocks of Q4_0 and Q8_0 a warp stages
+// at a time (whole 16-byte units).
+func QMVTStep(t quant.Type) int { return 256 }
 
-// QMVTAlign is the alignment loom_qmvt needs of each weight row: 16 for
-// Q4_K (its header is one 16-byte load), 2 for the others (2-byte loads).
+// QMVTAlign is the alignment loom_qmvt needs of each weight row: 16 where
+// it copies rows with 16-byte loads (Q4_0, Q8_0, Q4_K; with K a multiple
+// of QMVTStep their rows are whole 16-byte units), 2 for Q6_K (2-byte
+// loads).
 func QMVTAlign(t quant.Type) int {
-	if t == quant.Q4_K {
-		return 16
+	if t == quant.Q6_K {
+		return 2
 	}
-	return 2
+	return 16
 }
 
 // QMVTEntries lists loom_qmvt's entry points: QuantSource has them for
@@ -225,6 +230,10 @@ func QMVTEntries() []string {
 		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 			n, _ := qmvtName(t, d)
 			out = append(out, n)
+			if t == quant.Q4_0 {
+				n, _ := Q8TEntry(d)
+				out = append(out, n)
+			}
 		}
 	}
 	return out

@@ -883,17 +883,28 @@ LOOM_QMVQ3(q6_k)
 // offset (Q4_0's q − 8, Q6_K's q − 32) are made signed bytes in registers
 // (q + 0x78 or 0x60, then the sign bit flipped, per byte without carries),
 // so the offset is in the integer product; Q4_K's minimum, which is not a
-// multiple of the quant, comes off as dmin·m·Σx with loom_q8x's f32 sums.
+// multiple of the quant, comes off as dmin·m·Σx with loom_q8t's f32 sums.
 //
 // A block is QMVT_WARPS warps on one tile of 16 weight rows; warp w takes
-// the w-th of QMVT_WARPS equal runs of the row's chunks (consecutive, so a
-// warp's weight loads walk its 16 rows' bytes in order), and the warps' 16
+// the w-th of QMVT_WARPS equal runs of the row's chunks, and the warps' 16
 // × 8 partial sums meet in shared memory, added in warp order. Lane 4g + t
 // holds the MMA's fragments as the PTX ISA lays them out: weight rows g
 // and g + 8, quant bytes 4t … 4t + 3 (and + 16); activation row g (zeros
 // for g ≥ M), the same bytes; results for rows g, g + 8 and activation
-// rows 2t, 2t + 1. Inputs as loom_qmvq's (loom_q8x's qa, dx, sx); K a
-// multiple of the format's step (32, or 256 for the k-quants).
+// rows 2t, 2t + 1.
+//
+// Loads are what bound this kernel, counted in the cache's wavefronts (one
+// per 128-byte line a warp's load touches): a fragment load touches 8
+// weight rows, 8 lines for 2–4 bytes a lane. The first version read the
+// fragments from global memory, and x from loom_q8x's row-major layout
+// (8 lines a load too): ~72 wavefronts per Q4_0 block and warp, which
+// held W13 with 8 rows at 0.044 ms (Q4_K 0.036, Q8_0 0.062; more warps or
+// deeper unrolling changed nothing). Now (1) a warp copies its 16 rows'
+// next U blocks into shared memory with 16-byte cp.async while it
+// multiplies the current ones (fragment reads from shared memory are
+// conflict-free: the row stride is 4 banks mod 32), and (2) x comes
+// quantized by loom_q8t in tiles, block b's 8 rows' 32 bytes together, so
+// a B fragment is 2 lines and the 8 rows' steps one.
 //
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
@@ -925,80 +936,146 @@ LOOM_DEV void qmvt_mma16(int* c, const unsigned int* a, unsigned int b) {
 #endif
 }
 
+// cp.async: 16 bytes global → shared without registers, in groups a
+// thread commits and waits for (all but the newest n).
+LOOM_DEV void qmvt_cp16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned int d = (unsigned int)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+#else
+  __trap();
+#endif
+}
+LOOM_DEV void qmvt_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+LOOM_DEV void qmvt_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+
 // qmvt_off8(q), qmvt_off32(q): q − 8 (quants 0 … 15) and q − 32 (0 … 63) in
 // each byte, as signed bytes.
 LOOM_DEV unsigned int qmvt_off8(unsigned int q) { return (q + 0x78787878u) ^ 0x80808080u; }
 LOOM_DEV unsigned int qmvt_off32(unsigned int q) { return (q + 0x60606060u) ^ 0x80808080u; }
 
-// What a lane reads: weight rows g and g + 8 (w0, w1), activation row g
-// as words (a; av false where g ≥ M, whose B fragment is zeros), and the
-// 32-value steps and 16-value sums of activation rows 2t and 2t + 1
-// (clamped to row M − 1: their results are dropped).
+// loom_q8t_<x>: x [M, K] (M ≤ 8, K a multiple of 32) → the 8-bit
+// activations as loom_qmvt reads them, a tile per 32-value block: qt
+// [K/32][8][32] int8 (block b of row m at bytes 32(8b + m) …), dt [K/32][8]
+// the blocks' steps amax/127, st [K/32][8] the sums of their 32 values
+// (f32, before rounding); rows M … 7 are not written (the kernel does not
+// read them). Q8TBytes(K) in all: 8K + K + K bytes. A thread per 4 values,
+// the 8 of a block meeting by xor-shuffles as in loom_q8x.
+template <class X>
+LOOM_DEV void q8t(const typename X::T* __restrict__ x, unsigned int* __restrict__ qt, float* __restrict__ dt,
+                  float* __restrict__ st, long long n4, long long K) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const bool valid = i < n4;
+  const long long e = 4 * (valid ? i : 0);
+  const typename X::T* p = x + e;
+  float v[4], amax = 0.f, sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[j] = X::ld1(p + j);
+    amax = fmaxf(amax, fabsf(v[j]));
+    sum += v[j];
+  }
+#pragma unroll
+  for (int s = 1; s < 8; s <<= 1) {
+    amax = fmaxf(amax, loom_shfl_xor(amax, s));
+    sum += loom_shfl_xor(sum, s);
+  }
+  const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+  unsigned int packed = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
+  const long long m = e / K, k = e - m * K, b = k >> 5;
+  if (valid) {
+    qt[(b * 8 + m) * 8 + ((k & 31) >> 2)] = packed;
+    if ((k & 31) == 0) {
+      dt[b * 8 + m] = d;
+      st[b * 8 + m] = sum;
+    }
+  }
+}
+#define LOOM_Q8T(X, NAME)                                                                               \
+  extern "C" __global__ void __launch_bounds__(256)                                                   \
+      NAME(const X::T* __restrict__ x, unsigned int* __restrict__ qt, float* __restrict__ dt,          \
+           float* __restrict__ st, long long n4, long long K) {                                        \
+    loom_grid_entry();                                                                                \
+    q8t<X>(x, qt, dt, st, n4, K);                                                                     \
+  }
+
+// What a lane reads of the activations: a = its activation row g's word t
+// of block 0 (block b's is a[64b], a[64b + 4]; av false where g ≥ M, whose
+// B fragment is zeros), d and x its activation rows 2t, 2t + 1's steps and
+// sums of block 0 (block b's at d[8b], x[8b]).
 struct qmvt_ctx {
-  const unsigned char* w0;
-  const unsigned char* w1;
   const unsigned int* a;
   bool av;
-  const float* dx0;
-  const float* dx1;
-  const float* sx0;
-  const float* sx1;
+  const float* d;
+  const float* x;
   int t;
   LOOM_DEV unsigned int act(long long word) const { return av ? a[word] : 0u; }
+  LOOM_DEV float2 step(long long b) const { return *reinterpret_cast<const float2*>(d + 8 * b); }
+  LOOM_DEV float2 sum(long long b) const { return *reinterpret_cast<const float2*>(x + 8 * b); }
 };
 
-// qmvt_acc(acc, r, s0, s1, e0, e1): acc[i] += scale · r[i] for rows g
-// (weight scale s0) and g + 8 (s1) and activation rows 2t (step e0),
-// 2t + 1 (e1).
-LOOM_DEV void qmvt_acc(float* acc, const int* r, float s0, float s1, float e0, float e1) {
-  acc[0] = fmaf(s0 * e0, (float)r[0], acc[0]);
-  acc[1] = fmaf(s0 * e1, (float)r[1], acc[1]);
-  acc[2] = fmaf(s1 * e0, (float)r[2], acc[2]);
-  acc[3] = fmaf(s1 * e1, (float)r[3], acc[3]);
+// qmvt_acc(acc, r, s0, s1, e): acc[i] += scale · r[i] for rows g (weight
+// scale s0) and g + 8 (s1) and activation rows 2t (step e.x), 2t + 1 (e.y).
+LOOM_DEV void qmvt_acc(float* acc, const int* r, float s0, float s1, float2 e) {
+  acc[0] = fmaf(s0 * e.x, (float)r[0], acc[0]);
+  acc[1] = fmaf(s0 * e.y, (float)r[1], acc[1]);
+  acc[2] = fmaf(s1 * e.x, (float)r[2], acc[2]);
+  acc[3] = fmaf(s1 * e.y, (float)r[3], acc[3]);
 }
 
-// Q4_0 block s: d, 16 bytes (low nibbles weights 0–15, high 16–31).
+// A format: BYTES a step's bytes of one row (STEP weights); step(c, b0, b1,
+// s, acc) multiplies step s of weight rows g (its bytes at b0) and g + 8
+// (b1) into acc. U > 0: the warp stages U steps of its 16 rows at a time
+// in shared memory (U·BYTES a multiple of 16; the host checks that rows are
+// 16-byte aligned); U = 0: it reads them from global memory.
+
+// Q4_0 block: d, 16 bytes (low nibbles weights 0–15, high 16–31).
 struct qt_q4_0 {
-  static const int STEP = 32;
-  static const int UNROLL = 8;
-  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
-    const unsigned char* b0 = c.w0 + 18 * s;
-    const unsigned char* b1 = c.w1 + 18 * s;
+  static const int STEP = 32, BYTES = 18, U = 8;
+  static LOOM_DEV void step(const qmvt_ctx& c, const unsigned char* b0, const unsigned char* b1, long long s,
+                            float* acc) {
     const unsigned int u0 = qmvq_w32(b0 + 2 + 4 * c.t), u1 = qmvq_w32(b1 + 2 + 4 * c.t);
     const unsigned int a[4] = {qmvt_off8(u0 & 0x0F0F0F0Fu), qmvt_off8(u1 & 0x0F0F0F0Fu),
                                qmvt_off8((u0 >> 4) & 0x0F0F0F0Fu), qmvt_off8((u1 >> 4) & 0x0F0F0F0Fu)};
-    const unsigned int b[2] = {c.act(8 * s + c.t), c.act(8 * s + 4 + c.t)};
+    const unsigned int b[2] = {c.act(64 * s), c.act(64 * s + 4)};
     int r[4];
     qmvt_mma32(r, a, b);
-    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.dx0[s], c.dx1[s]);
+    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.step(s));
   }
 };
 
-// Q8_0 block s: d, 32 signed bytes.
+// Q8_0 block: d, 32 signed bytes.
 struct qt_q8_0 {
-  static const int STEP = 32;
-  static const int UNROLL = 8;
-  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
-    const unsigned char* b0 = c.w0 + 34 * s;
-    const unsigned char* b1 = c.w1 + 34 * s;
+  static const int STEP = 32, BYTES = 34, U = 8;
+  static LOOM_DEV void step(const qmvt_ctx& c, const unsigned char* b0, const unsigned char* b1, long long s,
+                            float* acc) {
     const unsigned int a[4] = {qmvq_w32(b0 + 2 + 4 * c.t), qmvq_w32(b1 + 2 + 4 * c.t), qmvq_w32(b0 + 18 + 4 * c.t),
                                qmvq_w32(b1 + 18 + 4 * c.t)};
-    const unsigned int b[2] = {c.act(8 * s + c.t), c.act(8 * s + 4 + c.t)};
+    const unsigned int b[2] = {c.act(64 * s), c.act(64 * s + 4)};
     int r[4];
     qmvt_mma32(r, a, b);
-    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.dx0[s], c.dx1[s]);
+    qmvt_acc(acc, r, qmvw_h(b0), qmvw_h(b1), c.step(s));
   }
 };
 
-// Q4_K super-block s: d, dmin, 12 scale bytes, then 4 quarters of 32
-// bytes whose low nibbles are sub-block 2q and high nibbles 2q + 1;
-// weight = d·sc·q − dmin·m. Rows are 16-byte aligned (the host checks).
+// Q4_K super-block: d, dmin, 12 scale bytes, then 4 quarters of 32 bytes
+// whose low nibbles are sub-block 2q and high nibbles 2q + 1; weight =
+// d·sc·q − dmin·m (16-byte aligned: the header is one load).
 struct qt_q4_k {
-  static const int STEP = 256;
-  static const int UNROLL = 2;
-  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
-    const unsigned char* b0 = c.w0 + 144 * s;
-    const unsigned char* b1 = c.w1 + 144 * s;
+  static const int STEP = 256, BYTES = 144, U = 1;
+  static LOOM_DEV void step(const qmvt_ctx& c, const unsigned char* b0, const unsigned char* b1, long long s,
+                            float* acc) {
     const uint4 h0 = *reinterpret_cast<const uint4*>(b0), h1 = *reinterpret_cast<const uint4*>(b1);
     const float d0 = loom_f16_to_f32((unsigned short)(h0.x & 0xffffu)), n0 = loom_f16_to_f32((unsigned short)(h0.x >> 16));
     const float d1 = loom_f16_to_f32((unsigned short)(h1.x & 0xffffu)), n1 = loom_f16_to_f32((unsigned short)(h1.x >> 16));
@@ -1011,49 +1088,53 @@ struct qt_q4_k {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * q + h;
+        const long long blk = 8 * s + j;
         const unsigned int a[4] = {(u0 >> (4 * h)) & 0x0F0F0F0Fu, (u1 >> (4 * h)) & 0x0F0F0F0Fu,
                                    (v0 >> (4 * h)) & 0x0F0F0F0Fu, (v1 >> (4 * h)) & 0x0F0F0F0Fu};
-        const unsigned int b[2] = {c.act(64 * s + 8 * j + c.t), c.act(64 * s + 8 * j + 4 + c.t)};
+        const unsigned int b[2] = {c.act(64 * blk), c.act(64 * blk + 4)};
         int r[4];
         qmvt_mma32(r, a, b);
         float sc0, m0, sc1, m1;
         qmvw_scale_min_k4(k0, j, &sc0, &m0);
         qmvw_scale_min_k4(k1, j, &sc1, &m1);
-        qmvt_acc(acc, r, d0 * sc0, d1 * sc1, c.dx0[8 * s + j], c.dx1[8 * s + j]);
-        const long long x = 16 * s + 2 * j;
-        const float x0 = c.sx0[x] + c.sx0[x + 1], x1 = c.sx1[x] + c.sx1[x + 1];
+        qmvt_acc(acc, r, d0 * sc0, d1 * sc1, c.step(blk));
+        const float2 x = c.sum(blk);
         const float o0 = n0 * m0, o1 = n1 * m1;
-        acc[0] = fmaf(-o0, x0, acc[0]);
-        acc[1] = fmaf(-o0, x1, acc[1]);
-        acc[2] = fmaf(-o1, x0, acc[2]);
-        acc[3] = fmaf(-o1, x1, acc[3]);
+        acc[0] = fmaf(-o0, x.x, acc[0]);
+        acc[1] = fmaf(-o0, x.y, acc[1]);
+        acc[2] = fmaf(-o1, x.x, acc[2]);
+        acc[3] = fmaf(-o1, x.y, acc[3]);
       }
     }
   }
 };
 
-// Q6_K super-block s: ql[128], qh[64], 16 signed scales, d. In half hf,
+// Q6_K super-block: ql[128], qh[64], 16 signed scales, d. In half hf,
 // weight 128hf + 32r + l (quarter r, position l) has ql byte 64hf + l (+ 32
 // for odd r; the high nibble for r ≥ 2), qh bits 2r of byte 32hf + l, and
 // scale 8hf + 2r + l/16: one scale per 16 weights, so a k16 MMA each.
+// (Not staged: 210 bytes make 16-byte units only 8 super-blocks at a time,
+// 27 KB a warp.)
 struct qt_q6_k {
-  static const int STEP = 256;
-  static const int UNROLL = 2;
-  static LOOM_DEV unsigned int scales(const unsigned char* p, int i) { // bytes 4i … 4i + 3 of the scales
-    return qmvq_w32(p + 192 + 4 * i);
-  }
+  static const int STEP = 256, BYTES = 210, U = 0;
   static LOOM_DEV float scale(const unsigned int* sw, int k) {
     return (float)(signed char)((sw[k >> 2] >> (8 * (k & 3))) & 255u);
   }
-  static LOOM_DEV void step(const qmvt_ctx& c, long long s, float* acc) {
-    const unsigned char* b0 = c.w0 + 210 * s;
-    const unsigned char* b1 = c.w1 + 210 * s;
+  static LOOM_DEV void quarters(const unsigned char* b, int o, int oh, unsigned int* q) {
+    const unsigned int L = qmvq_w32(b + o), L2 = qmvq_w32(b + o + 32), H = qmvq_w32(b + oh);
+    q[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
+    q[1] = (L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4);
+    q[2] = ((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4);
+    q[3] = ((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4);
+  }
+  static LOOM_DEV void step(const qmvt_ctx& c, const unsigned char* b0, const unsigned char* b1, long long s,
+                            float* acc) {
     const float d0 = qmvw_h(b0 + 208), d1 = qmvw_h(b1 + 208);
     unsigned int s0[4], s1[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s0[i] = scales(b0, i);
-      s1[i] = scales(b1, i);
+      s0[i] = qmvq_w32(b0 + 192 + 4 * i);
+      s1[i] = qmvq_w32(b1 + 192 + 4 * i);
     }
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
@@ -1061,61 +1142,87 @@ struct qt_q6_k {
       for (int gi = 0; gi < 2; ++gi) {
         const int o = 64 * hf + 16 * gi + 4 * c.t, oh = 128 + 32 * hf + 16 * gi + 4 * c.t;
         unsigned int q0[4], q1[4];
-        {
-          const unsigned int L = qmvq_w32(b0 + o), L2 = qmvq_w32(b0 + o + 32), H = qmvq_w32(b0 + oh);
-          q0[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
-          q0[1] = (L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4);
-          q0[2] = ((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4);
-          q0[3] = ((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4);
-        }
-        {
-          const unsigned int L = qmvq_w32(b1 + o), L2 = qmvq_w32(b1 + o + 32), H = qmvq_w32(b1 + oh);
-          q1[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
-          q1[1] = (L2 & 0x0F0F0F0Fu) | (((H >> 2) & 0x03030303u) << 4);
-          q1[2] = ((L >> 4) & 0x0F0F0F0Fu) | (((H >> 4) & 0x03030303u) << 4);
-          q1[3] = ((L2 >> 4) & 0x0F0F0F0Fu) | (((H >> 6) & 0x03030303u) << 4);
-        }
+        quarters(b0, o, oh, q0);
+        quarters(b1, o, oh, q1);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const unsigned int a[2] = {qmvt_off32(q0[r]), qmvt_off32(q1[r])};
+          const long long blk = 8 * s + 4 * hf + r;
           int res[4];
-          qmvt_mma16(res, a, c.act(64 * s + 32 * hf + 8 * r + 4 * gi + c.t));
+          qmvt_mma16(res, a, c.act(64 * blk + 4 * gi));
           const int k = 8 * hf + 2 * r + gi;
-          const long long e = 8 * s + 4 * hf + r;
-          qmvt_acc(acc, res, d0 * scale(s0, k), d1 * scale(s1, k), c.dx0[e], c.dx1[e]);
+          qmvt_acc(acc, res, d0 * scale(s0, k), d1 * scale(s1, k), c.step(blk));
         }
       }
     }
   }
 };
 
+// qmvt_stage<F>: a warp's shared memory, two stages of 16 rows.
+template <class F>
+struct qmvt_stage {
+  static const int SPAN = F::U * F::BYTES; // a row's bytes a stage
+  static const int PER = F::U > 0 ? SPAN / 16 : 1; // its 16-byte units
+  static const int UNITS = 16 * PER;
+};
+
 template <class F, class X>
-LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qa,
-                   const float* __restrict__ dx, const float* __restrict__ sx, typename X::T* __restrict__ y, int M,
+LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qt,
+                   const float* __restrict__ dt, const float* __restrict__ st, typename X::T* __restrict__ y, int M,
                    long long K, long long N, long long rowBytes, long long ldy) {
   static_assert(QMVT_WARPS * 32 >= 128, "qmvt: a thread per result of the 16 × 8 tile");
+  static_assert(F::U == 0 || (F::U * F::BYTES) % 16 == 0, "qmvt: a stage is whole 16-byte units");
+  typedef qmvt_stage<F> S;
+  __shared__ uint4 stage[QMVT_WARPS][2][S::UNITS];
   __shared__ float part[QMVT_WARPS][128];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const long long n0 = (long long)blockIdx.x * 16;
   qmvt_ctx c;
-  c.w0 = w + min(n0 + g, N - 1) * rowBytes;
-  c.w1 = w + min(n0 + g + 8, N - 1) * rowBytes;
   c.av = g < M;
-  c.a = qa + (long long)(c.av ? g : 0) * (K / 4);
-  const long long m0 = min(2 * t, M - 1), m1 = min(2 * t + 1, M - 1);
-  c.dx0 = dx + m0 * (K / 32);
-  c.dx1 = dx + m1 * (K / 32);
-  c.sx0 = sx + m0 * (K / 16);
-  c.sx1 = sx + m1 * (K / 16);
+  c.a = qt + g * 8 + t;
+  c.d = dt + 2 * t;
+  c.x = st + 2 * t;
   c.t = t;
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  const long long steps = K / F::STEP, s0 = steps * warp / QMVT_WARPS, s1 = steps * (warp + 1) / QMVT_WARPS;
-  long long s = s0;
-  for (; s + F::UNROLL <= s1; s += F::UNROLL) {
+  const long long steps = K / F::STEP;
+  if (F::U > 0) {
+    // Stage p holds steps pU … pU + U − 1 of the tile's 16 rows, row r at
+    // bytes r·SPAN; the next stage's copies are in flight while this one
+    // is multiplied.
+    const long long spans = steps / (F::U > 0 ? F::U : 1);
+    const long long p0 = spans * warp / QMVT_WARPS, p1 = spans * (warp + 1) / QMVT_WARPS;
+    unsigned char* buf = reinterpret_cast<unsigned char*>(stage[warp]);
+    auto issue = [&](long long p, int k) {
+      for (int u = lane; u < S::UNITS; u += 32) {
+        const int row = u / S::PER, off = 16 * (u - row * S::PER);
+        const unsigned char* src = w + min(n0 + row, N - 1) * rowBytes + p * S::SPAN + off;
+        qmvt_cp16(buf + (k * S::UNITS + row * S::PER) * 16 + off, src);
+      }
+      qmvt_commit();
+    };
+    if (p0 < p1) issue(p0, 0);
+    for (long long p = p0; p < p1; ++p) {
+      const int k = (int)((p - p0) & 1);
+      if (p + 1 < p1) {
+        issue(p + 1, k ^ 1);
+        qmvt_wait<1>();
+      } else {
+        qmvt_wait<0>();
+      }
+      __syncwarp();
+      const unsigned char* r0 = buf + k * S::UNITS * 16 + g * S::SPAN;
+      const unsigned char* r1 = r0 + 8 * S::SPAN;
 #pragma unroll
-    for (int u = 0; u < F::UNROLL; ++u) F::step(c, s + u, acc);
+      for (int u = 0; u < (F::U > 0 ? F::U : 1); ++u) F::step(c, r0 + u * F::BYTES, r1 + u * F::BYTES, p * F::U + u, acc);
+      __syncwarp();
+    }
+  } else {
+    const unsigned char* w0 = w + min(n0 + g, N - 1) * rowBytes;
+    const unsigned char* w1 = w + min(n0 + g + 8, N - 1) * rowBytes;
+    const long long s0 = steps * warp / QMVT_WARPS, s1 = steps * (warp + 1) / QMVT_WARPS;
+#pragma unroll 2
+    for (long long s = s0; s < s1; ++s) F::step(c, w0 + s * F::BYTES, w1 + s * F::BYTES, s, acc);
   }
-  for (; s < s1; ++s) F::step(c, s, acc);
   // part[w][16·col + row]: rows g, g + 8; activation rows 2t, 2t + 1.
   part[warp][16 * (2 * t) + g] = acc[0];
   part[warp][16 * (2 * t + 1) + g] = acc[1];
@@ -1133,23 +1240,27 @@ LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __re
 
 #define LOOM_QMVT(FMT, X, NAME)                                                                          \
   extern "C" __global__ void __launch_bounds__(QMVT_WARPS * 32)                                        \
-      NAME(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qa,                   \
-           const float* __restrict__ dx, const float* __restrict__ sx, X::T* __restrict__ y, int M,     \
+      NAME(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qt,                   \
+           const float* __restrict__ dt, const float* __restrict__ st, X::T* __restrict__ y, int M,     \
            long long K, long long N, long long rowBytes, long long ldy) {                              \
     loom_grid_entry();                                                                                 \
-    qmvt<qt_##FMT, X>(w, qa, dx, sx, y, M, K, N, rowBytes, ldy);                                       \
+    qmvt<qt_##FMT, X>(w, qt, dt, st, y, M, K, N, rowBytes, ldy);                                       \
   }
 #define LOOM_QMVT3(FMT)                                \
   LOOM_QMVT(FMT, qmvw_x_f32, loom_qmvt_##FMT##_f32)    \
   LOOM_QMVT(FMT, qmvw_x_f16, loom_qmvt_##FMT##_f16)    \
   LOOM_QMVT(FMT, qmvw_x_bf16, loom_qmvt_##FMT##_bf16)
 #ifndef QMVF_FUSED
+LOOM_Q8T(qmvw_x_f32, loom_q8t_f32)
+LOOM_Q8T(qmvw_x_f16, loom_q8t_f16)
+LOOM_Q8T(qmvw_x_bf16, loom_q8t_bf16)
 LOOM_QMVT3(q4_0)
 LOOM_QMVT3(q8_0)
 LOOM_QMVT3(q4_k)
 LOOM_QMVT3(q6_k)
 #endif
 #endif // LOOM_NVIDIA
+
 
 // ---- loom_qmvf_<fmt>_<x>: the one-row 8-bit mat-vec in one launch ----
 //

@@ -166,6 +166,7 @@ func TestGPUQMVQ8(t *testing.T) {
 							t.Fatal(err)
 						}
 						_, mmaOK := kernels.QMVTEntry(f, dt, e.target)
+						mmaOK = mmaOK && c.k%kernels.QMVTStep(f) == 0
 						path := "dp4a"
 						switch {
 						case c.m == 1 && mode != "two" && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared:

@@ -234,10 +234,17 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 }
 
 // qmvQ8 queues a decode product on 8-bit activations: x [M, K] quantized
-// into scratch (loom_q8x_*), then the mat-vec qname over it: the dp4a
-// kernel (loom_qmvq_*), or with mma the tensor cores' (loom_qmvt_*).
+// into scratch, then the mat-vec qname over it: loom_q8x_* and the dp4a
+// kernel (loom_qmvq_*), or with mma loom_q8t_* and the tensor cores'
+// (loom_qmvt_*).
 func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.DevPtr, M, K, N, rowBytes int64, mma bool) error {
 	xname, _ := kernels.Q8XEntry(dt)
+	n := M * K
+	bytes := kernels.Q8XBytes(n)
+	if mma {
+		xname, _ = kernels.Q8TEntry(dt)
+		bytes = kernels.Q8TBytes(K)
+	}
 	qx, err := e.quantFunction(xname)
 	if err != nil {
 		return err
@@ -246,8 +253,7 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	if err != nil {
 		return err
 	}
-	n := M * K
-	scratch, err := e.alloc.alloc(kernels.Q8XBytes(n))
+	scratch, err := e.alloc.alloc(bytes)
 	if err != nil {
 		return fmt.Errorf("rocm: %s: 8-bit activations: %w", step, err)
 	}
@@ -255,8 +261,15 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	qa := scratch.ptr
 	dx := qa + hip.DevPtr(n)
 	sx := dx + hip.DevPtr(n/32*4)
+	if mma { // loom_q8t's tiles: qt [K/32][8][32], dt and st [K/32][8]
+		dx = qa + hip.DevPtr(8*K)
+		sx = dx + hip.DevPtr(K)
+	}
 	var a hip.Args
 	a.Ptr(xp).Ptr(qa).Ptr(dx).Ptr(sx).I64(n / 4)
+	if mma {
+		a.I64(K)
+	}
 	grid, blk := kernels.FlatLaunch(int(n / 4))
 	var b hip.Args
 	b.Ptr(wp).Ptr(qa).Ptr(dx).Ptr(sx).Ptr(out).I32(int32(M)).I64(K).I64(N).I64(rowBytes).I64(N)
