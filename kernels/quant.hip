@@ -904,7 +904,11 @@ LOOM_QMVQ3(q6_k)
 // multiplies the current ones (fragment reads from shared memory are
 // conflict-free: the row stride is 4 banks mod 32), and (2) x comes
 // quantized by loom_q8t in tiles, block b's 8 rows' 32 bytes together, so
-// a B fragment is 2 lines and the 8 rows' steps one.
+// a B fragment is 2 lines and the 8 rows' steps one. W13 with 8 rows went
+// to 0.020 ms for Q4_0 and Q4_K (1.43× one row), Q6_K 0.032 (its x tiles
+// only), Q8_0 0.032 (H200). Tried and dropped (one call, each twice): 3
+// and 4 stages in flight instead of 2 (Q4_0, Q4_K): Q4_0 0.020 all three,
+// Q4_K 0.021, 0.022–0.023 and 0.021–0.022 — the copies are not what waits.
 //
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
