@@ -501,37 +501,27 @@ LOOM_QMVW3(q6_k)
 // loom_dequant_q4_k (above) assembles every field from bytes and decodes
 // the super-block's header for each 4 outputs: W13p's weight (14336 ×
 // 4096) to bf16 took 0.137 ms on an H200, 27% of the copy bandwidth, and
-// the prefill product waits for it. Here a thread takes one 32-weight
-// chunk (part h of quarter j of super-block c/8, as qmvw_q4_k): the
-// header (d, dmin, the 12 scale bytes) in one 16-byte load, the chunk's
-// 16 quant bytes in another, and its two runs of 16 outputs in 16-byte
-// stores. The arithmetic is dq_q4_k's — d1 = d·sc, m1 = dmin·m, y = d1·q −
+// the prefill product waits for it. Here a super-block's header (d, dmin,
+// the 12 scale bytes) is one 16-byte load and a thread's 8 quant bytes
+// another, and each thread's 8 outputs are one 16-byte store (bf16, f16;
+// two for f32) (qdw_q4_k below says how the outputs are dealt out).
+// The arithmetic is dq_q4_k's — d1 = d·sc, m1 = dmin·m, y = d1·q −
 // m1, rounded once to the output type — so the results are
 // bit-identical. The super-blocks and the output must be 16-byte aligned
 // (the host checks, and otherwise runs loom_dequant_q4_k); n is a multiple
 // of 256.
 struct QdwF32 {
   typedef float T;
-  static LOOM_DEV void store16(float* y, const float* v) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      uint4 u;
-      u.x = __float_as_uint(v[4 * k]);
-      u.y = __float_as_uint(v[4 * k + 1]);
-      u.z = __float_as_uint(v[4 * k + 2]);
-      u.w = __float_as_uint(v[4 * k + 3]);
-      reinterpret_cast<uint4*>(y)[k] = u;
-    }
+  static LOOM_DEV void store8(float* y, const float* v) {
+    reinterpret_cast<uint4*>(y)[0] = make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
+    reinterpret_cast<uint4*>(y)[1] = make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]), __float_as_uint(v[7]));
   }
 };
 #define LOOM_QDW_HALF(NAME, CV2)                                                                     \
   struct NAME {                                                                                      \
     typedef unsigned short T;                                                                        \
-    static LOOM_DEV void store16(unsigned short* y, const float* v) {                                \
-      unsigned int w[8];                                                                             \
-      _Pragma("unroll") for (int k = 0; k < 8; ++k) w[k] = CV2(v[2 * k], v[2 * k + 1]);              \
-      reinterpret_cast<uint4*>(y)[0] = make_uint4(w[0], w[1], w[2], w[3]);                           \
-      reinterpret_cast<uint4*>(y)[1] = make_uint4(w[4], w[5], w[6], w[7]);                           \
+    static LOOM_DEV void store8(unsigned short* y, const float* v) {                                 \
+      reinterpret_cast<uint4*>(y)[0] = make_uint4(CV2(v[0], v[1]), CV2(v[2], v[3]), CV2(v[4], v[5]), CV2(v[6], v[7])); \
     }                                                                                                \
   };
 LOOM_DEV unsigned int qdw_f16x2(float lo, float hi) {
@@ -539,32 +529,47 @@ LOOM_DEV unsigned int qdw_f16x2(float lo, float hi) {
 }
 LOOM_QDW_HALF(QdwF16, qdw_f16x2)
 LOOM_QDW_HALF(QdwBF16, loom_f32x2_to_bf16x2)
+// qdw_q4_k: a group of 32 threads (whatever the wave size: the threads do
+// not meet) takes 4 super-blocks (1024 outputs) at a time, its thread i
+// outputs 8i … 8i + 7 of each (sub-block 2j + h, j = i/8, h = i/4 mod 2:
+// quant bytes 32j + 8(i mod 4) …, their low or high nibbles), so that each
+// store instruction writes 512 consecutive bytes (bf16). The first version
+// gave a thread a 32-weight chunk and two 32-byte runs of outputs 64 bytes
+// apart: each store wrote every other 16 bytes, and W13d ran at 50–51% of
+// the copy bandwidth (0.071 ms, H200).
 template <class O>
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
-  const long long chunks = n / 32;
-  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < chunks; c += (long long)gridDim.x * blockDim.x) {
-    const long long sb = c >> 3;
-    const int t = (int)(c & 7), j = t >> 1, h = t & 1;
-    const unsigned char* b = src + 144 * sb;
-    const uint4 hd = *reinterpret_cast<const uint4*>(b);
-    const uint4 qw = *reinterpret_cast<const uint4*>(b + 16 + 32 * j + 16 * h);
-    const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
-    const unsigned int s[3] = {hd.y, hd.z, hd.w};
-    float sc0, mn0, sc1, mn1;
-    qmvw_scale_min_k4(s, 2 * j, &sc0, &mn0);
-    qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &mn1);
-    const float d0 = d * sc0, m0 = dmin * mn0, d1 = d * sc1, m1 = dmin * mn1;
-    const unsigned int qs[4] = {qw.x, qw.y, qw.z, qw.w};
-    float lo[16], hi[16];
+  const long long sbs = n / 256;
+  const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 4; s0 < sbs; s0 += 4 * warps) {
+    uint4 hd[4];
+    uint2 qw[4];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const unsigned int by = (qs[i >> 2] >> (8 * (i & 3))) & 255u;
-      lo[i] = d0 * qmvw_f(by & 15u) - m0;
-      hi[i] = d1 * qmvw_f(by >> 4) - m1;
+    for (int k = 0; k < 4; ++k) {
+      const unsigned char* b = src + 144 * min(s0 + k, sbs - 1);
+      hd[k] = *reinterpret_cast<const uint4*>(b);
+      qw[k] = *reinterpret_cast<const uint2*>(b + 16 + 32 * j + l);
     }
-    typename O::T* yo = y + 256 * sb + 64 * j + 16 * h;
-    O::store16(yo, lo);
-    O::store16(yo + 32, hi);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (s0 + k >= sbs) break;
+      const float d = loom_f16_to_f32((unsigned short)(hd[k].x & 0xffffu)),
+                  dmin = loom_f16_to_f32((unsigned short)(hd[k].x >> 16));
+      const unsigned int sw[3] = {hd[k].y, hd[k].z, hd[k].w};
+      float sc, mn;
+      if (h == 0) {
+        qmvw_scale_min_k4(sw, 2 * j, &sc, &mn);
+      } else {
+        qmvw_scale_min_k4(sw, 2 * j + 1, &sc, &mn);
+      }
+      const float d1 = d * sc, m1 = dmin * mn;
+      const unsigned int qs[2] = {qw[k].x >> (4 * h), qw[k].y >> (4 * h)};
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = d1 * qmvw_f((qs[i >> 2] >> (8 * (i & 3))) & 15u) - m1;
+      O::store8(y + 256 * (s0 + k) + 64 * j + 32 * h + l, v);
+    }
   }
 }
 #ifndef QMVF_FUSED
