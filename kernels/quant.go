@@ -73,6 +73,19 @@ func DequantWordEntry(t quant.Type, out dtype.DType) (string, bool) {
 	return "loom_dequantw_q4_k_" + o, true
 }
 
+// Dequant8Entry names the dequantization of t to out with 8 outputs a
+// thread stored at once (quant.hip's loom_dequant8_*: DequantEntry's
+// arithmetic and bits; the output 16-byte aligned; a thread per 8
+// outputs), and reports whether there is one (every format and output
+// DequantEntry takes).
+func Dequant8Entry(t quant.Type, out dtype.DType) (string, bool) {
+	name, err := DequantEntry(t, out)
+	if err != nil {
+		return "", false
+	}
+	return strings.Replace(name, "loom_dequant_", "loom_dequant8_", 1), true
+}
+
 // QMVEntry names the mat-vec kernel of weight format t with activations
 // (and output) of dtype x. The activation formats Q8_1 and Q8_K have none.
 func QMVEntry(t quant.Type, x dtype.DType) (string, error) {
@@ -339,6 +352,9 @@ func QuantEntries() []string {
 			n, _ := DequantEntry(t, d)
 			out = append(out, n)
 			if n, ok := DequantWordEntry(t, d); ok {
+				out = append(out, n)
+			}
+			if n, ok := Dequant8Entry(t, d); ok {
 				out = append(out, n)
 			}
 			if n, err := QMVEntry(t, d); err == nil {

@@ -529,6 +529,46 @@ LOOM_DEV unsigned int qdw_f16x2(float lo, float hi) {
 }
 LOOM_QDW_HALF(QdwF16, qdw_f16x2)
 LOOM_QDW_HALF(QdwBF16, loom_f32x2_to_bf16x2)
+
+// loom_dequant8_<fmt>_<out>: the byte-wise kernels' arithmetic (dq_<fmt>,
+// so the same bits) with 8 consecutive outputs a thread, stored at once
+// (one 16-byte store for f16/bf16, two for f32), so that a wave's stores
+// are consecutive bytes; the byte-wise kernel's 4 outputs a thread, stored
+// one by one, write 2 or 4 bytes a lane 8 or 16 apart. The output must be
+// 16-byte aligned (the host checks, and otherwise runs loom_dequant_*); n
+// is a multiple of 8 (every block size is).
+#define LOOM_DEQUANT8(FMT, BLK, BYTES, O, NAME)                                                      \
+  extern "C" __global__ void __launch_bounds__(256) NAME(const unsigned char* __restrict__ src,     \
+                                                          O::T* __restrict__ y, long long n) {      \
+    loom_grid_entry();                                                                            \
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / 8;               \
+         q += (long long)gridDim.x * blockDim.x) {                                                \
+      const long long i = 8 * q;                                                                  \
+      const unsigned char* b = src + (i / BLK) * BYTES;                                           \
+      const int e = (int)(i % BLK), g = e >> 4, r = e & 15;                                       \
+      float v[8];                                                                                 \
+      _Pragma("unroll") for (int t = 0; t < 8; ++t) v[t] = dq_##FMT(b, g, r + t);                 \
+      O::store8(y + i, v);                                                                        \
+    }                                                                                             \
+  }
+#define LOOM_DEQUANT8_3(FMT, BLK, BYTES)                                \
+  LOOM_DEQUANT8(FMT, BLK, BYTES, QdwF32, loom_dequant8_##FMT##_f32)     \
+  LOOM_DEQUANT8(FMT, BLK, BYTES, QdwF16, loom_dequant8_##FMT##_f16)     \
+  LOOM_DEQUANT8(FMT, BLK, BYTES, QdwBF16, loom_dequant8_##FMT##_bf16)
+#ifndef QMVF_FUSED
+LOOM_DEQUANT8_3(q4_0, 32, 18)
+LOOM_DEQUANT8_3(q4_1, 32, 20)
+LOOM_DEQUANT8_3(q5_0, 32, 22)
+LOOM_DEQUANT8_3(q5_1, 32, 24)
+LOOM_DEQUANT8_3(q8_0, 32, 34)
+LOOM_DEQUANT8_3(q8_1, 32, 36)
+LOOM_DEQUANT8_3(q2_k, 256, 84)
+LOOM_DEQUANT8_3(q3_k, 256, 110)
+LOOM_DEQUANT8_3(q4_k, 256, 144)
+LOOM_DEQUANT8_3(q5_k, 256, 176)
+LOOM_DEQUANT8_3(q6_k, 256, 210)
+LOOM_DEQUANT8_3(q8_k, 256, 292)
+#endif
 // qdw_q4_k: a group of 32 threads (whatever the wave size: the threads do
 // not meet) takes 4 super-blocks (1024 outputs) at a time, its thread i
 // outputs 8i … 8i + 7 of each (sub-block 2j + h, j = i/8, h = i/4 mod 2:

@@ -269,50 +269,57 @@ func randomQuantized(t *testing.T, r *rand.Rand, f quant.Type, n, k int) *tensor
 }
 
 // TestGPUDequantWord: the word-load Q4_K dequantization (loom_dequantw_*)
-// gives the byte-wise kernel's bits (and so the CPU twin's, which the
-// conformance suite checks the byte-wise kernel against) for every output
-// type, over one super-block, rows of several, and more chunks than the
+// and the other formats' 8-a-thread one (loom_dequant8_*) give the
+// byte-wise kernels' bits (and so the CPU twins', which the conformance
+// suite checks the byte-wise kernels against) for every output type, over
+// one block or super-block, rows of several, and more chunks than the
 // grid's threads.
 func TestGPUDequantWord(t *testing.T) {
 	e := openGPU(t)
 	defer func() { dequantBytewise = false }()
 	r := rand.New(rand.NewPCG(43, 44))
-	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
-		for _, c := range []struct{ n, k int }{{1, 256}, {3, 768}, {37, 4096}, {2048, 8192}} {
-			t.Run(fmt.Sprintf("%v/%dx%d", dt, c.n, c.k), func(t *testing.T) {
-				raw := randomQuantized(t, r, quant.Q4_K, c.n, c.k)
-				g := graph.New()
-				q, _ := g.QInput("w", quant.Q4_K, c.n, c.k)
-				g.Output("y", q.Dequantize(dt))
-				p, err := g.Compile(graph.Options{})
-				if err != nil {
-					t.Fatal(err)
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			for _, c := range []struct{ n, k int }{{1, 256}, {3, 768}, {37, 4096}, {2048, 8192}} {
+				if c.n > 1000 && f != quant.Q4_K && f != quant.Q6_K {
+					continue
 				}
-				run := func(bytewise bool) []uint64 {
-					t.Helper()
-					dequantBytewise = bytewise
-					w0 := dequantWordLaunches.Load()
-					out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw})
+				t.Run(fmt.Sprintf("%v/%v/%dx%d", f, dt, c.n, c.k), func(t *testing.T) {
+					raw := randomQuantized(t, r, f, c.n, c.k)
+					g := graph.New()
+					q, _ := g.QInput("w", f, c.n, c.k)
+					g.Output("y", q.Dequantize(dt))
+					p, err := g.Compile(graph.Options{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if used := dequantWordLaunches.Load() > w0; used == bytewise {
-						t.Fatalf("bytewise=%v: word kernel used = %v", bytewise, used)
+					run := func(bytewise bool) []uint64 {
+						t.Helper()
+						dequantBytewise = bytewise
+						w0, e0 := dequantWordLaunches.Load(), dequant8Launches.Load()
+						out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if used := dequantWordLaunches.Load() > w0 || dequant8Launches.Load() > e0; used == bytewise {
+							t.Fatalf("bytewise=%v: word or 8-a-thread kernel used = %v", bytewise, used)
+						}
+						y := out["y"]
+						bits := make([]uint64, y.Numel())
+						for i := range bits {
+							bits[i] = math.Float64bits(y.Float64(i))
+						}
+						return bits
 					}
-					y := out["y"]
-					bits := make([]uint64, y.Numel())
-					for i := range bits {
-						bits[i] = math.Float64bits(y.Float64(i))
+					want, got := run(true), run(false)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("y[%d] = %v, the byte-wise kernel's %v", i, math.Float64frombits(got[i]), math.Float64frombits(want[i]))
+						}
 					}
-					return bits
-				}
-				want, got := run(true), run(false)
-				for i := range want {
-					if got[i] != want[i] {
-						t.Fatalf("y[%d] = %v, the byte-wise kernel's %v", i, math.Float64frombits(got[i]), math.Float64frombits(want[i]))
-					}
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -93,12 +93,14 @@ func (e *Executor) quantFunction(name string) (hip.Function, error) {
 }
 
 // dequantBytewise makes dequantizations use the byte-wise kernels
-// (loom_dequant_*) even where a word-load one (loom_dequantw_*) exists:
-// LOOM_DEQUANT=bytewise, for comparing the two. Tests set it directly.
+// (loom_dequant_*) even where a word-load one (loom_dequantw_*, Q4_K) or
+// one with 8 outputs a thread (loom_dequant8_*, the rest) would run:
+// LOOM_DEQUANT=bytewise, for comparing them. Tests set it directly.
 var dequantBytewise = os.Getenv("LOOM_DEQUANT") == "bytewise"
 
-// dequantWordLaunches counts word-load dequantizations queued (tests).
-var dequantWordLaunches atomic.Int64
+// dequantWordLaunches and dequant8Launches count word-load and 8-a-thread
+// dequantizations queued (tests).
+var dequantWordLaunches, dequant8Launches atomic.Int64
 
 // qmvBytewise makes decode-sized quantized products use the byte-wise
 // mat-vec kernels (loom_qmv_*) even where a word-load kernel
@@ -398,6 +400,9 @@ func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, cou
 	if w, ok := kernels.DequantWordEntry(f, d); ok && raw%16 == 0 && out%16 == 0 && count%256 == 0 && !dequantBytewise {
 		name, per = w, 32
 		dequantWordLaunches.Add(1)
+	} else if w, ok := kernels.Dequant8Entry(f, d); ok && out%16 == 0 && count%8 == 0 && !dequantBytewise {
+		name, per = w, 8
+		dequant8Launches.Add(1)
 	}
 	fn, err := e.quantFunction(name)
 	if err != nil {
