@@ -1,6 +1,10 @@
 package quant
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 // hasDotAVX2 reports whether the assembly dot products can run: AVX2 for
 // the integer work, F16C for the f16 scales (VCVTPH2PS). x/sys/cpu also
@@ -15,6 +19,16 @@ func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 
 //go:noescape
 func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
+
+// hasDotAVX512 reports whether dotQ4_0Q8_0x2AVX512 can run: AVX-512 F
+// and BW (512-bit byte and word operations), VBMI (VPERMT2B), VNNI
+// (VPDPBUSD), on top of AVX2 and F16C for its tail and scales.
+// LOOM_CPU_AVX512=off turns it off (for comparing the two).
+var hasDotAVX512 = hasDotAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI && os.Getenv("LOOM_CPU_AVX512") != "off"
+
+//go:noescape
+func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
 
 //go:noescape
 func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
@@ -50,7 +64,11 @@ func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 		return 0, 0
 	}
 	var out [2]float32
-	dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
+	if hasDotAVX512 {
+		dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], nb, &out)
+	} else {
+		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
+	}
 	return out[0], out[1]
 }
 

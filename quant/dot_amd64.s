@@ -1089,3 +1089,243 @@ q6kloop:
 	VMOVUPS    Y10, (AX)
 	VZEROUPPER
 	RET
+
+// ---- AVX-512 ----
+//
+// The two-row Q4_0·Q8_0 dot product with AVX-512 (F, BW, VBMI, VNNI; see
+// dot512_amd64.go), the same bits as dotQ4_0Q8_0x2AVX2 and so the twin.
+//
+// Four blocks at a time, as the AVX2 kernel, but with whole quads in
+// 512-bit registers: VPERMT2B gathers the quad's 4 × 16 quant bytes from
+// two overlapping loads of its 72 bytes (and the activations' 4 × 32
+// bytes from four loads of their 136: the loads stay inside the quad's
+// bytes, so nothing past the rows is read), one VPDPBUSD per half
+// multiplies the codes by the activations and adds each 4 products into a
+// dword (exact: at most 4·15·128 a product group), and the block b's sum
+// is the 4 dwords of 128-bit lane b. The offset −8·Σy starts each
+// accumulator (computed once per quad for both rows with VPDPBUSD of 8s).
+// The float part is the AVX2 kernel's: float32(sumi)·dx·dy four at a
+// time, added to each row's sum one block after another.
+
+// PF512 is the AVX-512 kernel's prefetch distance (bytes), as PF.
+#define PF512 PF
+
+// VPERMT2B indices: byte 16b + i ← weight byte 18b + 2 + i (of the loads
+// at 0 and 8).
+DATA q40qs<>+0(SB)/8, $0x0908070605040302
+DATA q40qs<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA q40qs<>+16(SB)/8, $0x1b1a191817161514
+DATA q40qs<>+24(SB)/8, $0x232221201f1e1d1c
+DATA q40qs<>+32(SB)/8, $0x2d2c2b2a29282726
+DATA q40qs<>+40(SB)/8, $0x3534333231302f2e
+DATA q40qs<>+48(SB)/8, $0x3f3e3d3c3b3a3938
+DATA q40qs<>+56(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL q40qs<>(SB), RODATA|NOPTR, $64
+
+// VPERMT2B indices: byte 16b + i ← activation byte 34b + 2 + i (of the loads at 0 and 64).
+DATA q40ylo<>+0(SB)/8, $0x0908070605040302
+DATA q40ylo<>+8(SB)/8, $0x11100f0e0d0c0b0a
+DATA q40ylo<>+16(SB)/8, $0x2b2a292827262524
+DATA q40ylo<>+24(SB)/8, $0x333231302f2e2d2c
+DATA q40ylo<>+32(SB)/8, $0x4d4c4b4a49484746
+DATA q40ylo<>+40(SB)/8, $0x5554535251504f4e
+DATA q40ylo<>+48(SB)/8, $0x6f6e6d6c6b6a6968
+DATA q40ylo<>+56(SB)/8, $0x7776757473727170
+GLOBL q40ylo<>(SB), RODATA|NOPTR, $64
+
+// VPERMT2B indices: byte 16b + i ← activation byte 34b + 18 + i (of the loads at 8 and 72).
+DATA q40yhi<>+0(SB)/8, $0x11100f0e0d0c0b0a
+DATA q40yhi<>+8(SB)/8, $0x1918171615141312
+DATA q40yhi<>+16(SB)/8, $0x333231302f2e2d2c
+DATA q40yhi<>+24(SB)/8, $0x3b3a393837363534
+DATA q40yhi<>+32(SB)/8, $0x5554535251504f4e
+DATA q40yhi<>+40(SB)/8, $0x5d5c5b5a59585756
+DATA q40yhi<>+48(SB)/8, $0x7776757473727170
+DATA q40yhi<>+56(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL q40yhi<>(SB), RODATA|NOPTR, $64
+
+// VPERMW indices: word b ← word 9b (block b's d) of the weights' first load.
+DATA q40xd<>+0(SB)/8, $0x001b001200090000
+DATA q40xd<>+8(SB)/8, $0x0000000000000000
+DATA q40xd<>+16(SB)/8, $0x0000000000000000
+DATA q40xd<>+24(SB)/8, $0x0000000000000000
+DATA q40xd<>+32(SB)/8, $0x0000000000000000
+DATA q40xd<>+40(SB)/8, $0x0000000000000000
+DATA q40xd<>+48(SB)/8, $0x0000000000000000
+DATA q40xd<>+56(SB)/8, $0x0000000000000000
+GLOBL q40xd<>(SB), RODATA|NOPTR, $64
+
+// VPERMI2W indices: word b ← word 17b (block b's d) of the activations' loads at 0 and 64.
+DATA q40yd<>+0(SB)/8, $0x0033002200110000
+DATA q40yd<>+8(SB)/8, $0x0000000000000000
+DATA q40yd<>+16(SB)/8, $0x0000000000000000
+DATA q40yd<>+24(SB)/8, $0x0000000000000000
+DATA q40yd<>+32(SB)/8, $0x0000000000000000
+DATA q40yd<>+40(SB)/8, $0x0000000000000000
+DATA q40yd<>+48(SB)/8, $0x0000000000000000
+DATA q40yd<>+56(SB)/8, $0x0000000000000000
+GLOBL q40yd<>(SB), RODATA|NOPTR, $64
+
+// VPERMD indices: dword b ← dword 4b, dword 4 + b ← dword 4b + 1.
+DATA q40red<>+0(SB)/8, $0x0000000400000000
+DATA q40red<>+8(SB)/8, $0x0000000c00000008
+DATA q40red<>+16(SB)/8, $0x0000000500000001
+DATA q40red<>+24(SB)/8, $0x0000000d00000009
+DATA q40red<>+32(SB)/8, $0x0000000000000000
+DATA q40red<>+40(SB)/8, $0x0000000000000000
+DATA q40red<>+48(SB)/8, $0x0000000000000000
+DATA q40red<>+56(SB)/8, $0x0000000000000000
+GLOBL q40red<>(SB), RODATA|NOPTR, $64
+
+DATA nib64<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nib64<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nib64<>(SB), RODATA|NOPTR, $64
+
+DATA eights64<>+0(SB)/8, $0x0808080808080808
+DATA eights64<>+8(SB)/8, $0x0808080808080808
+DATA eights64<>+16(SB)/8, $0x0808080808080808
+DATA eights64<>+24(SB)/8, $0x0808080808080808
+DATA eights64<>+32(SB)/8, $0x0808080808080808
+DATA eights64<>+40(SB)/8, $0x0808080808080808
+DATA eights64<>+48(SB)/8, $0x0808080808080808
+DATA eights64<>+56(SB)/8, $0x0808080808080808
+GLOBL eights64<>(SB), RODATA|NOPTR, $64
+
+// Q40ROW512(X, DX, ACC) computes row X's quad (X its base register): its
+// four blocks' d in DX's low 4 words, and in ACC the dwords whose 128-bit
+// lane b sums to block b's Σ q·y − 8·Σy (Z16 lowY, Z18 highY, Z21 −8·Σy).
+// Clobbers Z0, Z1, Z3.
+#define Q40ROW512(X, DX, ACC) \
+	VMOVDQU64 0(X), Z0           \
+	VMOVDQU64 8(X), Z1           \
+	VPERMW    Z0, Z27, DX        \
+	VPERMT2B  Z1, Z24, Z0        \
+	VPSRLW    $4, Z0, Z3         \
+	VPANDD    Z30, Z0, Z0        \
+	VPANDD    Z30, Z3, Z3        \
+	VMOVDQA64 Z21, ACC           \
+	VPDPBUSD  Z16, Z0, ACC       \
+	VPDPBUSD  Z18, Z3, ACC
+
+// func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
+TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-40
+	MOVQ      x0+0(FP), SI
+	MOVQ      x1+8(FP), R8
+	MOVQ      y+16(FP), DI
+	MOVQ      nb+24(FP), CX
+	VMOVDQU64 q40qs<>(SB), Z24
+	VMOVDQU64 q40ylo<>(SB), Z25
+	VMOVDQU64 q40yhi<>(SB), Z26
+	VMOVDQU64 q40xd<>(SB), Z27
+	VMOVDQU64 q40yd<>(SB), Z28
+	VMOVDQU64 q40red<>(SB), Z29
+	VMOVDQU64 nib64<>(SB), Z30
+	VMOVDQU64 eights64<>(SB), Z31
+	VXORPS    X7, X7, X7
+	VXORPS    X6, X6, X6
+	CMPQ      CX, $4
+	JLT       q45tail
+
+q45quad:
+	PREFETCHT0 PF512(SI)
+	PREFETCHT0 PF512+64(SI)
+	PREFETCHT0 PF512(R8)
+	PREFETCHT0 PF512+64(R8)
+	// The activations: dy, lowY (Z16), highY (Z18), −8·Σy (Z21).
+	VMOVDQU64 0(DI), Z16
+	VMOVDQU64 64(DI), Z17
+	VMOVDQU64 8(DI), Z18
+	VMOVDQU64 72(DI), Z19
+	VMOVDQA64 Z28, Z9
+	VPERMI2W  Z17, Z16, Z9
+	VCVTPH2PS X9, X9
+	VPERMT2B  Z17, Z25, Z16
+	VPERMT2B  Z19, Z26, Z18
+	VPXORD    Z20, Z20, Z20
+	VPDPBUSD  Z16, Z31, Z20
+	VPDPBUSD  Z18, Z31, Z20
+	VPXORD    Z21, Z21, Z21
+	VPSUBD    Z20, Z21, Z21
+	Q40ROW512(SI, Z2, Z4)
+	Q40ROW512(R8, Z10, Z11)
+	// Both rows' lanes summed at once: per 128-bit lane, the unpacks
+	// interleave rows a (Z4) and b (Z11), [a0 b0 a1 b1] + [a2 b2 a3 b3],
+	// then the two halves added: [A B A B]; VPERMD gathers row a's four
+	// blocks into X5 and row b's into the next four dwords.
+	VPUNPCKLDQ   Z11, Z4, Z5
+	VPUNPCKHDQ   Z11, Z4, Z12
+	VPADDD       Z12, Z5, Z5
+	VPSHUFD      $0x4e, Z5, Z12
+	VPADDD       Z12, Z5, Z5
+	VPERMD       Z5, Z29, Z5
+	VEXTRACTI128 $1, Y5, X12
+	VCVTDQ2PS X5, X5
+	VCVTDQ2PS X12, X12
+	VCVTPH2PS X2, X2
+	VCVTPH2PS X10, X10
+	VMULPS    X2, X5, X5     // sumi·dx, row 0
+	VMULPS    X10, X12, X12  // row 1
+	VMULPS    X9, X5, X5     // ·dy
+	VMULPS    X9, X12, X12
+	VADDSS    X5, X7, X7
+	VADDSS    X12, X6, X6
+	VMOVSHDUP X5, X0
+	VMOVSHDUP X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	VMOVHLPS  X5, X5, X0
+	VMOVHLPS  X12, X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	VPSHUFD   $3, X5, X0
+	VPSHUFD   $3, X12, X1
+	VADDSS    X0, X7, X7
+	VADDSS    X1, X6, X6
+	ADDQ      $72, SI
+	ADDQ      $72, R8
+	ADDQ      $136, DI
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JGE       q45quad
+
+q45tail:
+	TESTQ   CX, CX
+	JZ      q45done
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU eights<>(SB), Y14
+	VMOVDQU onesw<>(SB), Y13
+
+q45loop:
+	Q40INT(SI, 0, 0, Y3)
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS X3, X5
+	Q40INT(R8, 0, 0, Y3)
+	HSUM8(Y3, X3, X4)
+	VCVTDQ2PS X3, X12
+	F16((SI), AX, X1)
+	F16((R8), AX, X3)
+	F16((DI), BX, X2)
+	VMULSS    X1, X5, X5
+	VMULSS    X3, X12, X12
+	VMULSS    X2, X5, X5
+	VMULSS    X2, X12, X12
+	VADDSS    X5, X7, X7
+	VADDSS    X12, X6, X6
+	ADDQ      $18, SI
+	ADDQ      $18, R8
+	ADDQ      $34, DI
+	DECQ      CX
+	JNZ       q45loop
+
+q45done:
+	MOVQ   out+32(FP), AX
+	VMOVSS X7, (AX)
+	VMOVSS X6, 4(AX)
+	VZEROUPPER
+	RET

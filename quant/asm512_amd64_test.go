@@ -1,0 +1,59 @@
+package quant
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestQ4_0x2AVX512: the AVX-512 two-row Q4_0 kernel gives the AVX2 one's
+// bits, and the twin's, row by row: random, biased (large integer sums)
+// and extreme codes (0x00, 0x80, 0x7f, 0xff in either operand), every
+// block count 1…40 (whole quads and every tail), and fresh random bytes
+// with scales of any magnitude.
+func TestQ4_0x2AVX512(t *testing.T) {
+	if !hasDotAVX512 {
+		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 two-row kernel, which TestVecDotRows checks")
+	}
+	check := func(name string, x0, x1, y []byte, nb int) {
+		t.Helper()
+		var got, want [2]float32
+		dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], nb, &got)
+		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &want)
+		t0, t1 := dotQ4_0Q8_0(x0, y, nb), dotQ4_0Q8_0(x1, y, nb)
+		if !sameBits(got[0], want[0]) || !sameBits(got[1], want[1]) || !sameBits(got[0], t0) || !sameBits(got[1], t1) {
+			t.Fatalf("%s, %d blocks: AVX-512 %v, AVX2 %v, twin [%v %v]", name, nb, got, want, t0, t1)
+		}
+	}
+	const maxNB = 40
+	for nb := 1; nb <= maxNB; nb++ {
+		s := uint64(nb)
+		check("random", fillCodes(Q4_0, nb, -1, s), fillCodes(Q4_0, nb, -1, s+100), fillCodes(Q8_0, nb, -1, s+200), nb)
+		check("biased", biasedCodes(Q4_0, nb, s), biasedCodes(Q4_0, nb, s+100), biasedCodes(Q8_0, nb, s+200), nb)
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff} {
+				check("fill", fillCodes(Q4_0, nb, wf, s), fillCodes(Q4_0, nb, -1, s+100), fillCodes(Q8_0, nb, af, s+200), nb)
+			}
+		}
+	}
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 5))
+	for trial := range 300 {
+		nb := 1 + r.IntN(maxNB)
+		bufs := [][]byte{make([]byte, nb*18), make([]byte, nb*18), make([]byte, nb*34)}
+		for _, b := range bufs {
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+		}
+		if trial%10 != 0 { // finite scales, except one trial in ten
+			for _, b := range bufs {
+				bs := len(b) / nb
+				for blk := range nb {
+					b[blk*bs+1] &^= 0x40
+				}
+			}
+		}
+		check(fmt.Sprintf("fresh (seed %d)", seed), bufs[0], bufs[1], bufs[2], nb)
+	}
+}
