@@ -532,6 +532,54 @@ q51done:
 	Q40ROW(SI, xoff, D0) \
 	Q40ROW(R8, xoff, D1)
 
+// Q40FLOAT2 ends a quad of both rows, their four float32(sumi) each in X5
+// (row 0) and X12 (row 1): ·dx (DX0, DX1), ·dy (DY), four at a time (the
+// same roundings lane by lane), then added to the rows' sums (X7, X6) one
+// block after another, as the twin does. Clobbers X0, X1.
+#define Q40FLOAT2(DX0, DX1, DY) \
+	VMULPS    DX0, X5, X5   \
+	VMULPS    DX1, X12, X12 \
+	VMULPS    DY, X5, X5    \
+	VMULPS    DY, X12, X12  \
+	VADDSS    X5, X7, X7    \
+	VADDSS    X12, X6, X6   \
+	VMOVSHDUP X5, X0        \
+	VMOVSHDUP X12, X1       \
+	VADDSS    X0, X7, X7    \
+	VADDSS    X1, X6, X6    \
+	VMOVHLPS  X5, X5, X0    \
+	VMOVHLPS  X12, X12, X1  \
+	VADDSS    X0, X7, X7    \
+	VADDSS    X1, X6, X6    \
+	VPSHUFD   $3, X5, X0    \
+	VPSHUFD   $3, X12, X1   \
+	VADDSS    X0, X7, X7    \
+	VADDSS    X1, X6, X6
+
+// Q40STEP2 is one block of both rows (SI, R8) against DI's, added to their
+// sums (X7, X6), and the pointers advanced: the two-row kernels' tail.
+// Y13–Y15 hold onesw, eights and the nibble mask. Clobbers AX, BX, Y0–Y5,
+// X12.
+#define Q40STEP2 \
+	Q40INT(SI, 0, 0, Y3)    \
+	HSUM8(Y3, X3, X4)       \
+	VCVTDQ2PS X3, X5        \
+	Q40INT(R8, 0, 0, Y3)    \
+	HSUM8(Y3, X3, X4)       \
+	VCVTDQ2PS X3, X12       \
+	F16((SI), AX, X1)       \
+	F16((R8), AX, X3)       \
+	F16((DI), BX, X2)       \
+	VMULSS    X1, X5, X5    \
+	VMULSS    X3, X12, X12  \
+	VMULSS    X2, X5, X5    \
+	VMULSS    X2, X12, X12  \
+	VADDSS    X5, X7, X7    \
+	VADDSS    X12, X6, X6   \
+	ADDQ      $18, SI       \
+	ADDQ      $18, R8       \
+	ADDQ      $34, DI
+
 // func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 //
 // dotQ4_0Q8_0AVX2 for two weight rows against one activation row, each
@@ -582,24 +630,7 @@ q42quad:
 	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
 	F16X4(0(R8), 18(R8), 36(R8), 54(R8), AX, X3)
 	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)
-	VMULPS    X1, X5, X5     // sumi·dx, row 0
-	VMULPS    X3, X12, X12   // row 1
-	VMULPS    X2, X5, X5     // ·dy
-	VMULPS    X2, X12, X12
-	VADDSS    X5, X7, X7
-	VADDSS    X12, X6, X6
-	VMOVSHDUP X5, X0
-	VMOVSHDUP X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
-	VMOVHLPS  X5, X5, X0
-	VMOVHLPS  X12, X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
-	VPSHUFD   $3, X5, X0
-	VPSHUFD   $3, X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
+	Q40FLOAT2(X1, X3, X2)
 	ADDQ      $72, SI
 	ADDQ      $72, R8
 	ADDQ      $136, DI
@@ -612,24 +643,7 @@ q42tail:
 	JZ    q42done
 
 q42loop:
-	Q40INT(SI, 0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	VCVTDQ2PS X3, X5
-	Q40INT(R8, 0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	VCVTDQ2PS X3, X12
-	F16((SI), AX, X1)
-	F16((R8), AX, X3)
-	F16((DI), BX, X2)
-	VMULSS    X1, X5, X5
-	VMULSS    X3, X12, X12
-	VMULSS    X2, X5, X5
-	VMULSS    X2, X12, X12
-	VADDSS    X5, X7, X7
-	VADDSS    X12, X6, X6
-	ADDQ      $18, SI
-	ADDQ      $18, R8
-	ADDQ      $34, DI
+	Q40STEP2
 	DECQ      CX
 	JNZ       q42loop
 
@@ -1275,24 +1289,7 @@ q45quad:
 	VCVTDQ2PS X12, X12
 	VCVTPH2PS X2, X2
 	VCVTPH2PS X10, X10
-	VMULPS    X2, X5, X5     // sumi·dx, row 0
-	VMULPS    X10, X12, X12  // row 1
-	VMULPS    X9, X5, X5     // ·dy
-	VMULPS    X9, X12, X12
-	VADDSS    X5, X7, X7
-	VADDSS    X12, X6, X6
-	VMOVSHDUP X5, X0
-	VMOVSHDUP X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
-	VMOVHLPS  X5, X5, X0
-	VMOVHLPS  X12, X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
-	VPSHUFD   $3, X5, X0
-	VPSHUFD   $3, X12, X1
-	VADDSS    X0, X7, X7
-	VADDSS    X1, X6, X6
+	Q40FLOAT2(X2, X10, X9)
 	ADDQ      $72, SI
 	ADDQ      $72, R8
 	ADDQ      $136, DI
@@ -1308,24 +1305,7 @@ q45tail:
 	VMOVDQU onesw<>(SB), Y13
 
 q45loop:
-	Q40INT(SI, 0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	VCVTDQ2PS X3, X5
-	Q40INT(R8, 0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	VCVTDQ2PS X3, X12
-	F16((SI), AX, X1)
-	F16((R8), AX, X3)
-	F16((DI), BX, X2)
-	VMULSS    X1, X5, X5
-	VMULSS    X3, X12, X12
-	VMULSS    X2, X5, X5
-	VMULSS    X2, X12, X12
-	VADDSS    X5, X7, X7
-	VADDSS    X12, X6, X6
-	ADDQ      $18, SI
-	ADDQ      $18, R8
-	ADDQ      $34, DI
+	Q40STEP2
 	DECQ      CX
 	JNZ       q45loop
 
