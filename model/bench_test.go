@@ -19,11 +19,11 @@ func BenchmarkCPUDecodeTiny(b *testing.B) {
 
 // BenchmarkCPUDecodeTinyQuant is BenchmarkCPUDecodeTiny with the tiny
 // model's matrices in a block format (a GGUF file; rows that are not
-// whole blocks stay f32, as llama.cpp's quantizer leaves them): Q4_K, and
-// the k-quants of the other common mixes.
+// whole blocks stay f32, as llama.cpp's quantizer leaves them): Q4_K, the
+// k-quants of the other common mixes, Q8_0 and Q4_0.
 func BenchmarkCPUDecodeTinyQuant(b *testing.B) {
 	_, w, _ := tiny(b)
-	for _, f := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K, quant.Q8_0} {
+	for _, f := range []quant.Type{quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q3_K, quant.Q2_K, quant.Q8_0, quant.Q4_0} {
 		b.Run(f.String(), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "tiny-"+f.String()+".gguf")
 			if err := WriteGGUF(path, TinyConfig(), w, f); err != nil {
