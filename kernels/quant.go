@@ -3,6 +3,7 @@ package kernels
 import (
 	_ "embed"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/loomgraph/loom/codegen"
@@ -179,11 +180,12 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 // aligned to QMVTAlign(t) bytes. Arguments: w, qt, dt, st (Q8TEntry's
 // output), y, M (i32), K, N, rowBytes, ldy (i64).
 func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string, ok bool) {
-	var sm int
 	if target.Platform != codegen.NVIDIA {
 		return "", false
 	}
-	if _, err := fmt.Sscanf(target.Arch, "sm_%d", &sm); err != nil || sm < 80 {
+	// The host asks for every product of 2–8 rows: no Sscanf there.
+	v, ok := strings.CutPrefix(target.Arch, "sm_")
+	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 80 {
 		return "", false
 	}
 	return qmvtName(t, x)

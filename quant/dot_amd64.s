@@ -1197,26 +1197,6 @@ DATA q40red<>+48(SB)/8, $0x0000000000000000
 DATA q40red<>+56(SB)/8, $0x0000000000000000
 GLOBL q40red<>(SB), RODATA|NOPTR, $64
 
-DATA nib64<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+32(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+40(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+48(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nib64<>+56(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL nib64<>(SB), RODATA|NOPTR, $64
-
-DATA eights64<>+0(SB)/8, $0x0808080808080808
-DATA eights64<>+8(SB)/8, $0x0808080808080808
-DATA eights64<>+16(SB)/8, $0x0808080808080808
-DATA eights64<>+24(SB)/8, $0x0808080808080808
-DATA eights64<>+32(SB)/8, $0x0808080808080808
-DATA eights64<>+40(SB)/8, $0x0808080808080808
-DATA eights64<>+48(SB)/8, $0x0808080808080808
-DATA eights64<>+56(SB)/8, $0x0808080808080808
-GLOBL eights64<>(SB), RODATA|NOPTR, $64
-
 // Q40ROW512(X, DX, ACC) computes row X's quad (X its base register): its
 // four blocks' d in DX's low 4 words, and in ACC the dwords whose 128-bit
 // lane b sums to block b's Σ q·y − 8·Σy (Z16 lowY, Z18 highY, Z21 −8·Σy).
@@ -1245,8 +1225,8 @@ TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-40
 	VMOVDQU64 q40xd<>(SB), Z27
 	VMOVDQU64 q40yd<>(SB), Z28
 	VMOVDQU64 q40red<>(SB), Z29
-	VMOVDQU64 nib64<>(SB), Z30
-	VMOVDQU64 eights64<>(SB), Z31
+	VPBROADCASTQ nib<>(SB), Z30
+	VPBROADCASTQ eights<>(SB), Z31
 	VXORPS    X7, X7, X7
 	VXORPS    X6, X6, X6
 	CMPQ      CX, $4
