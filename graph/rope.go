@@ -70,8 +70,10 @@ var (
 	ropeThdForm = ropeForm{name: "rope_thd", layout: "(b, t, h, d)", tDim: 1, pair: 3, tAxis: 1, hf: 4}
 )
 
-// rope checks shapes and builds the rotation for one form.
-func (x *Tensor) rope(f ropeForm, cos, sin *Tensor) *Tensor {
+// rope checks shapes and builds the rotation for one form: of every head
+// when heads < 0, else of the first heads heads (x's axis 2 in the
+// (b, t, h, d) form), the others passed through.
+func (x *Tensor) rope(f ropeForm, cos, sin *Tensor, heads int) *Tensor {
 	if r, ok := x.ready(f.name); !ok {
 		return r
 	}
@@ -82,6 +84,13 @@ func (x *Tensor) rope(f ropeForm, cos, sin *Tensor) *Tensor {
 	b, t, d := s[0], s[f.tDim], s[3]
 	if err := ropeCheck(f.name, x, cos, sin, b, t, d); err != nil {
 		return failOr(x.g, err)
+	}
+	headAxis := 1
+	if f.tDim == 1 {
+		headAxis = 2
+	}
+	if heads > s[headAxis] {
+		return x.g.fail(opErr(f.name, "%d heads to rotate, x %v%v has %d", heads, x.n.DType, s, s[headAxis]))
 	}
 	dims := []int{s[0], s[1], s[2], 2, d / 2}
 	if f.interleaved {
@@ -99,16 +108,42 @@ func (x *Tensor) rope(f ropeForm, cos, sin *Tensor) *Tensor {
 		shape[f.tAxis], shape[f.hf] = t, d/2
 		return c.Reshape(shape...).BroadcastTo(dims...)
 	}
-	return rotate(x.Reshape(dims...), table(cos), table(sin), f.pair, dims).Reshape(s...)
+	x5 := x.Reshape(dims...)
+	y := rotate(x5, table(cos), table(sin), f.pair, dims)
+	if heads >= 0 && heads < s[headAxis] {
+		// The same domain, so the selection joins the rotation's kernel;
+		// the mask (heads of the domain < heads) is computed once a run.
+		sel := []int{1, 1, 1, 1, 1}
+		sel[headAxis] = s[headAxis]
+		rot := x.g.Arange(dtype.U32, 0, float64(s[headAxis]), 1).Lt(x.g.Full(dtype.U32, float64(heads)))
+		y = Where(rot.Reshape(sel...).BroadcastTo(dims...), y, x5)
+	}
+	return y.Reshape(s...)
 }
 
 // RopeI is the interleaved rotary embedding: pairs (x[2k], x[2k+1]) of the
 // last dim rotate by (cos, sin)[t, k]. x is (b, h, t, d).
-func (x *Tensor) RopeI(cos, sin *Tensor) *Tensor { return x.rope(ropeIForm, cos, sin) }
+func (x *Tensor) RopeI(cos, sin *Tensor) *Tensor { return x.rope(ropeIForm, cos, sin, -1) }
 
 // Rope is the half-split (GPT-NeoX) rotary embedding: x[k] and x[k + d/2]
 // rotate by (cos, sin)[t, k]. x is (b, h, t, d).
-func (x *Tensor) Rope(cos, sin *Tensor) *Tensor { return x.rope(ropeForm2, cos, sin) }
+func (x *Tensor) Rope(cos, sin *Tensor) *Tensor { return x.rope(ropeForm2, cos, sin, -1) }
 
 // RopeThd is Rope on the (b, t, h, d) layout.
-func (x *Tensor) RopeThd(cos, sin *Tensor) *Tensor { return x.rope(ropeThdForm, cos, sin) }
+func (x *Tensor) RopeThd(cos, sin *Tensor) *Tensor { return x.rope(ropeThdForm, cos, sin, -1) }
+
+// RopeThdHeads is RopeThd on x's first heads heads (axis 2); the other
+// heads pass through unchanged, in the same kernel. A fused query, key
+// and value projection viewed as (b, t, Heads + 2·KVHeads, d) rotates its
+// queries and keys and keeps its values with one launch, and its output
+// holds each position's keys and values side by side for the cache.
+// heads must be between 0 and x's head count.
+func (x *Tensor) RopeThdHeads(cos, sin *Tensor, heads int) *Tensor {
+	if heads < 0 {
+		if r, ok := x.ready("rope_thd"); !ok {
+			return r
+		}
+		return x.g.fail(opErr("rope_thd", "%d heads to rotate for x %v%v", heads, x.n.DType, x.n.Shape))
+	}
+	return x.rope(ropeThdForm, cos, sin, heads)
+}

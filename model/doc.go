@@ -45,10 +45,10 @@
 // prefill (B prompts of T tokens from position 0; compiled per (B, T) and
 // kept) and decode (one token per sequence; the position is an input, so
 // one program serves every position of an attention window: see below).
-// The KV cache is per layer k and v of shape [B, KVHeads, MaxSeqLen,
-// HeadDim] in the compute dtype; each run takes it as inputs and returns
+// The KV cache is per layer one tensor [2, B, KVHeads, MaxSeqLen, HeadDim]
+// (keys, then values) in the compute dtype; each run takes it as inputs and returns
 // the updated cache as outputs, which the Session keeps on the executor
-// for the next run. Decode writes the new key and value with Scatter at
+// for the next run. Decode writes the new key and value with one Scatter at
 // the position, picks the rope rows with IndexSelect, and masks t > pos
 // with a comparison against the position input. Attention is grouped-query
 // without repeating keys or values (the query heads of a group are rows of

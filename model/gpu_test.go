@@ -246,9 +246,16 @@ func TestGPUSpeed1B(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// LOOM_LLAMA_SPEED_DIR names a folder that keeps the bf16 checkpoint
+	// between runs (written on the first), for A/B runs of one binary.
 	dir := filepath.Join(t.TempDir(), "llama1b")
-	if err := WriteHF(dir, cfg, w); err != nil {
-		t.Fatal(err)
+	if d := os.Getenv("LOOM_LLAMA_SPEED_DIR"); d != "" {
+		dir = d
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		if err := WriteHF(dir, cfg, w); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// LOOM_LLAMA_SPEED_ONLY picks configurations by key, a comma-separated
 	// list of bf16, q4_k, bf16-nopipeline, bf16-sampled and bf16-noreplay

@@ -68,8 +68,8 @@ type Options struct {
 	Comm exec.Comm
 }
 
-// kvName is a layer's cache input and output names, k then v.
-type kvName struct{ in, out [2]string }
+// kvName is a layer's cache input and output names.
+type kvName struct{ in, out string }
 
 // Model is a loaded llama-architecture decoder: its weights resident on an
 // executor, and the programs that run it, compiled on first use. It is safe
@@ -87,7 +87,7 @@ type Model struct {
 	// cacheOut marks the programs' cache outputs (outCache), which a run
 	// hands to the session rather than freeing.
 	cacheOut map[string]bool
-	// kvNames are each layer's cache input and output names, k then v,
+	// kvNames are each layer's cache input and output names,
 	// made once (a session swaps the caches after every run).
 	kvNames []kvName
 
@@ -221,11 +221,8 @@ func Load(path string, opts Options) (*Model, error) {
 		pipeline: !opts.NoPipeline && os.Getenv("LOOM_PIPELINE") != "0"}
 	m.cacheOut = map[string]bool{}
 	for l := range cfg.Layers {
-		m.cacheOut[outCache("k", l)], m.cacheOut[outCache("v", l)] = true, true
-		m.kvNames = append(m.kvNames, kvName{
-			in:  [2]string{inCache("k", l), inCache("v", l)},
-			out: [2]string{outCache("k", l), outCache("v", l)},
-		})
+		m.cacheOut[outCache(l)] = true
+		m.kvNames = append(m.kvNames, kvName{in: inCache(l), out: outCache(l)})
 	}
 	if err := m.setParallel(opts.Comm); err != nil {
 		return fail(err)

@@ -212,12 +212,10 @@ func TestGPUDecodeProfile(t *testing.T) {
 			return err
 		}
 		for l := range cfg.Layers {
-			for _, kv := range []string{"k", "v"} {
-				freeValue(s.cache[inCache(kv, l)]) // emptied by the donation: nothing to free
-				s.cache[inCache(kv, l)] = out[outCache(kv, l)]
-				in[inCache(kv, l)] = out[outCache(kv, l)]
-				delete(out, outCache(kv, l))
-			}
+			freeValue(s.cache[inCache(l)]) // emptied by the donation: nothing to free
+			s.cache[inCache(l)] = out[outCache(l)]
+			in[inCache(l)] = out[outCache(l)]
+			delete(out, outCache(l))
 		}
 		for _, v := range out {
 			freeValue(v)

@@ -260,12 +260,10 @@ func (s *Session) run(ctx context.Context, prog *graph.Program, extra map[string
 // donated cache reads as freed).
 func (s *Session) swapCache(out map[string]exec.Value) {
 	for _, kv := range s.m.kvNames {
-		for i := range kv.in {
-			if old, ok := s.cache[kv.in[i]]; ok {
-				freeValue(old)
-			}
-			s.cache[kv.in[i]] = out[kv.out[i]]
+		if old, ok := s.cache[kv.in]; ok {
+			freeValue(old)
 		}
+		s.cache[kv.in] = out[kv.out]
 	}
 }
 

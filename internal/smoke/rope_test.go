@@ -3,6 +3,7 @@ package smoke
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
@@ -104,6 +105,88 @@ func TestRopeSmoke(t *testing.T) {
 				}
 			}
 			t.Logf("%s batched=%v: %d steps", kind, batched, len(p.Plan().Steps))
+		}
+	}
+}
+
+// TestRopeThdHeadsSmoke: RopeThdHeads rotates the first k heads as RopeThd
+// does and passes the others through bit for bit, fused and unfused; fused,
+// the selection adds no kernel beyond the once-a-run head mask.
+func TestRopeThdHeadsSmoke(t *testing.T) {
+	B, T, H, D := 2, 3, 5, 8
+	shape := []int{B, T, H, D}
+	n := B * T * H * D
+	xv := make([]float32, n)
+	for i := range xv {
+		xv[i] = float32(math.Sin(float64(i)*0.37)) * 3
+	}
+	for _, batched := range []bool{false, true} {
+		cshape := []int{T + 1, D / 2}
+		if batched {
+			cshape = []int{B, T, D / 2}
+		}
+		cv, sv := make([]float32, tensor.Numel(cshape)), make([]float32, tensor.Numel(cshape))
+		for i := range cv {
+			cv[i], sv[i] = float32(math.Cos(float64(i)*0.3+0.2)), float32(math.Sin(float64(i)*0.3+0.2))
+		}
+		f64 := func(v []float32) []float64 {
+			o := make([]float64, len(v))
+			for i := range v {
+				o[i] = float64(v[i])
+			}
+			return o
+		}
+		all := ropeRef("rope_thd", f64(xv), f64(cv), f64(sv), B, H, T, D, batched)
+		for _, heads := range []int{0, 1, 3, H} {
+			for _, fused := range []bool{true, false} {
+				build := func(partial bool) *graph.Program {
+					g := graph.New()
+					x := g.Input("x", dtype.F32, shape...)
+					c := g.Input("cos", dtype.F32, cshape...)
+					s := g.Input("sin", dtype.F32, cshape...)
+					if partial {
+						g.Output("y", x.RopeThdHeads(c, s, heads))
+					} else {
+						g.Output("y", x.RopeThd(c, s))
+					}
+					p, err := g.Compile(graph.Options{Check: true, NoFusion: !fused})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return p
+				}
+				p := build(true)
+				if full := len(build(false).Plan().Steps); fused && len(p.Plan().Steps) > full+1 {
+					t.Errorf("heads=%d batched=%v: %d steps, RopeThd takes %d: the selection did not join the rotation's kernel", heads, batched, len(p.Plan().Steps), full)
+				}
+				xt, _ := tensor.New(xv, shape...)
+				ct, _ := tensor.New(cv, cshape...)
+				st, _ := tensor.New(sv, cshape...)
+				out, err := p.Run(context.Background(), cpu.New().Poison(0xff), map[string]*tensor.Tensor{"x": xt, "cos": ct, "sin": st})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := out["y"].Float64s()
+				for i := range got {
+					h := (i / D) % H
+					if h >= heads {
+						if got[i] != float64(xv[i]) {
+							t.Fatalf("heads=%d batched=%v fused=%v: [%d] (head %d) = %v, want it passed through: %v", heads, batched, fused, i, h, got[i], xv[i])
+						}
+					} else if math.Abs(got[i]-all[i]) > 1e-6 {
+						t.Fatalf("heads=%d batched=%v fused=%v: [%d] (head %d) = %v want %v", heads, batched, fused, i, h, got[i], all[i])
+					}
+				}
+			}
+		}
+	}
+	for _, heads := range []int{-1, H + 1} {
+		g := graph.New()
+		x := g.Input("x", dtype.F32, shape...)
+		c := g.Input("cos", dtype.F32, T, D/2)
+		g.Output("y", x.RopeThdHeads(c, c, heads))
+		if _, err := g.Compile(graph.Options{}); err == nil || !strings.Contains(err.Error(), "rope_thd") || !strings.Contains(err.Error(), "heads to rotate") {
+			t.Errorf("heads=%d: err = %v, want a rope_thd error about the heads", heads, err)
 		}
 	}
 }
