@@ -117,22 +117,43 @@ LOOM_DEV float dq_q8_k(const unsigned char* b, int g, int r) {
 // store instead of 4 — the Q4_K dequantization of W13p (14336 × 4096 to
 // bf16, loom bench W13d-q4_k) took 0.138 ms against 0.137, 27% of the copy
 // bandwidth either way: the stores are not what holds it there.
-#define LOOM_DEQUANT(FMT, BLK, BYTES, OUT, NAME, STORE)                                             \
+//
+// LOOM_DEQUANT_N: the dequantization kernels' one body, for the byte-wise
+// kernels here (N = 4, stored one by one: dq_st4_<out>) and the 16-byte
+// stores of loom_dequant8 (N = 8, O::store8; below): a grid-stride walk
+// over runs of N consecutive outputs, a thread a run, each value dq_<fmt>
+// of its block. n is a multiple of N (of 32 for every format).
+#define LOOM_DEQUANT_N(FMT, BLK, BYTES, N, OUT, NAME, STOREN)                                     \
   extern "C" __global__ void __launch_bounds__(256) NAME(const unsigned char* __restrict__ src,     \
-                                                          OUT* __restrict__ y, long long n) { loom_grid_entry();       \
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / 4;               \
+                                                          OUT* __restrict__ y, long long n) {       \
+    loom_grid_entry();                                                                            \
+    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / N;               \
          q += (long long)gridDim.x * blockDim.x) {                                                \
-      const long long i = 4 * q;                                                                  \
+      const long long i = N * q;                                                                  \
       const unsigned char* b = src + (i / BLK) * BYTES;                                           \
       const int e = (int)(i % BLK), g = e >> 4, r = e & 15;                                       \
-      _Pragma("unroll") for (int t = 0; t < 4; ++t) y[i + t] = STORE(dq_##FMT(b, g, r + t));      \
+      float v[N];                                                                                 \
+      _Pragma("unroll") for (int t = 0; t < N; ++t) v[t] = dq_##FMT(b, g, r + t);                 \
+      STOREN(y + i, v);                                                                           \
     }                                                                                             \
   }
 #define LOOM_ID(v) (v)
+LOOM_DEV void dq_st4_f32(float* y, const float* v) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) y[t] = v[t];
+}
+LOOM_DEV void dq_st4_f16(unsigned short* y, const float* v) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) y[t] = loom_f32_to_f16(v[t]);
+}
+LOOM_DEV void dq_st4_bf16(unsigned short* y, const float* v) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) y[t] = loom_f32_to_bf16(v[t]);
+}
 #define LOOM_DEQUANT3(FMT, BLK, BYTES)                                                            \
-  LOOM_DEQUANT(FMT, BLK, BYTES, float, loom_dequant_##FMT##_f32, LOOM_ID)                         \
-  LOOM_DEQUANT(FMT, BLK, BYTES, unsigned short, loom_dequant_##FMT##_f16, loom_f32_to_f16)        \
-  LOOM_DEQUANT(FMT, BLK, BYTES, unsigned short, loom_dequant_##FMT##_bf16, loom_f32_to_bf16)
+  LOOM_DEQUANT_N(FMT, BLK, BYTES, 4, float, loom_dequant_##FMT##_f32, dq_st4_f32)                 \
+  LOOM_DEQUANT_N(FMT, BLK, BYTES, 4, unsigned short, loom_dequant_##FMT##_f16, dq_st4_f16)        \
+  LOOM_DEQUANT_N(FMT, BLK, BYTES, 4, unsigned short, loom_dequant_##FMT##_bf16, dq_st4_bf16)
 
 #ifndef QMVF_FUSED
 LOOM_DEQUANT3(q4_0, 32, 18)
@@ -537,20 +558,7 @@ LOOM_QDW_HALF(QdwBF16, loom_f32x2_to_bf16x2)
 // one by one, write 2 or 4 bytes a lane 8 or 16 apart. The output must be
 // 16-byte aligned (the host checks, and otherwise runs loom_dequant_*); n
 // is a multiple of 8 (every block size is).
-#define LOOM_DEQUANT8(FMT, BLK, BYTES, O, NAME)                                                      \
-  extern "C" __global__ void __launch_bounds__(256) NAME(const unsigned char* __restrict__ src,     \
-                                                          O::T* __restrict__ y, long long n) {      \
-    loom_grid_entry();                                                                            \
-    for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / 8;               \
-         q += (long long)gridDim.x * blockDim.x) {                                                \
-      const long long i = 8 * q;                                                                  \
-      const unsigned char* b = src + (i / BLK) * BYTES;                                           \
-      const int e = (int)(i % BLK), g = e >> 4, r = e & 15;                                       \
-      float v[8];                                                                                 \
-      _Pragma("unroll") for (int t = 0; t < 8; ++t) v[t] = dq_##FMT(b, g, r + t);                 \
-      O::store8(y + i, v);                                                                        \
-    }                                                                                             \
-  }
+#define LOOM_DEQUANT8(FMT, BLK, BYTES, O, NAME) LOOM_DEQUANT_N(FMT, BLK, BYTES, 8, O::T, NAME, O::store8)
 #define LOOM_DEQUANT8_3(FMT, BLK, BYTES)                                \
   LOOM_DEQUANT8(FMT, BLK, BYTES, QdwF32, loom_dequant8_##FMT##_f32)     \
   LOOM_DEQUANT8(FMT, BLK, BYTES, QdwF16, loom_dequant8_##FMT##_f16)     \
@@ -672,27 +680,42 @@ LOOM_DEV int loom_dp4a(int a, int b, int c) {
 #endif
 }
 
+// q8_pack4 quantizes a thread's 4 consecutive values of x at p, the
+// thread one of the 8 aligned lanes of a 32-value block (they meet by
+// xor-shuffles with 1, 2, 4, so every lane must call it): it returns them
+// as bytes rint(v/d) packed in a word, with *d the block's step amax/127
+// (0 for a block of zeros) and *sum the sum of SUM lanes' values (4: the
+// 16 of the thread's half-block; 8: all 32), in f32 before rounding.
+// loom_q8x and loom_q8t take it, each storing in its own layout.
+template <class X, int SUM>
+LOOM_DEV unsigned int q8_pack4(const typename X::T* __restrict__ p, float* d, float* sum) {
+  float v[4], amax = 0.f, s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[j] = X::ld1(p + j);
+    amax = fmaxf(amax, fabsf(v[j]));
+    s += v[j];
+  }
+#pragma unroll
+  for (int k = 1; k < 8; k <<= 1) amax = fmaxf(amax, loom_shfl_xor(amax, k));
+#pragma unroll
+  for (int k = 1; k < SUM; k <<= 1) s += loom_shfl_xor(s, k);
+  const float id = amax > 0.f ? 127.f / amax : 0.f;
+  *d = amax / 127.f;
+  *sum = s;
+  unsigned int packed = 0;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
+  return packed;
+}
+
 template <class X>
 LOOM_DEV void q8x(const typename X::T* __restrict__ x, int* __restrict__ qa, float* __restrict__ dx,
                   float* __restrict__ sx, long long n4) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const bool valid = i < n4;
-  const typename X::T* p = x + 4 * (valid ? i : 0);
-  float v[4], amax = 0.f, sum = 0.f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[j] = X::ld1(p + j);
-    amax = fmaxf(amax, fabsf(v[j]));
-    sum += v[j];
-  }
-#pragma unroll
-  for (int s = 1; s < 8; s <<= 1) amax = fmaxf(amax, loom_shfl_xor(amax, s));
-#pragma unroll
-  for (int s = 1; s < 4; s <<= 1) sum += loom_shfl_xor(sum, s);
-  const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
-  unsigned int packed = 0;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
+  float d, sum;
+  const unsigned int packed = q8_pack4<X, 4>(x + 4 * (valid ? i : 0), &d, &sum);
   if (valid) {
     qa[i] = (int)packed;
     if ((i & 3) == 0) sx[i >> 2] = sum;
@@ -1018,30 +1041,15 @@ LOOM_DEV unsigned int qmvt_off32(unsigned int q) { return (q + 0x60606060u) ^ 0x
 // the blocks' steps amax/127, st [K/32][8] the sums of their 32 values
 // (f32, before rounding); rows M … 7 are not written (the kernel does not
 // read them). Q8TBytes(K) in all: 8K + K + K bytes. A thread per 4 values,
-// the 8 of a block meeting by xor-shuffles as in loom_q8x.
+// the 8 of a block meeting by xor-shuffles (q8_pack4) as in loom_q8x.
 template <class X>
 LOOM_DEV void q8t(const typename X::T* __restrict__ x, unsigned int* __restrict__ qt, float* __restrict__ dt,
                   float* __restrict__ st, long long n4, long long K) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const bool valid = i < n4;
   const long long e = 4 * (valid ? i : 0);
-  const typename X::T* p = x + e;
-  float v[4], amax = 0.f, sum = 0.f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[j] = X::ld1(p + j);
-    amax = fmaxf(amax, fabsf(v[j]));
-    sum += v[j];
-  }
-#pragma unroll
-  for (int s = 1; s < 8; s <<= 1) {
-    amax = fmaxf(amax, loom_shfl_xor(amax, s));
-    sum += loom_shfl_xor(sum, s);
-  }
-  const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
-  unsigned int packed = 0;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
+  float d, sum;
+  const unsigned int packed = q8_pack4<X, 8>(x + e, &d, &sum);
   const long long m = e / K, k = e - m * K, b = k >> 5;
   if (valid) {
     qt[(b * 8 + m) * 8 + ((k & 31) >> 2)] = packed;

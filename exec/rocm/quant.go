@@ -235,19 +235,46 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	return nil
 }
 
+// q8Plan is how a decode product on 8-bit activations lays its quantized
+// activations out in scratch and launches its two kernels: loom_q8x's
+// row-major form for the dp4a mat-vec, or loom_q8t's tiles for the tensor
+// cores'.
+type q8Plan struct {
+	xname   string        // the quantizing kernel
+	bytes   int64         // the scratch it fills
+	dx, sx  int64         // the steps' and the sums' offsets in it (the quants at 0)
+	tiled   bool          // loom_q8t: K follows the count among its arguments
+	threads uint32        // the mat-vec's block
+	grid    uint32        // and grid
+	count   *atomic.Int64 // the mat-vec's counter
+}
+
+// planQ8 is the q8Plan of an M×K by N×K product with activations of
+// dtype dt, on the tensor cores with mma.
+func planQ8(dt dtype.DType, M, K, N int64, mma bool) q8Plan {
+	if mma {
+		xname, _ := kernels.Q8TEntry(dt)
+		// qt [K/32][8][32], dt and st [K/32][8]; a block a tile of 16
+		// rows (qmvtFor bounds the tiles).
+		return q8Plan{xname: xname, bytes: kernels.Q8TBytes(K), dx: 8 * K, sx: 9 * K, tiled: true,
+			threads: kernels.QMVTThreads,
+			grid:    uint32((N + kernels.QMVTRows - 1) / kernels.QMVTRows), count: &qmvTLaunches}
+	}
+	xname, _ := kernels.Q8XEntry(dt)
+	n, rows := M*K, int64(kernels.QMVWordRowsPerBlock)
+	// The kernel walks further rows grid-stride.
+	return q8Plan{xname: xname, bytes: kernels.Q8XBytes(n), dx: n, sx: n + n/32*4,
+		threads: kernels.QMVWordThreads,
+		grid:    uint32(min((N+rows-1)/rows, 65535*16)), count: &qmvQ8Launches}
+}
+
 // qmvQ8 queues a decode product on 8-bit activations: x [M, K] quantized
 // into scratch, then the mat-vec qname over it: loom_q8x_* and the dp4a
 // kernel (loom_qmvq_*), or with mma loom_q8t_* and the tensor cores'
 // (loom_qmvt_*).
 func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.DevPtr, M, K, N, rowBytes int64, mma bool) error {
-	xname, _ := kernels.Q8XEntry(dt)
-	n := M * K
-	bytes := kernels.Q8XBytes(n)
-	if mma {
-		xname, _ = kernels.Q8TEntry(dt)
-		bytes = kernels.Q8TBytes(K)
-	}
-	qx, err := e.quantFunction(xname)
+	q := planQ8(dt, M, K, N, mma)
+	qx, err := e.quantFunction(q.xname)
 	if err != nil {
 		return err
 	}
@@ -255,46 +282,32 @@ func (e *Executor) qmvQ8(step, qname string, dt dtype.DType, wp, xp, out hip.Dev
 	if err != nil {
 		return err
 	}
-	scratch, err := e.alloc.alloc(bytes)
+	scratch, err := e.alloc.alloc(q.bytes)
 	if err != nil {
 		return fmt.Errorf("rocm: %s: 8-bit activations: %w", step, err)
 	}
 	defer e.releaseScratch(scratch) // stream-ordered: reused only by later work
 	qa := scratch.ptr
-	dx := qa + hip.DevPtr(n)
-	sx := dx + hip.DevPtr(n/32*4)
-	if mma { // loom_q8t's tiles: qt [K/32][8][32], dt and st [K/32][8]
-		dx = qa + hip.DevPtr(8*K)
-		sx = dx + hip.DevPtr(K)
-	}
+	dx, sx := qa+hip.DevPtr(q.dx), qa+hip.DevPtr(q.sx)
+	n := M * K
 	var a hip.Args
 	a.Ptr(xp).Ptr(qa).Ptr(dx).Ptr(sx).I64(n / 4)
-	if mma {
+	if q.tiled {
 		a.I64(K)
 	}
 	grid, blk := kernels.FlatLaunch(int(n / 4))
 	var b hip.Args
 	b.Ptr(wp).Ptr(qa).Ptr(dx).Ptr(sx).Ptr(out).I32(int32(M)).I64(K).I64(N).I64(rowBytes).I64(N)
-	rows, threads := int64(kernels.QMVWordRowsPerBlock), uint32(kernels.QMVWordThreads)
-	qgrid := [3]uint32{uint32(min((N+rows-1)/rows, 65535*16)), 1, 1} // the kernel walks further rows grid-stride
-	if mma {
-		rows, threads = kernels.QMVTRows, kernels.QMVTThreads
-		qgrid[0] = uint32((N + rows - 1) / rows) // a block a tile: qmvtFor bounds the tiles
-	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.launchDep(qx, grid, blk, 0, &a); err != nil {
-		return fmt.Errorf("rocm: %s: launch %s: %w", step, xname, err)
+		return fmt.Errorf("rocm: %s: launch %s: %w", step, q.xname, err)
 	}
-	if err := e.launchDep(fn, qgrid, [3]uint32{threads, 1, 1}, 0, &b); err != nil {
+	if err := e.launchDep(fn, [3]uint32{q.grid, 1, 1}, [3]uint32{q.threads, 1, 1}, 0, &b); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, qname, err)
 	}
 	e.launches.Add(2)
-	if mma {
-		qmvTLaunches.Add(1)
-	} else {
-		qmvQ8Launches.Add(1)
-	}
+	q.count.Add(1)
 	return nil
 }
 

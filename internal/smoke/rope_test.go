@@ -83,22 +83,8 @@ func TestRopeSmoke(t *testing.T) {
 			for i := range cv {
 				cv[i], sv[i] = float32(math.Cos(float64(i)*0.3)), float32(math.Sin(float64(i)*0.3))
 			}
-			xt, _ := tensor.New(xv, shape...)
-			ct, _ := tensor.New(cv, cshape...)
-			st, _ := tensor.New(sv, cshape...)
-			out, err := p.Run(context.Background(), cpu.New().Poison(0xff), map[string]*tensor.Tensor{"x": xt, "cos": ct, "sin": st})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f64 := func(v []float32) []float64 {
-				o := make([]float64, len(v))
-				for i := range v {
-					o[i] = float64(v[i])
-				}
-				return o
-			}
-			want := ropeRef(kind, f64(xv), f64(cv), f64(sv), B, H, T, D, batched)
-			got := out["y"].Float64s()
+			got := runRope(t, p, xv, cv, sv, shape, cshape)
+			want := ropeRef(kind, f64s(xv), f64s(cv), f64s(sv), B, H, T, D, batched)
 			for i := range want {
 				if math.Abs(got[i]-want[i]) > 1e-6 {
 					t.Fatalf("%s batched=%v: [%d] = %v want %v", kind, batched, i, got[i], want[i])
@@ -129,14 +115,7 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 		for i := range cv {
 			cv[i], sv[i] = float32(math.Cos(float64(i)*0.3+0.2)), float32(math.Sin(float64(i)*0.3+0.2))
 		}
-		f64 := func(v []float32) []float64 {
-			o := make([]float64, len(v))
-			for i := range v {
-				o[i] = float64(v[i])
-			}
-			return o
-		}
-		all := ropeRef("rope_thd", f64(xv), f64(cv), f64(sv), B, H, T, D, batched)
+		all := ropeRef("rope_thd", f64s(xv), f64s(cv), f64s(sv), B, H, T, D, batched)
 		for _, heads := range []int{0, 1, 3, H} {
 			for _, fused := range []bool{true, false} {
 				build := func(partial bool) *graph.Program {
@@ -159,14 +138,7 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 				if full := len(build(false).Plan().Steps); fused && len(p.Plan().Steps) > full+1 {
 					t.Errorf("heads=%d batched=%v: %d steps, RopeThd takes %d: the selection did not join the rotation's kernel", heads, batched, len(p.Plan().Steps), full)
 				}
-				xt, _ := tensor.New(xv, shape...)
-				ct, _ := tensor.New(cv, cshape...)
-				st, _ := tensor.New(sv, cshape...)
-				out, err := p.Run(context.Background(), cpu.New().Poison(0xff), map[string]*tensor.Tensor{"x": xt, "cos": ct, "sin": st})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := out["y"].Float64s()
+				got := runRope(t, p, xv, cv, sv, shape, cshape)
 				for i := range got {
 					h := (i / D) % H
 					if h >= heads {
@@ -189,4 +161,26 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 			t.Errorf("heads=%d: err = %v, want a rope_thd error about the heads", heads, err)
 		}
 	}
+}
+
+// runRope runs p (inputs x, cos, sin; output y) on the CPU with poisoned
+// outputs and returns y.
+func runRope(t *testing.T, p *graph.Program, xv, cv, sv []float32, shape, cshape []int) []float64 {
+	t.Helper()
+	xt, _ := tensor.New(xv, shape...)
+	ct, _ := tensor.New(cv, cshape...)
+	st, _ := tensor.New(sv, cshape...)
+	out, err := p.Run(context.Background(), cpu.New().Poison(0xff), map[string]*tensor.Tensor{"x": xt, "cos": ct, "sin": st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out["y"].Float64s()
+}
+
+func f64s(v []float32) []float64 {
+	o := make([]float64, len(v))
+	for i := range v {
+		o[i] = float64(v[i])
+	}
+	return o
 }
