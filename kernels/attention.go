@@ -52,7 +52,10 @@ func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks 
 
 // attentionFill is the number of part blocks a split size aims for: a
 // few per multiprocessor of a large GPU, so that a decode step's few rows
-// (B·KV blocks of queries) spread over the device.
+// (B·KV blocks of queries) spread over the device. Measured (session 33,
+// H200, a 1B bf16 decode step over a 1024-key window, alternating runs in
+// one call): 264 gave a median step of 957–958 µs; 128, 987 µs (64 keys a
+// block); 64, 1,213 µs; 512, 959 µs.
 const attentionFill = 264
 
 // attentionPartShared is the part kernel's static shared memory in

@@ -134,6 +134,11 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
 // A likely reason: the waiting blocks' prefetches, megabytes of them, sit
 // ahead of the latency-bound kernel's own loads.
 //
+// Also tried (session 33, H200, TestGPUSpeed1B bf16, alternating runs of
+// one binary in one call): the k loop unrolled 8 deep instead of 4 (all of
+// a gate/up lane's 8 loads at once): median decode step 973 µs against
+// 958–960; groups twice as wide (gemvFill 600,000): 981 µs. Both left.
+//
 // Each kernel comes twice: for 1 ≤ M ≤ 8 rows, and for M = 1 (suffix _m1:
 // one accumulator, a fraction of the registers, so more groups stay
 // resident to keep loads in flight: decode with one sequence).
