@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -23,6 +24,21 @@ func TestQ4_0x2AVX512(t *testing.T) {
 		t0, t1 := dotQ4_0Q8_0(x0, y, nb), dotQ4_0Q8_0(x1, y, nb)
 		if !sameBits(got[0], want[0]) || !sameBits(got[1], want[1]) || !sameBits(got[0], t0) || !sameBits(got[1], t1) {
 			t.Fatalf("%s, %d blocks: AVX-512 %v, AVX2 %v, twin [%v %v]", name, nb, got, want, t0, t1)
+		}
+		// The prepared-activation form, its layout at both alignments a
+		// pooled buffer can give, the assembly's bytes the Go spec's.
+		for _, shift := range []int{0, 8} {
+			buf := make([]byte, nb*200+128)[shift:]
+			yp, _ := prepQ4_0Y512(y, nb, buf)
+			spec := make([]byte, len(yp))
+			prepQ4_0Y512Go(y, nb/4, spec)
+			if !bytes.Equal(yp, spec) {
+				t.Fatalf("%s, %d blocks: prepQ4_0Y512Asm's layout differs from prepQ4_0Y512Go's", name, nb)
+			}
+			p0, p1 := dotQ4_0Q8_0x2Prep(x0, x1, y, yp, nb)
+			if !sameBits(p0, want[0]) || !sameBits(p1, want[1]) {
+				t.Fatalf("%s, %d blocks: prepared activations %v %v, AVX2 %v", name, nb, p0, p1, want)
+			}
 		}
 	}
 	const maxNB = 40
@@ -56,4 +72,36 @@ func TestQ4_0x2AVX512(t *testing.T) {
 		}
 		check(fmt.Sprintf("fresh (seed %d)", seed), bufs[0], bufs[1], bufs[2], nb)
 	}
+}
+
+// BenchmarkQ4_0x2AVX512: the two-row AVX-512 kernel over 64 rows of
+// 4096 values in cache, gathering the activations for every pair of rows
+// or reading them prepared once (prepQ4_0Y512, done outside the loop: a
+// mat-vec prepares a row once for thousands of pairs), bytes per weight.
+func BenchmarkQ4_0x2AVX512(b *testing.B) {
+	if !hasDotAVX512 {
+		b.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here")
+	}
+	const rows, nb = 64, 4096 / 32
+	w := fillCodes(Q4_0, rows*nb, -1, 1)
+	y := fillCodes(Q8_0, nb, -1, 2)
+	yp, _ := prepQ4_0Y512(y, nb, nil)
+	rb := nb * 18
+	var out [2]float32
+	b.Run("gathered", func(b *testing.B) {
+		b.SetBytes(int64(len(w)))
+		for b.Loop() {
+			for i := 0; i < rows; i += 2 {
+				dotQ4_0Q8_0x2AVX512(&w[i*rb], &w[(i+1)*rb], &y[0], nb, &out)
+			}
+		}
+	})
+	b.Run("prepared", func(b *testing.B) {
+		b.SetBytes(int64(len(w)))
+		for b.Loop() {
+			for i := 0; i < rows; i += 2 {
+				dotQ4_0Q8_0x2AVX512P(&w[i*rb], &w[(i+1)*rb], &y[0], &yp[0], nb, &out)
+			}
+		}
+	})
 }

@@ -247,6 +247,9 @@ func TestVecDotRows(t *testing.T) {
 		for trial := range 40 {
 			nb := 1 + r.IntN(13)
 			rows := 1 + r.IntN(7)
+			if trial%4 == 1 { // enough rows for the prepared activations (prepMinRows)
+				rows = 16 + r.IntN(25)
+			}
 			n := nb * tr.Block
 			var w []byte
 			for i := range rows {

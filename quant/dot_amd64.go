@@ -1,7 +1,10 @@
 package quant
 
 import (
+	"encoding/binary"
 	"os"
+	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -29,6 +32,59 @@ var hasDotAVX512 = hasDotAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cp
 
 //go:noescape
 func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
+
+//go:noescape
+func dotQ4_0Q8_0x2AVX512P(x0, x1, y, yp *byte, nb int, out *[2]float32)
+
+//go:noescape
+func prepQ4_0Y512Asm(y, yp *byte, nq int)
+
+// q40Quad is the bytes prepQ4_0Y512 gives each whole quad of activation
+// blocks (then 8 more each, for the scales).
+const q40Quad = 192
+
+// prepQ4_0Y512 lays the whole quads of Q8_0 activation row y (nb blocks)
+// out as dotQ4_0Q8_0x2AVX512P reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
+// is its spec), in buf if it holds them (else a new buffer), 64-byte
+// aligned. It returns the layout and the buffer that holds it.
+func prepQ4_0Y512(y []byte, nb int, buf []byte) (prep, held []byte) {
+	nq := nb / 4
+	need := nq*(q40Quad+8) + 64
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	off := int((64 - uintptr(unsafe.Pointer(&buf[0]))%64) % 64)
+	p := buf[off : off+nq*(q40Quad+8)]
+	if nq > 0 {
+		prepQ4_0Y512Asm(&y[0], &p[0], nq)
+	}
+	return p, buf
+}
+
+// prepQ4_0Y512Go is prepQ4_0Y512Asm in Go, into p (nq·200 bytes): per
+// quad q, byte 16b+i of its first 64 bytes is quant i of block 4q+b and
+// of the next 64 quant 16+i, the next 16 int32 are −8·Σ of the 4 codes of
+// each half's dword (the 8s' integer product with both halves), and
+// after every quad the quads' four f16 scales.
+func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
+	for q := range nq {
+		d := p[q*q40Quad : (q+1)*q40Quad]
+		for b := range 4 {
+			blk := y[(4*q+b)*34:]
+			copy(d[16*b:16*b+16], blk[2:18])
+			copy(d[64+16*b:64+16*b+16], blk[18:34])
+			copy(p[nq*q40Quad+8*q+2*b:], blk[:2])
+		}
+		for j := range 16 {
+			var sum int32
+			for t := range 4 {
+				sum += int32(int8(d[4*j+t])) + int32(int8(d[64+4*j+t]))
+			}
+			binary.LittleEndian.PutUint32(d[128+4*j:], uint32(-8*sum))
+		}
+	}
+}
 
 //go:noescape
 func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
@@ -70,6 +126,48 @@ func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
 	}
 	return out[0], out[1]
+}
+
+// dotQ4_0Q8_0x2Prep is dotQ4_0Q8_0x2Asm with activation row y's quads
+// prepared by prepQ4_0Y512 (yp) once for many pairs of rows.
+func dotQ4_0Q8_0x2Prep(x0, x1, y, yp []byte, nb int) (float32, float32) {
+	if nb == 0 {
+		return 0, 0
+	}
+	var out [2]float32
+	ypp := &y[0] // not read without a whole quad
+	if len(yp) > 0 {
+		ypp = &yp[0]
+	}
+	dotQ4_0Q8_0x2AVX512P(&x0[0], &x1[0], &y[0], ypp, nb, &out)
+	return out[0], out[1]
+}
+
+// prepMinRows is the fewest rows VecDotRows prepares an activation row
+// for: below it the two-row kernel gathers the activations itself.
+const prepMinRows = 16
+
+// prepBufs keeps prepQ4_0Y512's buffers for VecDotRows's calls (a decode
+// step's products call it per chunk of rows).
+var prepBufs sync.Pool
+
+// dotRowsPrepared runs VecDotRows's pairs of Q4_0 rows [i, len(out)) on
+// the prepared-activation kernel where the CPU has it, and returns the
+// first row it did not do (ok false: it has no such kernel).
+func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
+	if w != Q4_0 || !hasDotAVX512 || len(out)-i < prepMinRows || nb < 4 {
+		return i, false
+	}
+	var buf []byte
+	if b, ok := prepBufs.Get().(*[]byte); ok {
+		buf = *b
+	}
+	yp, buf := prepQ4_0Y512(arow, nb, buf)
+	for ; i+1 < len(out); i += 2 {
+		out[i], out[i+1] = dotQ4_0Q8_0x2Prep(rows[i*rb:(i+1)*rb], rows[(i+1)*rb:(i+2)*rb], arow, yp, nb)
+	}
+	prepBufs.Put(&buf)
+	return i, true
 }
 
 // blockAsm wraps a one-row assembly dot that returns its whole sum.

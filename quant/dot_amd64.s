@@ -1107,7 +1107,7 @@ q6kloop:
 // ---- AVX-512 ----
 //
 // The two-row Q4_0·Q8_0 dot product with AVX-512 (F, BW, VBMI, VNNI; see
-// dot512_amd64.go), the same bits as dotQ4_0Q8_0x2AVX2 and so the twin.
+// dot_amd64.go), the same bits as dotQ4_0Q8_0x2AVX2 and so the twin.
 //
 // Four blocks at a time, as the AVX2 kernel, but with whole quads in
 // 512-bit registers: VPERMT2B gathers the quad's 4 × 16 quant bytes from
@@ -1213,6 +1213,33 @@ GLOBL q40red<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD  Z16, Z0, ACC       \
 	VPDPBUSD  Z18, Z3, ACC
 
+// Q40PF512 prefetches both weight rows PF512 bytes ahead.
+#define Q40PF512 \
+	PREFETCHT0 PF512(SI)    \
+	PREFETCHT0 PF512+64(SI) \
+	PREFETCHT0 PF512(R8)    \
+	PREFETCHT0 PF512+64(R8)
+
+// Q40END512 ends a quad of both rows (Q40ROW512's Z4 and Z11, scales Z2
+// and Z10, the activations' dy in X9): both rows' lanes summed at once —
+// per 128-bit lane, the unpacks interleave rows a (Z4) and b (Z11),
+// [a0 b0 a1 b1] + [a2 b2 a3 b3], then the two halves added: [A B A B];
+// VPERMD gathers row a's four blocks into X5 and row b's into the next
+// four dwords — then Q40FLOAT2. Clobbers Z5, Z12, X0, X1.
+#define Q40END512 \
+	VPUNPCKLDQ   Z11, Z4, Z5  \
+	VPUNPCKHDQ   Z11, Z4, Z12 \
+	VPADDD       Z12, Z5, Z5  \
+	VPSHUFD      $0x4e, Z5, Z12 \
+	VPADDD       Z12, Z5, Z5  \
+	VPERMD       Z5, Z29, Z5  \
+	VEXTRACTI128 $1, Y5, X12  \
+	VCVTDQ2PS    X5, X5       \
+	VCVTDQ2PS    X12, X12     \
+	VCVTPH2PS    X2, X2       \
+	VCVTPH2PS    X10, X10     \
+	Q40FLOAT2(X2, X10, X9)
+
 // func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
 TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-40
 	MOVQ      x0+0(FP), SI
@@ -1233,10 +1260,7 @@ TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-40
 	JLT       q45tail
 
 q45quad:
-	PREFETCHT0 PF512(SI)
-	PREFETCHT0 PF512+64(SI)
-	PREFETCHT0 PF512(R8)
-	PREFETCHT0 PF512+64(R8)
+	Q40PF512
 	// The activations: dy, lowY (Z16), highY (Z18), −8·Σy (Z21).
 	VMOVDQU64 0(DI), Z16
 	VMOVDQU64 64(DI), Z17
@@ -1254,22 +1278,7 @@ q45quad:
 	VPSUBD    Z20, Z21, Z21
 	Q40ROW512(SI, Z2, Z4)
 	Q40ROW512(R8, Z10, Z11)
-	// Both rows' lanes summed at once: per 128-bit lane, the unpacks
-	// interleave rows a (Z4) and b (Z11), [a0 b0 a1 b1] + [a2 b2 a3 b3],
-	// then the two halves added: [A B A B]; VPERMD gathers row a's four
-	// blocks into X5 and row b's into the next four dwords.
-	VPUNPCKLDQ   Z11, Z4, Z5
-	VPUNPCKHDQ   Z11, Z4, Z12
-	VPADDD       Z12, Z5, Z5
-	VPSHUFD      $0x4e, Z5, Z12
-	VPADDD       Z12, Z5, Z5
-	VPERMD       Z5, Z29, Z5
-	VEXTRACTI128 $1, Y5, X12
-	VCVTDQ2PS X5, X5
-	VCVTDQ2PS X12, X12
-	VCVTPH2PS X2, X2
-	VCVTPH2PS X10, X10
-	Q40FLOAT2(X2, X10, X9)
+	Q40END512
 	ADDQ      $72, SI
 	ADDQ      $72, R8
 	ADDQ      $136, DI
@@ -1291,6 +1300,127 @@ q45loop:
 
 q45done:
 	MOVQ   out+32(FP), AX
+	VMOVSS X7, (AX)
+	VMOVSS X6, 4(AX)
+	VZEROUPPER
+	RET
+
+// func prepQ4_0Y512Asm(y, yp *byte, nq int)
+//
+// prepQ4_0Y512's layout of nq whole quads of Q8_0 activations at y into
+// yp (64-byte aligned), with dotQ4_0Q8_0x2AVX512's own gathers and sums:
+// a quad's quants, −8·Σy and f16 scales as that kernel computed them for
+// each pair of rows.
+TEXT ·prepQ4_0Y512Asm(SB), NOSPLIT, $0-24
+	MOVQ      y+0(FP), DI
+	MOVQ      yp+8(FP), SI
+	MOVQ      nq+16(FP), CX
+	MOVQ      CX, R9
+	IMUL3Q    $192, R9, R9
+	ADDQ      SI, R9                // the scales, after the quads
+	VMOVDQU64 q40ylo<>(SB), Z25
+	VMOVDQU64 q40yhi<>(SB), Z26
+	VMOVDQU64 q40yd<>(SB), Z28
+	VPBROADCASTQ eights<>(SB), Z31
+	TESTQ     CX, CX
+	JZ        q47done
+
+q47quad:
+	VMOVDQU64 0(DI), Z16
+	VMOVDQU64 64(DI), Z17
+	VMOVDQU64 8(DI), Z18
+	VMOVDQU64 72(DI), Z19
+	VMOVDQA64 Z28, Z9
+	VPERMI2W  Z17, Z16, Z9
+	VPERMT2B  Z17, Z25, Z16
+	VPERMT2B  Z19, Z26, Z18
+	VPXORD    Z20, Z20, Z20
+	VPDPBUSD  Z16, Z31, Z20
+	VPDPBUSD  Z18, Z31, Z20
+	VPXORD    Z21, Z21, Z21
+	VPSUBD    Z20, Z21, Z21
+	VMOVDQA64 Z16, 0(SI)
+	VMOVDQA64 Z18, 64(SI)
+	VMOVDQA64 Z21, 128(SI)
+	VMOVQ     X9, 0(R9)
+	ADDQ      $136, DI
+	ADDQ      $192, SI
+	ADDQ      $8, R9
+	DECQ      CX
+	JNZ       q47quad
+
+q47done:
+	VZEROUPPER
+	RET
+
+// func dotQ4_0Q8_0x2AVX512P(x0, x1, y, yp *byte, nb int, out *[2]float32)
+//
+// dotQ4_0Q8_0x2AVX512 with the activations' quads prepared once per
+// activation row (prepQ4_0Y512, dot_amd64.go) rather than for every
+// pair of weight rows: yp holds per quad the 64 low and 64 high quant
+// bytes in the kernel's order (what VPERMT2B gathered), the 16 dwords of
+// −8·Σy (what VPDPBUSD of 8s gave), 192 bytes 64-byte aligned, then the
+// quads' f16 scales 8 bytes a quad after all the quads; y is the row
+// itself, for the tail of nb mod 4 blocks. The same instructions on the
+// same values after that, so the same bits. Three permutes, two VPDPBUSD
+// and four loads fewer a quad of two rows: a W13 mat-vec gathered each
+// activation quad again for every pair of its 14336 rows.
+TEXT ·dotQ4_0Q8_0x2AVX512P(SB), NOSPLIT, $0-48
+	MOVQ      x0+0(FP), SI
+	MOVQ      x1+8(FP), R8
+	MOVQ      yp+24(FP), DI
+	MOVQ      nb+32(FP), CX
+	MOVQ      CX, R9
+	SHRQ      $2, R9
+	IMUL3Q    $192, R9, R9
+	ADDQ      DI, R9                // the scales, after the quads
+	VMOVDQU64 q40qs<>(SB), Z24
+	VMOVDQU64 q40xd<>(SB), Z27
+	VMOVDQU64 q40red<>(SB), Z29
+	VPBROADCASTQ nib<>(SB), Z30
+	VXORPS    X7, X7, X7
+	VXORPS    X6, X6, X6
+	CMPQ      CX, $4
+	JLT       q46tail
+
+q46quad:
+	Q40PF512
+	// The activations: lowY (Z16), highY (Z18), −8·Σy (Z21), dy (X9).
+	VMOVDQA64 0(DI), Z16
+	VMOVDQA64 64(DI), Z18
+	VMOVDQA64 128(DI), Z21
+	VMOVQ     0(R9), X9
+	VCVTPH2PS X9, X9
+	Q40ROW512(SI, Z2, Z4)
+	Q40ROW512(R8, Z10, Z11)
+	Q40END512
+	ADDQ      $72, SI
+	ADDQ      $72, R8
+	ADDQ      $192, DI
+	ADDQ      $8, R9
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JGE       q46quad
+
+q46tail:
+	TESTQ   CX, CX
+	JZ      q46done
+	// The tail's blocks from the row itself, past its whole quads.
+	MOVQ    nb+32(FP), DI
+	SHRQ    $2, DI
+	IMUL3Q  $136, DI, DI
+	ADDQ    y+16(FP), DI
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU eights<>(SB), Y14
+	VMOVDQU onesw<>(SB), Y13
+
+q46loop:
+	Q40STEP2
+	DECQ      CX
+	JNZ       q46loop
+
+q46done:
+	MOVQ   out+40(FP), AX
 	VMOVSS X7, (AX)
 	VMOVSS X6, 4(AX)
 	VZEROUPPER

@@ -8,3 +8,8 @@ const hasDotAVX2 = false
 var asmDots = map[Type]func(w, a []byte, nb int) float32{}
 
 var asmDots2 = map[Type]func(w0, w1, a []byte, nb int) (float32, float32){}
+
+// dotRowsPrepared: no prepared-activation kernel off amd64.
+func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
+	return i, false
+}
