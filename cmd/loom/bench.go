@@ -70,6 +70,12 @@ type benchResult struct {
 	Bytes    int     `json:"bytes"`
 	TFLOPs   float64 `json:"tflops,omitempty"` // dense workloads: TFLOP/s
 	Skipped  string  `json:"skipped,omitempty"`
+	// ReadPct (CPU mat-vecs, W13…): the workload's GB/s as a percentage
+	// of the read bandwidth measured just before each of its runs, the
+	// median of the reps' ratios. A machine whose memory bandwidth moves
+	// between runs (a shared VM's moved 26–52 GB/s) compares each run with
+	// the read beside it, not with one read at the start.
+	ReadPct float64 `json:"read_pct,omitempty"`
 }
 
 // copyBencher is implemented by executors that can time a plain
@@ -152,7 +158,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if !gpu {
 		// What a pass that only reads (a mat-vec streaming its weights)
 		// can reach: issue 14's CPU figure of merit.
-		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: measureRead(4*sz.Elems, *f.reps), Bytes: 4 * sz.Elems})
+		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: float64(4*sz.Elems) / medianSeconds(*f.reps, newReader(4*sz.Elems)) / 1e9, Bytes: 4 * sz.Elems})
+	}
+	var read func()
+	if !gpu {
+		read = newReader(4 * sz.Elems)
 	}
 	for _, id := range strings.Split(list, ",") {
 		w, err := workloads.ByID(strings.TrimSpace(id))
@@ -165,7 +175,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		for _, fused := range []bool{true, false} {
-			r, err := benchOne(e, w, sz, fused, *f.reps)
+			var between func() // CPU mat-vecs: a read before each run
+			if strings.HasPrefix(w.ID, "W13") {
+				between = read
+			}
+			r, err := benchOne(e, w, sz, fused, *f.reps, between, 4*sz.Elems)
 			if err != nil {
 				fmt.Fprintf(stderr, "loom bench: %s: %v\n", w.ID, err)
 				return exitFail
@@ -208,7 +222,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 
 // benchOne compiles and times one workload in one fusion mode: one warm-up
 // run (compiles kernels, fills caches), then reps timed runs; the median.
-func benchOne(e exec.Executor, w workloads.Workload, sz workloads.Size, fused bool, reps int) (benchResult, error) {
+// With read (a pass reading readBytes of host memory), each run follows a
+// timed read, and the result has the median ratio of the two (ReadPct).
+func benchOne(e exec.Executor, w workloads.Workload, sz workloads.Size, fused bool, reps int, read func(), readBytes int) (benchResult, error) {
 	g, err := w.Build(sz)
 	if err != nil {
 		return benchResult{}, err
@@ -229,18 +245,31 @@ func benchOne(e exec.Executor, w workloads.Workload, sz workloads.Size, fused bo
 	if err := run(); err != nil {
 		return benchResult{}, err
 	}
-	times := make([]float64, reps)
+	bytes := workloads.Bytes(g)
+	times, ratios := make([]float64, reps), make([]float64, reps)
 	for i := range times {
+		var readS float64
+		if read != nil {
+			start := time.Now()
+			read()
+			readS = time.Since(start).Seconds()
+		}
 		ms, err := timeRun(e, run)
 		if err != nil {
 			return benchResult{}, err
 		}
 		times[i] = ms
+		if read != nil {
+			ratios[i] = (float64(bytes) / ms / 1e6) / (float64(readBytes) / readS / 1e9)
+		}
 	}
 	slices.Sort(times)
 	med := times[len(times)/2]
-	bytes := workloads.Bytes(g)
 	r := benchResult{Workload: w.ID, Device: e.Name(), Fusion: fused, Kernels: len(p.Plan().Steps), MedianMS: med, GBps: float64(bytes) / med / 1e6, Bytes: bytes}
+	if read != nil {
+		slices.Sort(ratios)
+		r.ReadPct = 100 * ratios[len(ratios)/2]
+	}
 	if w.Flops != nil {
 		r.TFLOPs = w.Flops(sz) / med / 1e9
 	}
@@ -304,10 +333,10 @@ func medianSeconds(reps int, f func()) float64 {
 	return times[len(times)/2]
 }
 
-// measureRead times a read of n bytes of host memory spread over all
-// cores (four independent sums of 8-byte words a core, more than a core's
-// share of the memory bandwidth can feed): GB/s of bytes read.
-func measureRead(n, reps int) float64 {
+// newReader returns a pass that reads n bytes of host memory spread over
+// all cores (four independent sums of 8-byte words a core, more than a
+// core's share of the memory bandwidth can feed).
+func newReader(n int) func() {
 	words := make([]uint64, n/8)
 	for i := range words {
 		words[i] = uint64(i)
@@ -335,7 +364,7 @@ func measureRead(n, reps int) float64 {
 		}
 		wg.Wait()
 	}
-	return float64(len(words)*8) / medianSeconds(reps, readAll) / 1e9
+	return readAll
 }
 
 func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
@@ -368,6 +397,15 @@ func printBench(w io.Writer, rs []benchResult, copyGBps float64) {
 				gbs, pct, tf = "-", "-", fmt.Sprintf("%.3f", r.TFLOPs)
 			}
 			fmt.Fprintf(w, "%-11s %-6s %-6s %7d %10.3f %8s %7s %9s %8s\n", r.Workload, r.Device, mode, r.Kernels, r.MedianMS, gbs, pct, speed, tf)
+		}
+	}
+	for _, r := range rs {
+		if r.ReadPct > 0 {
+			mode := "off"
+			if r.Fusion {
+				mode = "on"
+			}
+			fmt.Fprintf(w, "%s (fusion %s): %.0f%% of the read bandwidth measured just before each run (median of the runs' ratios)\n", r.Workload, mode, r.ReadPct)
 		}
 	}
 }
