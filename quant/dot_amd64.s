@@ -1128,6 +1128,10 @@ q6kloop:
 // as the AVX2 four-row form was: four weight streams a core.
 
 // PF512 is the AVX-512 kernel's prefetch distance (bytes), as PF.
+// Measured (session 33, the 2-core Zen 4 VM, W13 with the prepared
+// activations, five rounds alternating, each run against the read beside
+// it): 2304 bytes 46–53% of the read, 4608 53–65%, 9216 58–64%, 18432
+// 55–68%; left at PF.
 #define PF512 PF
 
 // VPERMT2B indices: byte 16b + i ← weight byte 18b + 2 + i (of the loads
