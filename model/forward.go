@@ -15,15 +15,15 @@ import (
 // returns the logits (of the last position, or of every position) and the
 // KV cache: per layer one tensor [2, B, KVHeads, MaxSeqLen, HeadDim], the
 // keys at [0] and the values at [1], the prompt's written at positions
-// 0..T−1 (SliceAssign onto zeros). Its attention is causal within the prompt and reads the new
-// keys and values directly, not the cache.
+// 0..T−1 (SliceAssign onto zeros). Its attention is causal within the
+// prompt and reads the new keys and values directly, not the cache.
 //
 // Decode (B sequences of one token each) takes ids, each sequence's
 // position and the caches, and returns the logits and the updated caches.
 // The position is a run-time input, so one program serves many positions:
 // the new key and value are written with one Scatter along the time axis
-// (the ids are the position broadcast to the pair's shape), the rope rows are
-// picked from the tables with IndexSelect, and the attention runs over the
+// (the ids are the position broadcast to the pair's shape), the rope rows
+// are picked from the tables with IndexSelect, and the attention runs over the
 // cache's first W positions (a view, no copy) with the mask t ≤ pos
 // computed from the position input. W, the program's window, is the
 // smallest power of two from 16 up that holds pos + 1, capped at
