@@ -1131,7 +1131,8 @@ q6kloop:
 // Measured (session 33, the 2-core Zen 4 VM, W13 with the prepared
 // activations, five rounds alternating, each run against the read beside
 // it): 2304 bytes 46–53% of the read, 4608 53–65%, 9216 58–64%, 18432
-// 55–68%; left at PF.
+// 55–68%; left at PF. Into L2 (Q40PF512), 4608 against 9216 bytes: 44–71%
+// against 48–70% in eleven alternating pairs, neither ahead.
 #define PF512 PF
 
 // VPERMT2B indices: byte 16b + i ← weight byte 18b + 2 + i (of the loads
@@ -1217,12 +1218,18 @@ GLOBL q40red<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD  Z16, Z0, ACC       \
 	VPDPBUSD  Z18, Z3, ACC
 
-// Q40PF512 prefetches both weight rows PF512 bytes ahead.
+// Q40PF512 prefetches both weight rows PF512 bytes ahead, into L2
+// (PREFETCHT1). Measured (session 33, the 2-core Zen 4 VM, W13, each run
+// against the read just before it, alternating): into L2, 47–77% of the
+// read against 35–63% into L1 (PREFETCHT0; six pairs, five better),
+// 1.25–1.60 ms against 1.61–2.04 in five of them; one prefetch a row
+// instead of two, into L1 or L2, was worse. The AVX2 kernels' prefetches
+// into L2 were no better (Q4_0 47–56% against 51–64%), so they stay in L1.
 #define Q40PF512 \
-	PREFETCHT0 PF512(SI)    \
-	PREFETCHT0 PF512+64(SI) \
-	PREFETCHT0 PF512(R8)    \
-	PREFETCHT0 PF512+64(R8)
+	PREFETCHT1 PF512(SI)    \
+	PREFETCHT1 PF512+64(SI) \
+	PREFETCHT1 PF512(R8)    \
+	PREFETCHT1 PF512+64(R8)
 
 // Q40END512 ends a quad of both rows (Q40ROW512's Z4 and Z11, scales Z2
 // and Z10, the activations' dy in X9): both rows' lanes summed at once —
