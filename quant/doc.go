@@ -59,7 +59,7 @@
 // (prepQ4_0Y512: the quads' quants in the kernel's order, their −8·Σy and
 // scales) instead of gathering it again for every pair of rows: 12–20%
 // faster in cache for the kernel alone, 2–16% for 64 rows with the
-// preparation), its prefetches into L2: W13 on 2 cores of a Zen 4 VM
+// preparation. Its prefetches go to L2. W13 on 2 cores of a Zen 4 VM:
 // 67–76% of the read measured beside each run against 53–64% for the AVX2
 // kernel (LOOM_CPU_AVX512=off), 1.16–1.56 against 1.65–2.10 ms,
 // alternating.
