@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -262,6 +263,46 @@ func TestBenchConv(t *testing.T) {
 	}
 	for _, want := range []string{"W12         cpu    on           1", "W12-bf16    cpu    on           1", "W12-crb     cpu    on           1", "W12-crb     cpu    off          3"} {
 		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchReadPaired: on the CPU a W13 mat-vec's runs are each paired
+// with a read, and the bench reports the median ratio (read_pct) for both
+// fusion modes, in the table's notes and the JSON; other workloads have
+// none.
+func TestBenchReadPaired(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "b.json")
+	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "W13-q8_0,W1", "-reps", "3", "-elems", "4096", "-json", js)
+	if status != exitOK {
+		t.Fatalf("loom bench W13: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+	}
+	raw, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Workloads []benchResult }
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	paired := 0
+	for _, r := range got.Workloads {
+		switch {
+		case r.Workload == "W13-q8_0":
+			if r.ReadPct < 1 || r.ReadPct > 400 { // a mat-vec streams its weights at about a read's speed
+				t.Errorf("W13-q8_0 fusion %v: read_pct %v", r.Fusion, r.ReadPct)
+			}
+			paired++
+		case r.ReadPct != 0:
+			t.Errorf("%s: read_pct %v, want none", r.Workload, r.ReadPct)
+		}
+	}
+	if paired != 2 {
+		t.Errorf("%d W13-q8_0 results, want 2 (fused and not):\n%s", paired, raw)
+	}
+	for _, mode := range []string{"on", "off"} {
+		if want := "W13-q8_0 (fusion " + mode + "): "; !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
