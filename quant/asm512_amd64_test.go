@@ -18,15 +18,11 @@ func TestQ4_0x2AVX512(t *testing.T) {
 	}
 	check := func(name string, x0, x1, y []byte, nb int) {
 		t.Helper()
-		var got, want [2]float32
-		dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], nb, &got)
+		var want [2]float32
 		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &want)
 		t0, t1 := dotQ4_0Q8_0(x0, y, nb), dotQ4_0Q8_0(x1, y, nb)
-		if !sameBits(got[0], want[0]) || !sameBits(got[1], want[1]) || !sameBits(got[0], t0) || !sameBits(got[1], t1) {
-			t.Fatalf("%s, %d blocks: AVX-512 %v, AVX2 %v, twin [%v %v]", name, nb, got, want, t0, t1)
-		}
-		// The prepared-activation form, its layout at both alignments a
-		// pooled buffer can give, the assembly's bytes the Go spec's.
+		// The activations prepared at both alignments a pooled buffer can
+		// give, the assembly's layout the Go spec's.
 		for _, shift := range []int{0, 8} {
 			buf := make([]byte, nb*200+128)[shift:]
 			yp, _ := prepQ4_0Y512(y, nb, buf)
@@ -35,9 +31,9 @@ func TestQ4_0x2AVX512(t *testing.T) {
 			if !bytes.Equal(yp, spec) {
 				t.Fatalf("%s, %d blocks: prepQ4_0Y512Asm's layout differs from prepQ4_0Y512Go's", name, nb)
 			}
-			p0, p1 := dotQ4_0Q8_0x2Prep(x0, x1, y, yp, nb)
-			if !sameBits(p0, want[0]) || !sameBits(p1, want[1]) {
-				t.Fatalf("%s, %d blocks: prepared activations %v %v, AVX2 %v", name, nb, p0, p1, want)
+			g0, g1 := dotQ4_0Q8_0x2Prep(x0, x1, y, yp, nb)
+			if !sameBits(g0, want[0]) || !sameBits(g1, want[1]) || !sameBits(g0, t0) || !sameBits(g1, t1) {
+				t.Fatalf("%s, %d blocks: AVX-512 [%v %v], AVX2 %v, twin [%v %v]", name, nb, g0, g1, want, t0, t1)
 			}
 		}
 	}
@@ -75,9 +71,9 @@ func TestQ4_0x2AVX512(t *testing.T) {
 }
 
 // BenchmarkQ4_0x2AVX512: the two-row AVX-512 kernel over 64 rows of
-// 4096 values in cache, gathering the activations for every pair of rows
-// or reading them prepared once (prepQ4_0Y512, done outside the loop: a
-// mat-vec prepares a row once for thousands of pairs), bytes per weight.
+// 4096 values in cache, the activations prepared outside the loop (a
+// mat-vec prepares a row once for all its pairs of rows), bytes per
+// weight.
 func BenchmarkQ4_0x2AVX512(b *testing.B) {
 	if !hasDotAVX512 {
 		b.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here")
@@ -88,20 +84,10 @@ func BenchmarkQ4_0x2AVX512(b *testing.B) {
 	yp, _ := prepQ4_0Y512(y, nb, nil)
 	rb := nb * 18
 	var out [2]float32
-	b.Run("gathered", func(b *testing.B) {
-		b.SetBytes(int64(len(w)))
-		for b.Loop() {
-			for i := 0; i < rows; i += 2 {
-				dotQ4_0Q8_0x2AVX512(&w[i*rb], &w[(i+1)*rb], &y[0], nb, &out)
-			}
+	b.SetBytes(int64(len(w)))
+	for b.Loop() {
+		for i := 0; i < rows; i += 2 {
+			dotQ4_0Q8_0x2AVX512(&w[i*rb], &w[(i+1)*rb], &y[0], &yp[0], nb, &out)
 		}
-	})
-	b.Run("prepared", func(b *testing.B) {
-		b.SetBytes(int64(len(w)))
-		for b.Loop() {
-			for i := 0; i < rows; i += 2 {
-				dotQ4_0Q8_0x2AVX512P(&w[i*rb], &w[(i+1)*rb], &y[0], &yp[0], nb, &out)
-			}
-		}
-	})
+	}
 }

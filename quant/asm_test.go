@@ -247,7 +247,7 @@ func TestVecDotRows(t *testing.T) {
 		for trial := range 40 {
 			nb := 1 + r.IntN(13)
 			rows := 1 + r.IntN(7)
-			if trial%4 == 1 { // enough rows for the prepared activations (prepMinRows)
+			if trial%4 == 1 { // many rows: the prepared activations serve many pairs
 				rows = 16 + r.IntN(25)
 			}
 			n := nb * tr.Block

@@ -55,11 +55,10 @@
 // VecDotRows's two-row Q4_0 kernel has an AVX-512 form too (F, BW, VL,
 // VBMI, VNNI: VPERMT2B gathers a four-block quad's quants, VPDPBUSD
 // multiplies them; ~1.2× the AVX2 kernel in cache, the same bits), and
-// from 16 rows up VecDotRows prepares the activation row once
-// (prepQ4_0Y512: the quads' quants in the kernel's order, their −8·Σy and
-// scales) instead of gathering it again for every pair of rows: 12–20%
-// faster in cache for the kernel alone, 2–16% for 64 rows with the
-// preparation. Its prefetches go to L2. W13 on 2 cores of a Zen 4 VM:
+// VecDotRows prepares the activation row for it once (prepQ4_0Y512: the
+// quads' quants in the kernel's order, their −8·Σy and scales) instead of
+// gathering it again for every pair of rows: 12–20% faster in cache for
+// the kernel alone, 2–16% for 64 rows with the preparation. Its prefetches go to L2. W13 on 2 cores of a Zen 4 VM:
 // 67–76% of the read measured beside each run against 53–64% for the AVX2
 // kernel (LOOM_CPU_AVX512=off), 1.16–1.56 against 1.65–2.10 ms,
 // alternating.

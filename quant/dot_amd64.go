@@ -31,10 +31,7 @@ var hasDotAVX512 = hasDotAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cp
 	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI && os.Getenv("LOOM_CPU_AVX512") != "off"
 
 //go:noescape
-func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
-
-//go:noescape
-func dotQ4_0Q8_0x2AVX512P(x0, x1, y, yp *byte, nb int, out *[2]float32)
+func dotQ4_0Q8_0x2AVX512(x0, x1, y, yp *byte, nb int, out *[2]float32)
 
 //go:noescape
 func prepQ4_0Y512Asm(y, yp *byte, nq int)
@@ -44,7 +41,7 @@ func prepQ4_0Y512Asm(y, yp *byte, nq int)
 const q40Quad = 192
 
 // prepQ4_0Y512 lays the whole quads of Q8_0 activation row y (nb blocks)
-// out as dotQ4_0Q8_0x2AVX512P reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
+// out as dotQ4_0Q8_0x2AVX512 reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
 // is its spec), in buf if it holds them (else a new buffer), 64-byte
 // aligned. It returns the layout and the buffer that holds it.
 func prepQ4_0Y512(y []byte, nb int, buf []byte) (prep, held []byte) {
@@ -114,22 +111,20 @@ func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 // lengths), so the assembly reads only inside them; nb = 0 never reaches it.
 
 // dotQ4_0Q8_0x2Asm is the Q4_0 dot of two weight rows against one
-// activation row.
+// activation row with AVX2 (with AVX-512, VecDotRows takes dotRowsPrepared
+// first).
 func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 	if nb == 0 {
 		return 0, 0
 	}
 	var out [2]float32
-	if hasDotAVX512 {
-		dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], nb, &out)
-	} else {
-		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
-	}
+	dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &out)
 	return out[0], out[1]
 }
 
-// dotQ4_0Q8_0x2Prep is dotQ4_0Q8_0x2Asm with activation row y's quads
-// prepared by prepQ4_0Y512 (yp) once for many pairs of rows.
+// dotQ4_0Q8_0x2Prep is the AVX-512 Q4_0 dot of two weight rows against
+// activation row y, its quads prepared by prepQ4_0Y512 (yp) once for all
+// the pairs of rows.
 func dotQ4_0Q8_0x2Prep(x0, x1, y, yp []byte, nb int) (float32, float32) {
 	if nb == 0 {
 		return 0, 0
@@ -139,13 +134,9 @@ func dotQ4_0Q8_0x2Prep(x0, x1, y, yp []byte, nb int) (float32, float32) {
 	if len(yp) > 0 {
 		ypp = &yp[0]
 	}
-	dotQ4_0Q8_0x2AVX512P(&x0[0], &x1[0], &y[0], ypp, nb, &out)
+	dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], ypp, nb, &out)
 	return out[0], out[1]
 }
-
-// prepMinRows is the fewest rows VecDotRows prepares an activation row
-// for: below it the two-row kernel gathers the activations itself.
-const prepMinRows = 16
 
 // prepBufs keeps prepQ4_0Y512's buffers for VecDotRows's calls (a decode
 // step's products call it per chunk of rows).
@@ -155,7 +146,7 @@ var prepBufs sync.Pool
 // the prepared-activation kernel where the CPU has it, and returns the
 // first row it did not do (ok false: it has no such kernel).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
-	if w != Q4_0 || !hasDotAVX512 || len(out)-i < prepMinRows || nb < 4 {
+	if w != Q4_0 || !hasDotAVX512 || len(out)-i < 2 || nb < 4 {
 		return i, false
 	}
 	var buf []byte

@@ -1111,13 +1111,17 @@ q6kloop:
 //
 // Four blocks at a time, as the AVX2 kernel, but with whole quads in
 // 512-bit registers: VPERMT2B gathers the quad's 4 × 16 quant bytes from
-// two overlapping loads of its 72 bytes (and the activations' 4 × 32
-// bytes from four loads of their 136: the loads stay inside the quad's
+// two overlapping loads of its 72 bytes (the loads stay inside the quad's
 // bytes, so nothing past the rows is read), one VPDPBUSD per half
 // multiplies the codes by the activations and adds each 4 products into a
 // dword (exact: at most 4·15·128 a product group), and the block b's sum
 // is the 4 dwords of 128-bit lane b. The offset −8·Σy starts each
-// accumulator (computed once per quad for both rows with VPDPBUSD of 8s).
+// accumulator. The activations' side — their 4 × 32 bytes gathered from
+// four loads of their 136 in the same order, −8·Σy by VPDPBUSD of 8s, the
+// scales — is done once per activation row (prepQ4_0Y512Asm), not for
+// every pair of weight rows: in cache the kernel alone took 7.8–8.6 µs
+// against 9.0–10.0 for 64 rows × 4096 (six alternating pairs) when it
+// gathered them itself, and with the preparation no slower for 2–8 rows.
 // The float part is the AVX2 kernel's: float32(sumi)·dx·dy four at a
 // time, added to each row's sum one block after another.
 //
@@ -1251,77 +1255,12 @@ GLOBL q40red<>(SB), RODATA|NOPTR, $64
 	VCVTPH2PS    X10, X10     \
 	Q40FLOAT2(X2, X10, X9)
 
-// func dotQ4_0Q8_0x2AVX512(x0, x1, y *byte, nb int, out *[2]float32)
-TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-40
-	MOVQ      x0+0(FP), SI
-	MOVQ      x1+8(FP), R8
-	MOVQ      y+16(FP), DI
-	MOVQ      nb+24(FP), CX
-	VMOVDQU64 q40qs<>(SB), Z24
-	VMOVDQU64 q40ylo<>(SB), Z25
-	VMOVDQU64 q40yhi<>(SB), Z26
-	VMOVDQU64 q40xd<>(SB), Z27
-	VMOVDQU64 q40yd<>(SB), Z28
-	VMOVDQU64 q40red<>(SB), Z29
-	VPBROADCASTQ nib<>(SB), Z30
-	VPBROADCASTQ eights<>(SB), Z31
-	VXORPS    X7, X7, X7
-	VXORPS    X6, X6, X6
-	CMPQ      CX, $4
-	JLT       q45tail
-
-q45quad:
-	Q40PF512
-	// The activations: dy, lowY (Z16), highY (Z18), −8·Σy (Z21).
-	VMOVDQU64 0(DI), Z16
-	VMOVDQU64 64(DI), Z17
-	VMOVDQU64 8(DI), Z18
-	VMOVDQU64 72(DI), Z19
-	VMOVDQA64 Z28, Z9
-	VPERMI2W  Z17, Z16, Z9
-	VCVTPH2PS X9, X9
-	VPERMT2B  Z17, Z25, Z16
-	VPERMT2B  Z19, Z26, Z18
-	VPXORD    Z20, Z20, Z20
-	VPDPBUSD  Z16, Z31, Z20
-	VPDPBUSD  Z18, Z31, Z20
-	VPXORD    Z21, Z21, Z21
-	VPSUBD    Z20, Z21, Z21
-	Q40ROW512(SI, Z2, Z4)
-	Q40ROW512(R8, Z10, Z11)
-	Q40END512
-	ADDQ      $72, SI
-	ADDQ      $72, R8
-	ADDQ      $136, DI
-	SUBQ      $4, CX
-	CMPQ      CX, $4
-	JGE       q45quad
-
-q45tail:
-	TESTQ   CX, CX
-	JZ      q45done
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU eights<>(SB), Y14
-	VMOVDQU onesw<>(SB), Y13
-
-q45loop:
-	Q40STEP2
-	DECQ      CX
-	JNZ       q45loop
-
-q45done:
-	MOVQ   out+32(FP), AX
-	VMOVSS X7, (AX)
-	VMOVSS X6, 4(AX)
-	VZEROUPPER
-	RET
-
 // func prepQ4_0Y512Asm(y, yp *byte, nq int)
 //
 // prepQ4_0Y512's layout of nq whole quads of Q8_0 activations at y into
-// yp (64-byte aligned), with dotQ4_0Q8_0x2AVX512's own gathers and sums:
-// a quad's quants, −8·Σy and f16 scales as that kernel computed them for
-// each pair of rows.
+// yp (64-byte aligned): per quad the 64 low and 64 high quant bytes in
+// dotQ4_0Q8_0x2AVX512's order, the 16 dwords of −8·Σy (192 bytes), then,
+// after all the quads, their f16 scales 8 bytes a quad.
 TEXT ·prepQ4_0Y512Asm(SB), NOSPLIT, $0-24
 	MOVQ      y+0(FP), DI
 	MOVQ      yp+8(FP), SI
@@ -1364,19 +1303,11 @@ q47done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0Q8_0x2AVX512P(x0, x1, y, yp *byte, nb int, out *[2]float32)
+// func dotQ4_0Q8_0x2AVX512(x0, x1, y, yp *byte, nb int, out *[2]float32)
 //
-// dotQ4_0Q8_0x2AVX512 with the activations' quads prepared once per
-// activation row (prepQ4_0Y512, dot_amd64.go) rather than for every
-// pair of weight rows: yp holds per quad the 64 low and 64 high quant
-// bytes in the kernel's order (what VPERMT2B gathered), the 16 dwords of
-// −8·Σy (what VPDPBUSD of 8s gave), 192 bytes 64-byte aligned, then the
-// quads' f16 scales 8 bytes a quad after all the quads; y is the row
-// itself, for the tail of nb mod 4 blocks. The same instructions on the
-// same values after that, so the same bits. Three permutes, two VPDPBUSD
-// and four loads fewer a quad of two rows: a W13 mat-vec gathered each
-// activation quad again for every pair of its 14336 rows.
-TEXT ·dotQ4_0Q8_0x2AVX512P(SB), NOSPLIT, $0-48
+// yp is activation row y's whole quads as prepQ4_0Y512Asm lays them out;
+// y itself gives the tail of nb mod 4 blocks.
+TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-48
 	MOVQ      x0+0(FP), SI
 	MOVQ      x1+8(FP), R8
 	MOVQ      yp+24(FP), DI
