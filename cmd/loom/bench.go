@@ -155,18 +155,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	results = append(results, benchResult{Workload: "copy", Device: e.Name(), GBps: copyGBps, Bytes: 2 * 4 * sz.Elems})
-	if !gpu {
-		// What a pass that only reads (a mat-vec streaming its weights)
-		// can reach: issue 14's CPU figure of merit.
-		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: float64(4*sz.Elems) / medianSeconds(*f.reps, newReader(4*sz.Elems)) / 1e9, Bytes: 4 * sz.Elems})
-	}
-	// The pass paired with each CPU mat-vec run reads at least 64 MiB, so
-	// that it streams from memory whatever -elems says (and leaves no
-	// weight in a last-level cache for the run after it).
+	// What a pass that only reads (a mat-vec streaming its weights) can
+	// reach: issue 14's CPU figure of merit, and the pass each CPU mat-vec
+	// run follows (benchOne). It reads at least 64 MiB, so that it streams
+	// from memory whatever -elems says (and leaves no weight in a
+	// last-level cache for the run after it).
 	var read func()
 	readBytes := max(4*sz.Elems, 64<<20)
 	if !gpu {
 		read = newReader(readBytes)
+		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: float64(readBytes) / medianSeconds(*f.reps, read) / 1e9, Bytes: readBytes})
 	}
 	for _, id := range strings.Split(list, ",") {
 		w, err := workloads.ByID(strings.TrimSpace(id))
