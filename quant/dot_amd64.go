@@ -149,15 +149,16 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 	if w != Q4_0 || !hasDotAVX512 || len(out)-i < 2 || nb < 4 {
 		return i, false
 	}
-	var buf []byte
-	if b, ok := prepBufs.Get().(*[]byte); ok {
-		buf = *b
+	buf, _ := prepBufs.Get().(*[]byte) // the same pointer goes back: no allocation a call
+	if buf == nil {
+		buf = new([]byte)
 	}
-	yp, buf := prepQ4_0Y512(arow, nb, buf)
+	var yp []byte
+	yp, *buf = prepQ4_0Y512(arow, nb, *buf)
 	for ; i+1 < len(out); i += 2 {
 		out[i], out[i+1] = dotQ4_0Q8_0x2Prep(rows[i*rb:(i+1)*rb], rows[(i+1)*rb:(i+2)*rb], arow, yp, nb)
 	}
-	prepBufs.Put(&buf)
+	prepBufs.Put(buf)
 	return i, true
 }
 
