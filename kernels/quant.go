@@ -263,7 +263,9 @@ func QMVTEntries() []string {
 // QMVFThreads threads a block with QMVFSharedBytes(K) bytes of dynamic
 // shared memory (at most QMVFMaxShared), needs K a multiple of
 // QMVFChunk(t), the weight rows aligned as QMVWordEntry says and x
-// contiguous. Arguments: w, x, y, K (i64), N (i64), rowBytes (i64).
+// contiguous. Arguments: w, x, y, K (i64), N (i64), rowBytes (i64), path
+// (i32: QMVFPathFor's, with QMVFShared's shared memory and
+// QMVFRowsPerGroup's rows a group).
 func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 	name, ok = QMVQEntry(t, x, QMVMaxRows)
 	if !ok {
@@ -284,7 +286,7 @@ var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4}
 // then holds. A quantized model's decode step adds the residual as its
 // output and down projections store, and its LM head casts its logits,
 // without launches of their own. The entry takes QMVFEntry's arguments —
-// w, x, y (k's output), K, N, rowBytes — then one pointer per operand of
+// w, x, y (k's output), K, N, rowBytes, path — then one pointer per operand of
 // k, in k.Ins order, and the launch QMVFEntry's does. It is for one
 // activation row: the flat index of row n of the output is n.
 func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.FusedParts) (name, code string, err error) {
@@ -313,8 +315,8 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	post := strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ")
 	fmt.Fprintf(&b, `
 extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
-    const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes%s) { loom_grid_entry();
-  qmvf<qf_%s<%d>, %s, QMVF_ROWS>(w, x, K, N, rowBytes, [=](long long n, float v) { y[n] = loom_post(%s); });
+    const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes, int path%s) { loom_grid_entry();
+  QMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = loom_post(%s); });
 }
 `, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), format, vec, x, post)
 	body := b.String()
@@ -337,6 +339,88 @@ const (
 	QMVFThreads = 256
 	QMVFRows    = 2
 )
+
+// The paths of loom_qmvf, its argument path (quant.hip's qmv1): by
+// 32-weight chunks, by units read from global memory, by units staged in
+// shared memory.
+const (
+	QMVFChunks = 0
+	QMVFUnits  = 1
+	QMVFStaged = 2
+)
+
+// QMVFUnit is the weights of loom_qmvf's unit in format t (quant.hip's
+// qu_* structs: a run of blocks starting on a 16- or 8-byte boundary that
+// one lane takes whole), 0 for a format without one.
+func QMVFUnit(t quant.Type) int {
+	switch t {
+	case quant.Q4_0, quant.Q4_K:
+		return 256
+	case quant.Q8_0:
+		return 128
+	}
+	return 0
+}
+
+// qmvfUnitBytes is a unit's bytes (UB in quant.hip).
+var qmvfUnitBytes = map[quant.Type]int64{quant.Q4_0: 144, quant.Q4_K: 144, quant.Q8_0: 136}
+
+// QMVFPathFor is the path loom_qmvf takes for format t, K weights a row
+// and a weight aligned to 16 bytes or not, on target: by units where t has
+// one, K is a multiple of it and the weight is aligned; staged where,
+// besides, the target is NVIDIA sm_80 or newer (cp.async) and
+// QMVFStageBytes fits in QMVFMaxShared; else by chunks.
+func QMVFPathFor(t quant.Type, k int64, aligned16 bool, target codegen.Target) int {
+	uv := int64(QMVFUnit(t))
+	if uv == 0 || k%uv != 0 || !aligned16 {
+		return QMVFChunks
+	}
+	if target.Platform != codegen.NVIDIA || QMVFStageBytes(t, k) > QMVFMaxShared {
+		return QMVFUnits
+	}
+	v, ok := strings.CutPrefix(target.Arch, "sm_")
+	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 80 {
+		return QMVFUnits
+	}
+	return QMVFStaged
+}
+
+// QMVFRowsPerGroup is the weight rows a group of 32 lanes of loom_qmvf
+// takes at once on path for format t and K weights a row: QMVFRows by
+// chunks; by units 32/P, P the lanes of a row (the power of two at or
+// above the row's units, at most 32; quant.hip's qu_lanes).
+func QMVFRowsPerGroup(t quant.Type, k int64, path int) int {
+	uv := int64(QMVFUnit(t))
+	if path == QMVFChunks || uv == 0 || k%uv != 0 {
+		return QMVFRows
+	}
+	p := int64(1)
+	for p < k/uv && p < 32 {
+		p <<= 1
+	}
+	return int(32 / p)
+}
+
+// QMVFStageBytes is the shared memory loom_qmvf's staged path needs (the
+// activations' K·5/4 bytes, then 32 units for each group of lanes), or 0
+// where t has no unit or K is not a multiple of it.
+func QMVFStageBytes(t quant.Type, k int64) int64 {
+	uv := int64(QMVFUnit(t))
+	if uv == 0 || k%uv != 0 {
+		return 0
+	}
+	return k/4*5 + QMVFThreads/32*32*qmvfUnitBytes[t]
+}
+
+// QMVFShared is the dynamic shared memory a loom_qmvf launch on path asks
+// for: QMVFStageBytes staged, else QMVFSharedBytes (the chunk path's
+// activation layout, which the unit path's fits in).
+func QMVFShared(t quant.Type, k int64, path int) int64 {
+	if path == QMVFStaged {
+		return max(QMVFSharedBytes(k), QMVFStageBytes(t, k))
+	}
+	return QMVFSharedBytes(k)
+}
 
 // QMVFSharedBytes is the shared memory loom_qmvf needs for K activation
 // values (Q8XBytes' layout), and QMVFMaxShared the most the host asks

@@ -1663,9 +1663,9 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
+  const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
   qf_quantize<X>(x, qa, dx, sx, K / 4);
   __syncthreads();
-  const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
   const long long chunks = K / F::CHUNK;
   for (long long g = (long long)blockIdx.x * groups + group; g * R < N; g += (long long)gridDim.x * groups) {
     const unsigned char* rows[R];
@@ -1693,11 +1693,402 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
   }
 }
 
+// ---- the unit path of loom_qmvf: a lane a 16-byte-aligned run of blocks ----
+//
+// Where K is a multiple of a format's unit (UV weights: Q4_0 8 blocks and
+// Q4_K one super-block, 256 weights in 144 bytes; Q8_0 4 blocks, 128 in
+// 136) and the weight 16-byte aligned, loom_qmvf gives each lane whole
+// units instead of 32-weight chunks: a unit starts on a 16-byte (Q8_0:
+// 8-byte) boundary, so a lane reads it with 9 (17) plain vector loads and
+// takes its blocks apart at offsets known when the kernel is compiled —
+// no per-chunk window selects, no 64-bit address arithmetic a chunk, and
+// a Q4_K header read once a super-block instead of once a chunk. P lanes
+// (the power of two at or above the units U = K/UV a row, at most 32)
+// take a row, so a group of 32 takes 32/P rows at once; rows of more than
+// 32 units are walked 32 units at a time.
+//
+// The activations' 8-bit form is laid out by unit (qu_quantize): piece p
+// (16 bytes) of unit u at 16-byte index p·U + u, and the 32-value steps
+// dx and sums sx (over 32 values) in float4s at index q·U + u, so that
+// the lanes of a row, taking consecutive units, read consecutive shared
+// memory (the natural layout put every lane of a row in the same banks).
+//
+// Why (ncu, H200, W13 Q4_0 on the chunk path): 3.7 instructions a
+// weight, issue slots 47% busy over the whole kernel, 4.2-way shared-load
+// bank conflicts, DRAM 40% of peak.
+//
+// Measured (session 34, H200, loom bench W13, % of copy; the three paths
+// alternating in one call, twice; LOOM_QMV=chunks / units pick them):
+//
+//                      Q4_0    Q4_K    Q8_0
+//   chunks             57      55      70–71
+//   units, global      53–56   58      58–59
+//   units, staged      64–65   62–63   72
+//
+// and the 1B Q4_K decode step (TestGPUSpeed1B, median, one call): 0.679
+// ms staged against 0.727 by chunks (0.703 staged without the early
+// first copy and the copy overlapping the multiplication, another call).
+// Still under issue 14's 80%: a 33 MB weight streams in 7.8 µs at copy
+// speed, and the launch, x's quantization and the first copy's round trip
+// cost about 2 µs of the 12 (ncu, staged: 3 blocks of 8 groups
+// resident, limited by registers (80) and shared memory (42 KB), DRAM 47%
+// of peak with the profiler's cold L2).
+//
+// Tried (same session, each against the chunk path in one call): asking L2
+// for each group's first rows (prefetch.global.L2, a line a lane) before
+// quantizing x: Q4_0 54% against 57, Q8_0 66 against 71 (its first four
+// row pairs: 51 and 63); the chunk loop unrolled 4 deep: Q6_K 48 against
+// 44, Q4_K 53 against 55, the others equal; 4 rows a group: Q4_0 64
+// against 57, Q4_K 59 against 55, Q8_0 65 against 71 (the unit path
+// bettered it for all three).
+
+// qu_quantize<X, UV>: qf_quantize with the unit layout above (U = K/UV
+// units, n4 = K/4); sx holds 32-value sums.
+template <class X, int UV>
+LOOM_DEV void qu_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4, int U) {
+  const int lane = threadIdx.x % QMV_GROUP;
+  for (long long i0 = threadIdx.x - lane; i0 < n4; i0 += 4 * (long long)blockDim.x) {
+    float v[4][4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const long long i = i0 + u * (long long)blockDim.x + lane;
+      const typename X::T* p = x + 4 * (i < n4 ? i : 0);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[u][j] = X::ld1(p + j);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const long long i = i0 + u * (long long)blockDim.x + lane;
+      float amax = 0.f, sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        amax = fmaxf(amax, fabsf(v[u][j]));
+        sum += v[u][j];
+      }
+#pragma unroll
+      for (int s = 1; s < 8; s <<= 1) {
+        amax = fmaxf(amax, loom_shfl_xor(amax, s));
+        sum += loom_shfl_xor(sum, s);
+      }
+      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
+      unsigned int packed = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[u][j] * id) & 255u) << (8 * j);
+      if (i < n4) {
+        const int un = (int)((4 * i) / UV), o = (int)((4 * i) % UV);
+        qa[((o >> 4) * U + un) * 4 + ((o >> 2) & 3)] = (int)packed;
+        if ((o & 31) == 0) {
+          const int j = o >> 5, at = ((j >> 2) * U + un) * 4 + (j & 3);
+          dx[at] = d;
+          sx[at] = sum;
+        }
+      }
+    }
+  }
+}
+
+LOOM_DEV float qu_at(const float4& v, int k) { return k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w)); }
+
+LOOM_DEV int qu_dot4(const unsigned int* q, const int4& a, int s) {
+  s = loom_dp4a((int)q[0], a.x, s);
+  s = loom_dp4a((int)q[1], a.y, s);
+  s = loom_dp4a((int)q[2], a.z, s);
+  return loom_dp4a((int)q[3], a.w, s);
+}
+
+// qu_load<NV, V>(p, w): NV·V/4 words from p (V-byte aligned) with V-byte loads.
+template <int NV, int V>
+LOOM_DEV void qu_load(const unsigned char* p, unsigned int* w) {
+  if (V == 16) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const uint4 t = q[k];
+      w[4 * k] = t.x;
+      w[4 * k + 1] = t.y;
+      w[4 * k + 2] = t.z;
+      w[4 * k + 3] = t.w;
+    }
+  } else {
+    const uint2* q = reinterpret_cast<const uint2*>(p);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const uint2 t = q[k];
+      w[2 * k] = t.x;
+      w[2 * k + 1] = t.y;
+    }
+  }
+}
+
+// Q4_0 unit: 8 blocks of 18 bytes; block j starts at byte 18j, so at word
+// 9j/2 with d in its low half (j even) or at word (9j − 1)/2 with d in its
+// high half and the quants word-aligned after it (j odd).
+struct qu_q4_0 {
+  static constexpr int UV = 256, UB = 144;
+  unsigned int w[36];
+  LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
+    const float4 D[2] = {dx[u], dx[U + u]}, S[2] = {sx[u], sx[U + u]};
+    float v = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int w0 = 9 * j / 2;
+      unsigned int q[4], lo[4], hi[4];
+      float d;
+      if (j % 2 == 0) {
+        d = loom_f16_to_f32((unsigned short)(w[w0] & 0xffffu));
+#pragma unroll
+        for (int k = 0; k < 4; ++k) q[k] = qf_funnel16(w[w0 + k], w[w0 + k + 1]);
+      } else {
+        d = loom_f16_to_f32((unsigned short)(w[w0] >> 16));
+#pragma unroll
+        for (int k = 0; k < 4; ++k) q[k] = w[w0 + 1 + k];
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        lo[k] = q[k] & 0x0F0F0F0Fu;
+        hi[k] = (q[k] >> 4) & 0x0F0F0F0Fu;
+      }
+      const int s = qu_dot4(hi, qa[(2 * j + 1) * U + u], qu_dot4(lo, qa[2 * j * U + u], 0));
+      v = fmaf(d, qu_at(D[j >> 2], j & 3) * (float)s - 8.f * qu_at(S[j >> 2], j & 3), v);
+    }
+    return v;
+  }
+};
+
+// Q4_K unit: one super-block (16-byte header: d, dmin, 12 scale bytes;
+// 128 quant bytes): quant words 8j … 8j + 7 hold sub-block 2j in their
+// low nibbles and 2j + 1 in their high ones (weights 64j …).
+struct qu_q4_k {
+  static constexpr int UV = 256, UB = 144;
+  unsigned int w[36];
+  LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
+    const float4 D[2] = {dx[u], dx[U + u]}, S[2] = {sx[u], sx[U + u]};
+    const float d = loom_f16_to_f32((unsigned short)(w[0] & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(w[0] >> 16));
+    const unsigned int sc[3] = {w[1], w[2], w[3]};
+    float v = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      unsigned int lo[8], hi[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        lo[k] = w[4 + 8 * j + k] & 0x0F0F0F0Fu;
+        hi[k] = (w[4 + 8 * j + k] >> 4) & 0x0F0F0F0Fu;
+      }
+      const int s0 = qu_dot4(lo + 4, qa[(4 * j + 1) * U + u], qu_dot4(lo, qa[4 * j * U + u], 0));
+      const int s1 = qu_dot4(hi + 4, qa[(4 * j + 3) * U + u], qu_dot4(hi, qa[(4 * j + 2) * U + u], 0));
+      float sc0, m0, sc1, m1;
+      qmvw_scale_min_k4(sc, 2 * j, &sc0, &m0);
+      qmvw_scale_min_k4(sc, 2 * j + 1, &sc1, &m1);
+      const int b0 = 2 * j, b1 = 2 * j + 1;
+      v = fmaf(d * sc0 * qu_at(D[b0 >> 2], b0 & 3), (float)s0, v);
+      v = fmaf(-dmin * m0, qu_at(S[b0 >> 2], b0 & 3), v);
+      v = fmaf(d * sc1 * qu_at(D[b1 >> 2], b1 & 3), (float)s1, v);
+      v = fmaf(-dmin * m1, qu_at(S[b1 >> 2], b1 & 3), v);
+    }
+    return v;
+  }
+};
+
+// Q8_0 unit: 4 blocks of 34 bytes, 8-byte aligned (17 8-byte loads);
+// block j starts at word 17j/2, d in the low half (j even, quants
+// funnelled) or the high half (j odd, quants word-aligned).
+struct qu_q8_0 {
+  static constexpr int UV = 128, UB = 136;
+  unsigned int w[34];
+  LOOM_DEV void load(const unsigned char* p) { qu_load<17, 8>(p, w); }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4*, int u, int U) const {
+    const float4 D = dx[u];
+    float v = 0.f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int w0 = 17 * j / 2;
+      unsigned int q[8];
+      float d;
+      if (j % 2 == 0) {
+        d = loom_f16_to_f32((unsigned short)(w[w0] & 0xffffu));
+#pragma unroll
+        for (int k = 0; k < 8; ++k) q[k] = qf_funnel16(w[w0 + k], w[w0 + k + 1]);
+      } else {
+        d = loom_f16_to_f32((unsigned short)(w[w0] >> 16));
+#pragma unroll
+        for (int k = 0; k < 8; ++k) q[k] = w[w0 + 1 + k];
+      }
+      const int s = qu_dot4(q + 4, qa[(2 * j + 1) * U + u], qu_dot4(q, qa[2 * j * U + u], 0));
+      v = fmaf(d * qu_at(D, j), (float)s, v);
+    }
+    return v;
+  }
+};
+
+// qu_lanes(U): the lanes a row takes, the power of two at or above U, at
+// most QMV_GROUP (kernels.QMVFRowsPerGroup repeats it).
+LOOM_DEV int qu_lanes(int U) {
+  int p = 1;
+  while (p < U && p < QMV_GROUP) p <<= 1;
+  return p;
+}
+
+// Staging (NVIDIA sm_80+, where the host gives the block the shared
+// memory for it: QMVFStageBytes): each group copies the 32 units its lanes
+// take — contiguous bytes, RG whole rows or 32 units of one — into a
+// buffer of its own with cp.async, 16 (Q8_0: 8) bytes a lane and
+// consecutive lanes at consecutive addresses, and the lanes then read
+// their units from shared memory. Read straight from global memory, a
+// unit a lane, every 16-byte load of a group touches 32 cache lines (the
+// lanes 144 bytes apart), and the L1's throughput in lines, not DRAM,
+// bounded the kernel (W13 Q8_0: 17 loads of 32 lines a row, 58% of copy
+// against the chunk path's 70%).
+#if defined(LOOM_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QU_STAGE 1
+#else
+#define QU_STAGE 0
+#endif
+
+// qu_issue<UB>(dst, src, units, lane): starts copying units·UB bytes src →
+// dst (shared), all lanes of the group taking part; qu_wait waits for the
+// lane's copies, and qu_syncgroup then makes every lane's visible to the
+// group.
+template <int UB>
+LOOM_DEV void qu_issue(unsigned char* dst, const unsigned char* src, int units, int lane) {
+#if QU_STAGE
+  constexpr int V = UB % 16 == 0 ? 16 : 8;
+  const int pieces = units * (UB / V);
+  for (int i = lane; i < pieces; i += QMV_GROUP) {
+    const unsigned int d = (unsigned int)__cvta_generic_to_shared(dst + i * V);
+    if (V == 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + i * V) : "memory");
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(d), "l"(src + i * V) : "memory");
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+LOOM_DEV void qu_syncgroup() {
+#if QU_STAGE
+  __syncwarp();
+#endif
+}
+LOOM_DEV void qu_wait() {
+#if QU_STAGE
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncwarp();
+#endif
+}
+
+// qu_dynamic_shared: the block's dynamic shared memory in bytes (0 where
+// staging is not compiled).
+LOOM_DEV unsigned int qu_dynamic_shared() {
+#if QU_STAGE
+  unsigned int n;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+#else
+  return 0;
+#endif
+}
+
+// qmvu: qmvf's product by units (above); the caller has checked that K is
+// a multiple of F::UV and w 16-byte aligned (rowBytes then is a multiple
+// of 16, or for Q8_0 of 8). Staged (stage_it, and the block has the
+// shared memory for it: qu_issue), a group's first copy is issued before x
+// is quantized, and
+// each later one as soon as the lanes have read the stage before it into
+// registers, so that the copy is in flight while they multiply.
+template <class F, class X, class S>
+LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
+                   long long rowBytes, bool stage_it, S store) {
+  const int U = (int)(K / F::UV);
+  int* qa = qf_shared;
+  float* dx = reinterpret_cast<float*>(qa + K / 4);
+  float* sx = dx + K / 32;
+  const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
+  const int P = qu_lanes(U), RG = QMV_GROUP / P, sub = lane / P, u0 = lane % P;
+  // The stage buffers follow the activations (K·5/4 bytes, a multiple of 16).
+  unsigned char* stage = reinterpret_cast<unsigned char*>(sx + K / 32) + group * (QMV_GROUP * F::UB);
+  const bool staged = stage_it && qu_dynamic_shared() >= (unsigned long long)(K / 4 * 5 + groups * QMV_GROUP * F::UB);
+  const long long stride = (long long)gridDim.x * groups;
+  // A step is a group's span: units ub … ub + 31 of rows r0 = g·RG … (all
+  // RG rows' units where U ≤ 32).
+  auto issue = [&](long long g, int ub) {
+    const long long r0 = g * RG;
+    const int rows = (int)min((long long)RG, N - r0);
+    qu_issue<F::UB>(stage, w + r0 * rowBytes + (long long)ub * F::UB, U <= QMV_GROUP ? rows * U : min(QMV_GROUP, U - ub), lane);
+  };
+  long long g = (long long)blockIdx.x * groups + group;
+  int ub = 0;
+  if (staged && g * RG < N) issue(g, 0);
+  qu_quantize<X, F::UV>(x, qa, dx, sx, K / 4, U);
+  __syncthreads();
+  const int4* qa4 = reinterpret_cast<const int4*>(qa);
+  const float4 *dx4 = reinterpret_cast<const float4*>(dx), *sx4 = reinterpret_cast<const float4*>(sx);
+  float acc = 0.f;
+  while (g * RG < N) {
+    const long long r0 = g * RG;
+    const int rows = (int)min((long long)RG, N - r0);
+    // This lane's unit: ub + its index in the step's span.
+    const int mine = U <= QMV_GROUP ? sub * U + u0 : lane;
+    const bool valid = U <= QMV_GROUP ? (u0 < U && sub < rows) : ub + lane < U;
+    F f;
+    if (staged) {
+      qu_wait();
+      if (valid) f.load(stage + mine * F::UB);
+      qu_syncgroup(); // every lane has its unit: the stage is free
+      const bool last = ub + QMV_GROUP >= U;
+      const long long g2 = last ? g + stride : g;
+      if (g2 * RG < N) issue(g2, last ? 0 : ub + QMV_GROUP);
+    } else if (valid) {
+      f.load(w + r0 * rowBytes + (long long)(ub + mine) * F::UB);
+    }
+    if (valid) acc += f.dot(qa4, dx4, sx4, U <= QMV_GROUP ? u0 : ub + lane, U);
+    ub += QMV_GROUP;
+    if (ub >= U) {
+      for (int s = P / 2; s > 0; s >>= 1) acc += loom_shfl_xor(acc, s);
+      if (u0 == 0 && sub < rows) store(r0 + sub, acc);
+      acc = 0.f;
+      ub = 0;
+      g += stride;
+    }
+  }
+}
+
+// qmv1: the one-row product on the path the host picked
+// (kernels.QMVFPathFor): 0 by chunks (qmvf), 1 by units read from global
+// memory, 2 by units staged in shared memory (qmvu). A unit path K or w
+// do not allow falls back to chunks, and staging without the shared
+// memory for it to reading units from global memory.
+template <class F, class G, class X, class S>
+LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
+                   long long rowBytes, int path, S store) {
+  if (path > 0 && K % G::UV == 0 && ((unsigned long long)w & 15) == 0)
+    qmvu<G, X>(w, x, K, N, rowBytes, path == 2, store);
+  else
+    qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
+}
+
+// qmv6: Q6_K's one-row product, by chunks whatever the path (Q6_K has no
+// unit: its 210-byte super-blocks start 2 bytes off a 4-byte boundary every
+// other one, and 32 of them, 6,720 bytes a group, would not leave room to
+// stage).
+template <class F, class X, class S>
+LOOM_DEV void qmv6(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
+                   long long rowBytes, int, S store) {
+  qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
+}
+
+// QMVF_CALL(FMT, V, X): the function a format's one-row entry calls
+// (qmv1 for the formats with a unit struct, qmvf for the rest).
+#define QMVF_CALL(FMT, V, X) QMVF_CALL_##FMT(V, X)
+#define QMVF_CALL_q4_0(V, X) qmv1<qf_q4_0<V>, qu_q4_0, X>
+#define QMVF_CALL_q4_k(V, X) qmv1<qf_q4_k<V>, qu_q4_k, X>
+#define QMVF_CALL_q8_0(V, X) qmv1<qf_q8_0<V>, qu_q8_0, X>
+#define QMVF_CALL_q6_k(V, X) qmv6<qf_q6_k<V>, X>
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
-           long long K, long long N, long long rowBytes) { loom_grid_entry();                                           \
-    qmvf<qf_##FMT<V>, X, QMVF_ROWS>(w, x, K, N, rowBytes, [=](long long n, float v) { y[n] = X::st(v); }); \
+           long long K, long long N, long long rowBytes, int path) { loom_grid_entry();                                 \
+    QMVF_CALL(FMT, V, X)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = X::st(v); }); \
   }
 #define LOOM_QMVF3(FMT, V)                            \
   LOOM_QMVF(FMT, V, qmvw_x_f32, loom_qmvf_##FMT##_f32) \

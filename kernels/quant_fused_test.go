@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/quant"
 )
 
 // TestQMVFVec checks that QMVFFused instantiates each format's one-row
@@ -32,6 +33,66 @@ func TestQMVFFusedRefuses(t *testing.T) {
 	for _, e := range []string{"loom_qmvq_q4_k_bf16", "loom_qmvf_q5_k_bf16", "loom_qmvf_q4_k_u8", "loom_qmvf_"} {
 		if _, _, err := QMVFFused(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, e, nil, nil); err == nil {
 			t.Errorf("QMVFFused(%q): no error", e)
+		}
+	}
+}
+
+// TestQMVFPaths checks the host's picture of loom_qmvf's unit path against
+// quant.hip (each qu_* struct's UV and UB, and which formats' entries call
+// qmv1 with a unit) and the path, rows a group and shared memory it gives
+// for the shapes that matter: W13 (K = 4096), a 1B llama's K = 2048 and
+// 8192, K too large to stage (14336), K not a multiple of the unit, an
+// unaligned weight, AMD and an NVIDIA GPU without cp.async.
+func TestQMVFPaths(t *testing.T) {
+	units := map[string][2]int{}
+	for _, m := range regexp.MustCompile(`struct qu_(\w+) \{\n  static constexpr int UV = (\d+), UB = (\d+);`).FindAllStringSubmatch(quantHIP, -1) {
+		uv, _ := strconv.Atoi(m[2])
+		ub, _ := strconv.Atoi(m[3])
+		units[m[1]] = [2]int{uv, ub}
+	}
+	calls := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^#define QMVF_CALL_(\w+)\(V, X\) qmv1<qf_\w+<V>, qu_(\w+), X>`).FindAllStringSubmatch(quantHIP, -1) {
+		if m[1] != m[2] {
+			t.Errorf("QMVF_CALL_%s uses qu_%s", m[1], m[2])
+		}
+		calls[m[1]] = true
+	}
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		u, ok := units[f.String()]
+		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnitBytes[f] {
+			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes", f, u, calls[f.String()], QMVFUnit(f), qmvfUnitBytes[f])
+		}
+	}
+	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
+	for _, c := range []struct {
+		f       quant.Type
+		k       int64
+		aligned bool
+		target  codegen.Target
+		path    int
+		rows    int
+		shared  int64
+	}{
+		{quant.Q4_0, 4096, true, h200, QMVFStaged, 2, 5120 + 8*32*144},
+		{quant.Q4_K, 2048, true, h200, QMVFStaged, 4, 2560 + 8*32*144},
+		{quant.Q4_K, 8192, true, h200, QMVFStaged, 1, 10240 + 8*32*144},
+		{quant.Q8_0, 4096, true, h200, QMVFStaged, 1, 5120 + 8*32*136},
+		{quant.Q8_0, 768, true, h200, QMVFStaged, 4, 960 + 8*32*136},
+		{quant.Q4_0, 14336, true, h200, QMVFUnits, 1, 14336 * 11 / 8},
+		{quant.Q4_0, 3072, true, h200, QMVFStaged, 2, 3840 + 8*32*144},
+		{quant.Q4_0, 800, true, h200, QMVFChunks, QMVFRows, 800 * 11 / 8},
+		{quant.Q4_0, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8},
+		{quant.Q6_K, 4096, true, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8},
+		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8},
+		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_75"}, QMVFUnits, 2, 4096 * 11 / 8},
+	} {
+		path := QMVFPathFor(c.f, c.k, c.aligned, c.target)
+		rows, shared := QMVFRowsPerGroup(c.f, c.k, path), QMVFShared(c.f, c.k, path)
+		if path != c.path || rows != c.rows || shared != c.shared {
+			t.Errorf("%v K=%d aligned %v on %v: path %d, %d rows a group, %d bytes; want %d, %d, %d", c.f, c.k, c.aligned, c.target, path, rows, shared, c.path, c.rows, c.shared)
+		}
+		if shared > QMVFMaxShared {
+			t.Errorf("%v K=%d: %d bytes of shared memory, over %d", c.f, c.k, shared, QMVFMaxShared)
 		}
 	}
 }

@@ -110,7 +110,9 @@
 // and multiplied with integer dot products (dp4a, sdot4), as Candle's and
 // ggml's mmvq. One activation row (a decode step) takes one launch
 // (loom_qmvf_*: each block quantizes x into shared memory, then walks
-// weight rows with aligned loads); more rows quantize x in a launch of
+// weight rows: Q4_0, Q4_K and Q8_0 a run of whole blocks a lane, staged
+// in shared memory with cp.async on NVIDIA sm_80+, where K allows;
+// 32-weight chunks a lane otherwise, or with LOOM_QMV=chunks); more rows quantize x in a launch of
 // their own (loom_q8x_*, then loom_qmvq_*), as LOOM_QMV=q8x makes one row
 // do too. On NVIDIA sm_80+, 2–8 rows multiply on the tensor cores'
 // integer MMA instead (loom_q8t_*, then loom_qmvt_*; LOOM_QMV=dp4a keeps
@@ -118,10 +120,11 @@
 // row, against 0.056 and 0.061 on dp4a. LOOM_QMV=word uses the f32 word-load kernels (loom_qmvw_*)
 // instead, and the other formats, unaligned operands and LOOM_QMV=bytewise
 // the byte-wise ones. W13 on an H200 (x[1,4096] · W[14336,4096]ᵀ, loom
-// bench), f32 word loads → two launches → one: Q4_0 0.025 → 0.017 →
-// 0.014 ms (56% of the copy bandwidth), Q4_K 0.030 → 0.022 → 0.015 ms
-// (54%), Q8_0 0.032 → 0.027 → 0.021 ms (71%), Q6_K 0.031 → 0.029 → 0.026
-// ms (44%).
+// bench), f32 word loads → two launches → one → one by staged runs of
+// blocks: Q4_0 0.025 → 0.017 → 0.014 → 0.012 ms (65% of the copy
+// bandwidth), Q4_K 0.030 → 0.022 → 0.015 → 0.013 ms (63%), Q8_0 0.032 →
+// 0.027 → 0.021 → 0.021 ms (72%); Q6_K 0.031 → 0.029 → 0.026 ms (44%,
+// chunks).
 //
 // # Profiling
 //

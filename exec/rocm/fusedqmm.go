@@ -127,5 +127,5 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
-	return e.qmvF(k.Name, fm.name, fm.fn, wp, xp, out, int64(K), N, int64(rb), ops)
+	return e.qmvF(k.Name, fm.name, f, fm.fn, wp, xp, out, int64(K), N, int64(rb), ops)
 }

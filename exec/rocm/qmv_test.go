@@ -120,27 +120,40 @@ func TestGPUQMVWord(t *testing.T) {
 // boundary (Q4_0 and Q8_0 at K = 800, Q6_K at K = 256 and 768), 1–8
 // activation rows, every x dtype; more weight rows than the device holds
 // groups at once (the one-launch kernel's blocks walk them); and a block
-// of x that is all zeros (d = 0).
+// of x that is all zeros (d = 0). One row runs on each of the one-launch
+// kernel's paths: as it picks (mode one: on an NVIDIA sm_80+ GPU units
+// staged in shared memory where K is a multiple of the format's unit and
+// the stage fits), units read from global memory (mode units: AMD's
+// path), and chunks (mode chunks: Q6_K's, and K = 800's). The unit cases
+// have rows of 1 to 56 units, so 1 to 32 rows a group of lanes, lanes
+// left idle (K = 768 and 3072: 3 and 12 units), a row of exactly 32 and
+// rows of more than 32 (Q4_0 and Q4_K at K = 14336: 56 units, Q8_0 112;
+// too large to stage, so read from global memory in every mode).
 func TestGPUQMVQ8(t *testing.T) {
 	e := openGPU(t)
 	r := rand.New(rand.NewPCG(43, 44))
-	defer func() { qmvTwoLaunch, qmvNoMMA = false, false }()
-	for _, mode := range []string{"one", "two", "dp4a"} {
+	defer func() { qmvTwoLaunch, qmvNoMMA, qmvfPath = false, false, -1 }()
+	for _, mode := range []string{"one", "units", "chunks", "two", "dp4a"} {
 		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
 				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512},
-					{2, 33, 800}, {1, 33, 800}, {1, 20000, 256}, {7, 1001, 1024}, {4, 17, 256}, {6, 48, 768}, {8, 3, 512}} {
+					{2, 33, 800}, {1, 33, 800}, {1, 20000, 256}, {7, 1001, 1024}, {4, 17, 256}, {6, 48, 768}, {8, 3, 512},
+					{1, 300, 2048}, {1, 70, 3072}, {1, 40, 8192}, {1, 24, 14336}} {
 					if tr, _ := f.Traits(); c.k%tr.Block != 0 {
 						continue
 					}
 					if c.n > 1000 && dt != dtype.BF16 {
 						continue
 					}
-					if mode != "one" && c.n > 1000 {
+					if mode != "one" && c.n > 1000 || (mode == "units" || mode == "chunks") && c.m != 1 {
 						continue
 					}
 					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", mode, f, dt, c.m, c.n, c.k), func(t *testing.T) {
 						qmvTwoLaunch, qmvNoMMA = mode == "two", mode == "dp4a"
+						qmvfPath = map[string]int{"units": kernels.QMVFUnits, "chunks": kernels.QMVFChunks}[mode]
+						if mode != "units" && mode != "chunks" {
+							qmvfPath = -1
+						}
 						raw := randomQuantized(t, r, f, c.n, c.k)
 						xv := make([]float64, c.m*c.k)
 						for b := 0; b < len(xv); b += 32 { // blocks of very different scales

@@ -119,6 +119,21 @@ var qmvF32 = qmvBytewise || os.Getenv("LOOM_QMV") == "word"
 // set it directly.
 var qmvTwoLaunch = os.Getenv("LOOM_QMV") == "q8x"
 
+// qmvfPath caps the path of the one-launch one-row mat-vec (loom_qmvf):
+// LOOM_QMV=chunks keeps it to 32-weight chunks (kernels.QMVFChunks),
+// LOOM_QMV=units to units read from global memory (no staging), for
+// comparing them; -1, the default, lets kernels.QMVFPathFor pick. Tests
+// set it directly.
+var qmvfPath = func() int {
+	switch os.Getenv("LOOM_QMV") {
+	case "chunks":
+		return kernels.QMVFChunks
+	case "units":
+		return kernels.QMVFUnits
+	}
+	return -1
+}()
+
 // qmvNoMMA makes decode products of 2 or more rows use the dp4a mat-vec
 // (loom_qmvq) where the tensor cores' (loom_qmvt) would run:
 // LOOM_QMV=dp4a, for comparing the two. Tests set it directly.
@@ -177,7 +192,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 			if err != nil {
 				return err
 			}
-			return e.qmvF(k.Name, fname, fn, wp, xp, out, int64(K), N, int64(rb), nil)
+			return e.qmvF(k.Name, fname, f, fn, wp, xp, out, int64(K), N, int64(rb), nil)
 		}
 		if tname, ok := e.qmvtFor(n, M, wp); ok {
 			return e.qmvQ8(k.Name, tname, n.DType, wp, xp, out, M, int64(K), N, int64(rb), true)
@@ -351,23 +366,27 @@ func qmvfFor(n *ir.Node, M int64, wp hip.DevPtr) (string, bool) {
 	return fname, true
 }
 
-// qmvF queues a one-row product on 8-bit activations as one launch of fn
-// (loom_qmvf_*, or its fused form with extra, the fused kernel's operand
-// pointers, after its own arguments): every block quantizes x into its
-// shared memory, then its groups of 32 lanes walk the weight rows. The
-// grid is as many blocks as the device holds at once
-// (hip.Device.ActiveBlocks, cached per kernel), or fewer where the rows
-// run out.
-func (e *Executor) qmvF(step, name string, fn hip.Function, wp, xp, out hip.DevPtr, K, N, rowBytes int64, extra []hip.DevPtr) error {
-	shared := kernels.QMVFSharedBytes(K)
+// qmvF queues a one-row product on 8-bit activations of weight format f
+// as one launch of fn (loom_qmvf_*, or its fused form with extra, the
+// fused kernel's operand pointers, after its own arguments): every block
+// quantizes x into its shared memory, then its groups of 32 lanes walk the
+// weight rows (kernels.QMVFRowsPerGroup at a time). The grid is as many
+// blocks as the device holds at once (hip.Device.ActiveBlocks, cached per
+// kernel), or fewer where the rows run out.
+func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp, out hip.DevPtr, K, N, rowBytes int64, extra []hip.DevPtr) error {
+	path := kernels.QMVFPathFor(f, K, uint64(wp)%16 == 0, e.target)
+	if qmvfPath >= 0 {
+		path = min(path, qmvfPath)
+	}
+	shared := kernels.QMVFShared(f, K, path)
 	resident, err := e.activeBlocks(fn, kernels.QMVFThreads, shared)
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", step, err)
 	}
-	rows := int64(kernels.QMVFThreads / 32 * kernels.QMVFRows)
+	rows := int64(kernels.QMVFThreads / 32 * kernels.QMVFRowsPerGroup(f, K, path))
 	grid := [3]uint32{uint32(max(1, min((N+rows-1)/rows, int64(resident)*int64(e.info.MultiProcessors), 65535))), 1, 1}
 	var a hip.Args
-	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes)
+	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes).I32(int32(path))
 	for _, p := range extra {
 		a.Ptr(p)
 	}
