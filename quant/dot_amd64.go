@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/binary"
+	"math"
 	"os"
 	"sync"
 	"unsafe"
@@ -37,8 +38,11 @@ func dotQ4_0Q8_0x2AVX512(x0, x1, y, yp *byte, nb int, out *[2]float32)
 func prepQ4_0Y512Asm(y, yp *byte, nq int)
 
 // q40Quad is the bytes prepQ4_0Y512 gives each whole quad of activation
-// blocks (then 8 more each, for the scales).
-const q40Quad = 192
+// blocks, and q40Scales the bytes of its scales (after all the quads).
+const (
+	q40Quad   = 192
+	q40Scales = 32
+)
 
 // prepQ4_0Y512 lays the whole quads of Q8_0 activation row y (nb blocks)
 // out as dotQ4_0Q8_0x2AVX512 reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
@@ -46,24 +50,25 @@ const q40Quad = 192
 // aligned. It returns the layout and the buffer that holds it.
 func prepQ4_0Y512(y []byte, nb int, buf []byte) (prep, held []byte) {
 	nq := nb / 4
-	need := nq*(q40Quad+8) + 64
+	need := nq*(q40Quad+q40Scales) + 64
 	if cap(buf) < need {
 		buf = make([]byte, need)
 	}
 	buf = buf[:need]
 	off := int((64 - uintptr(unsafe.Pointer(&buf[0]))%64) % 64)
-	p := buf[off : off+nq*(q40Quad+8)]
+	p := buf[off : off+nq*(q40Quad+q40Scales)]
 	if nq > 0 {
 		prepQ4_0Y512Asm(&y[0], &p[0], nq)
 	}
 	return p, buf
 }
 
-// prepQ4_0Y512Go is prepQ4_0Y512Asm in Go, into p (nq·200 bytes): per
+// prepQ4_0Y512Go is prepQ4_0Y512Asm in Go, into p (nq·224 bytes): per
 // quad q, byte 16b+i of its first 64 bytes is quant i of block 4q+b and
 // of the next 64 quant 16+i, the next 16 int32 are −8·Σ of the 4 codes of
 // each half's dword (the 8s' integer product with both halves), and
-// after every quad the quads' four f16 scales.
+// after every quad the quads' four scales as float32, each twice (the
+// kernel multiplies both rows' blocks at once: [d0 d0 d1 d1 d2 d2 d3 d3]).
 func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
 	for q := range nq {
 		d := p[q*q40Quad : (q+1)*q40Quad]
@@ -71,7 +76,9 @@ func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
 			blk := y[(4*q+b)*34:]
 			copy(d[16*b:16*b+16], blk[2:18])
 			copy(d[64+16*b:64+16*b+16], blk[18:34])
-			copy(p[nq*q40Quad+8*q+2*b:], blk[:2])
+			f := math.Float32bits(lef16(blk))
+			binary.LittleEndian.PutUint32(p[nq*q40Quad+q40Scales*q+8*b:], f)
+			binary.LittleEndian.PutUint32(p[nq*q40Quad+q40Scales*q+8*b+4:], f)
 		}
 		for j := range 16 {
 			var sum int32
