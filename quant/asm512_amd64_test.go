@@ -7,33 +7,44 @@ import (
 	"testing"
 )
 
-// TestQ4_0x2AVX512: the AVX-512 two-row Q4_0 kernel gives the AVX2 one's
-// bits, and the twin's, row by row: random, biased (large integer sums)
-// and extreme codes (0x00, 0x80, 0x7f, 0xff in either operand), every
-// block count 1…40 (whole quads and every tail), and fresh random bytes
-// with scales of any magnitude.
-func TestQ4_0x2AVX512(t *testing.T) {
+// TestQ4_0x4AVX512: the AVX-512 four-row Q4_0 kernel gives the AVX2 two-row
+// one's bits, and the twin's, row by row: random, biased (large integer
+// sums) and extreme codes (0x00, 0x80, 0x7f, 0xff in either operand),
+// every block count 1…40 (whole quads and every tail, which the kernel
+// does for rows a, b and then c, d), rows given twice (as VecDotRows's
+// last two or three are), and fresh random bytes with scales of any
+// magnitude.
+func TestQ4_0x4AVX512(t *testing.T) {
 	if !hasDotAVX512 {
 		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 two-row kernel, which TestVecDotRows checks")
 	}
 	check := func(name string, x0, x1, y []byte, nb int) {
 		t.Helper()
-		var want [2]float32
-		dotQ4_0Q8_0x2AVX2(&x0[0], &x1[0], &y[0], nb, &want)
-		t0, t1 := dotQ4_0Q8_0(x0, y, nb), dotQ4_0Q8_0(x1, y, nb)
-		// The activations prepared at both alignments a pooled buffer can
-		// give, the assembly's layout the Go spec's.
-		for _, shift := range []int{0, 8} {
-			buf := make([]byte, nb*200+128)[shift:]
-			yp, _ := prepQ4_0Y512(y, nb, buf)
-			spec := make([]byte, len(yp))
-			prepQ4_0Y512Go(y, nb/4, spec)
-			if !bytes.Equal(yp, spec) {
-				t.Fatalf("%s, %d blocks: prepQ4_0Y512Asm's layout differs from prepQ4_0Y512Go's", name, nb)
-			}
-			g0, g1 := dotQ4_0Q8_0x2Prep(x0, x1, y, yp, nb)
-			if !sameBits(g0, want[0]) || !sameBits(g1, want[1]) || !sameBits(g0, t0) || !sameBits(g1, t1) {
-				t.Fatalf("%s, %d blocks: AVX-512 [%v %v], AVX2 %v, twin [%v %v]", name, nb, g0, g1, want, t0, t1)
+		// Rows c and d: the two rows swapped, so that all four differ
+		// where the rows do, then a row repeated.
+		for _, rows := range [][4][]byte{{x0, x1, x1, x0}, {x0, x1, x1, x1}} {
+			var want [4]float32
+			var pair [2]float32
+			dotQ4_0Q8_0x2AVX2(&rows[0][0], &rows[1][0], &y[0], nb, &pair)
+			want[0], want[1] = pair[0], pair[1]
+			dotQ4_0Q8_0x2AVX2(&rows[2][0], &rows[3][0], &y[0], nb, &pair)
+			want[2], want[3] = pair[0], pair[1]
+			// The activations prepared at both alignments a pooled buffer can
+			// give, the assembly's layout the Go spec's.
+			for _, shift := range []int{0, 8} {
+				buf := make([]byte, nb*200+128)[shift:]
+				yp, _ := prepQ4_0Y512(y, nb, buf)
+				spec := make([]byte, len(yp))
+				prepQ4_0Y512Go(y, nb/4, spec)
+				if !bytes.Equal(yp, spec) {
+					t.Fatalf("%s, %d blocks: prepQ4_0Y512Asm's layout differs from prepQ4_0Y512Go's", name, nb)
+				}
+				got := dotQ4_0Q8_0x4Prep(rows[0], rows[1], rows[2], rows[3], y, yp, nb, 4*len(x0))
+				for r := range 4 {
+					if tw := dotQ4_0Q8_0(rows[r], y, nb); !sameBits(got[r], want[r]) || !sameBits(got[r], tw) {
+						t.Fatalf("%s, %d blocks, row %d: AVX-512 %v, AVX2 %v, twin %v", name, nb, r, got[r], want[r], tw)
+					}
+				}
 			}
 		}
 	}
@@ -70,11 +81,10 @@ func TestQ4_0x2AVX512(t *testing.T) {
 	}
 }
 
-// BenchmarkQ4_0x2AVX512: the two-row AVX-512 kernel over 64 rows of
+// BenchmarkQ4_0x4AVX512: the four-row AVX-512 kernel over 64 rows of
 // 4096 values in cache, the activations prepared outside the loop (a
-// mat-vec prepares a row once for all its pairs of rows), bytes per
-// weight.
-func BenchmarkQ4_0x2AVX512(b *testing.B) {
+// mat-vec prepares a row once for all its rows), bytes per weight.
+func BenchmarkQ4_0x4AVX512(b *testing.B) {
 	if !hasDotAVX512 {
 		b.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here")
 	}
@@ -83,11 +93,11 @@ func BenchmarkQ4_0x2AVX512(b *testing.B) {
 	y := fillCodes(Q8_0, nb, -1, 2)
 	yp, _ := prepQ4_0Y512(y, nb, nil)
 	rb := nb * 18
-	var out [2]float32
+	var out [4]float32
 	b.SetBytes(int64(len(w)))
 	for b.Loop() {
-		for i := 0; i < rows; i += 2 {
-			dotQ4_0Q8_0x2AVX512(&w[i*rb], &w[(i+1)*rb], &y[0], &yp[0], nb, &out)
+		for i := 0; i < rows; i += 4 {
+			dotQ4_0Q8_0x4AVX512(&w[i*rb], &w[(i+1)*rb], &w[(i+2)*rb], &w[(i+3)*rb], &y[0], &yp[0], nb, 4*rb, &out)
 		}
 	}
 }

@@ -24,7 +24,7 @@ func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 //go:noescape
 func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
 
-// hasDotAVX512 reports whether dotQ4_0Q8_0x2AVX512 can run: AVX-512 F
+// hasDotAVX512 reports whether dotQ4_0Q8_0x4AVX512 can run: AVX-512 F
 // and BW (512-bit byte and word operations), VBMI (VPERMT2B), VNNI
 // (VPDPBUSD), on top of AVX2 and F16C for its tail and scales.
 // LOOM_CPU_AVX512=off turns it off (for comparing the two).
@@ -32,7 +32,7 @@ var hasDotAVX512 = hasDotAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cp
 	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VNNI && os.Getenv("LOOM_CPU_AVX512") != "off"
 
 //go:noescape
-func dotQ4_0Q8_0x2AVX512(x0, x1, y, yp *byte, nb int, out *[2]float32)
+func dotQ4_0Q8_0x4AVX512(x0, x1, x2, x3, y, yp *byte, nb, ahead int, out *[4]float32)
 
 //go:noescape
 func prepQ4_0Y512Asm(y, yp *byte, nq int)
@@ -41,11 +41,11 @@ func prepQ4_0Y512Asm(y, yp *byte, nq int)
 // blocks, and q40Scales the bytes of its scales (after all the quads).
 const (
 	q40Quad   = 192
-	q40Scales = 32
+	q40Scales = 64
 )
 
 // prepQ4_0Y512 lays the whole quads of Q8_0 activation row y (nb blocks)
-// out as dotQ4_0Q8_0x2AVX512 reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
+// out as dotQ4_0Q8_0x4AVX512 reads them (prepQ4_0Y512Asm; prepQ4_0Y512Go
 // is its spec), in buf if it holds them (else a new buffer), 64-byte
 // aligned. It returns the layout and the buffer that holds it.
 func prepQ4_0Y512(y []byte, nb int, buf []byte) (prep, held []byte) {
@@ -67,8 +67,8 @@ func prepQ4_0Y512(y []byte, nb int, buf []byte) (prep, held []byte) {
 // quad q, byte 16b+i of its first 64 bytes is quant i of block 4q+b and
 // of the next 64 quant 16+i, the next 16 int32 are −8·Σ of the 4 codes of
 // each half's dword (the 8s' integer product with both halves), and
-// after every quad the quads' four scales as float32, each twice (the
-// kernel multiplies both rows' blocks at once: [d0 d0 d1 d1 d2 d2 d3 d3]).
+// after every quad the quads' four scales as float32, each four times (the
+// kernel multiplies four rows' blocks at once: [d0 d0 d0 d0 d1 …]).
 func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
 	for q := range nq {
 		d := p[q*q40Quad : (q+1)*q40Quad]
@@ -77,8 +77,9 @@ func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
 			copy(d[16*b:16*b+16], blk[2:18])
 			copy(d[64+16*b:64+16*b+16], blk[18:34])
 			f := math.Float32bits(lef16(blk))
-			binary.LittleEndian.PutUint32(p[nq*q40Quad+q40Scales*q+8*b:], f)
-			binary.LittleEndian.PutUint32(p[nq*q40Quad+q40Scales*q+8*b+4:], f)
+			for r := range 4 {
+				binary.LittleEndian.PutUint32(p[nq*q40Quad+q40Scales*q+16*b+4*r:], f)
+			}
 		}
 		for j := range 16 {
 			var sum int32
@@ -129,29 +130,31 @@ func dotQ4_0Q8_0x2Asm(x0, x1, y []byte, nb int) (float32, float32) {
 	return out[0], out[1]
 }
 
-// dotQ4_0Q8_0x2Prep is the AVX-512 Q4_0 dot of two weight rows against
+// dotQ4_0Q8_0x4Prep is the AVX-512 Q4_0 dot of four weight rows against
 // activation row y, its quads prepared by prepQ4_0Y512 (yp) once for all
-// the pairs of rows.
-func dotQ4_0Q8_0x2Prep(x0, x1, y, yp []byte, nb int) (float32, float32) {
+// the rows; it prefetches each row ahead bytes past where it reads (a
+// prefetch only: any distance is safe).
+func dotQ4_0Q8_0x4Prep(x0, x1, x2, x3, y, yp []byte, nb, ahead int) [4]float32 {
+	var out [4]float32
 	if nb == 0 {
-		return 0, 0
+		return out
 	}
-	var out [2]float32
 	ypp := &y[0] // not read without a whole quad
 	if len(yp) > 0 {
 		ypp = &yp[0]
 	}
-	dotQ4_0Q8_0x2AVX512(&x0[0], &x1[0], &y[0], ypp, nb, &out)
-	return out[0], out[1]
+	dotQ4_0Q8_0x4AVX512(&x0[0], &x1[0], &x2[0], &x3[0], &y[0], ypp, nb, ahead, &out)
+	return out
 }
 
 // prepBufs keeps prepQ4_0Y512's buffers for VecDotRows's calls (a decode
 // step's products call it per chunk of rows).
 var prepBufs sync.Pool
 
-// dotRowsPrepared runs VecDotRows's pairs of Q4_0 rows [i, len(out)) on
-// the prepared-activation kernel where the CPU has it, and returns the
-// first row it did not do (ok false: it has no such kernel).
+// dotRowsPrepared runs VecDotRows's Q4_0 rows [i, len(out)) four at a
+// time on the prepared-activation kernel where the CPU has it (the last
+// two or three rows as four, some twice), and returns the first row it
+// did not do (ok false: it has no such kernel).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
 	if w != Q4_0 || !hasDotAVX512 || len(out)-i < 2 || nb < 4 {
 		return i, false
@@ -162,8 +165,17 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 	}
 	var yp []byte
 	yp, *buf = prepQ4_0Y512(arow, nb, *buf)
-	for ; i+1 < len(out); i += 2 {
-		out[i], out[i+1] = dotQ4_0Q8_0x2Prep(rows[i*rb:(i+1)*rb], rows[(i+1)*rb:(i+2)*rb], arow, yp, nb)
+	row := func(r int) []byte { return rows[r*rb : (r+1)*rb] }
+	for ; i+3 < len(out); i += 4 {
+		// Prefetched a group of four rows ahead: the next group's bytes.
+		s := dotQ4_0Q8_0x4Prep(row(i), row(i+1), row(i+2), row(i+3), arow, yp, nb, 4*rb)
+		copy(out[i:i+4], s[:])
+	}
+	if n := len(out) - i; n >= 2 {
+		// Rows i, i+1 and, if there, i+2 (the fourth a repeat).
+		s := dotQ4_0Q8_0x4Prep(row(i), row(i+1), row(i+n-1), row(i), arow, yp, nb, 4*rb)
+		copy(out[i:i+n], s[:n])
+		i += n
 	}
 	prepBufs.Put(buf)
 	return i, true

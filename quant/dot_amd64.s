@@ -1125,19 +1125,22 @@ q6kloop:
 // The float part is the AVX2 kernel's: float32(sumi)·dx·dy four at a
 // time, added to each row's sum one block after another.
 //
-// Tried and dropped: a four-row form (the activations' gathers shared by
-// four rows, four chains of additions): 10% faster in cache (64 rows ×
-// 4096, 8.2–8.9 against 9.4–9.8 µs, alternating) but slower on W13 (2.04–
-// 2.58 against 1.49–2.38 ms, five alternating pairs, 3 of them slower),
-// as the AVX2 four-row form was: four weight streams a core.
+// Tried and dropped (session 33): a four-row form (the activations'
+// gathers shared by four rows, four chains of additions): 10% faster in
+// cache (64 rows × 4096, 8.2–8.9 against 9.4–9.8 µs, alternating) but
+// slower on W13 (2.04– 2.58 against 1.49–2.38 ms, five alternating pairs,
+// 3 of them slower), as the AVX2 four-row form was: four weight streams a
+// core. (Session 34 found why, for the AVX-512 kernel that now takes four
+// rows: a prefetch distance of two rows' bytes lands, for two of four
+// rows, on bytes already being read; Q40PF512X4 prefetches a group of four
+// rows ahead.)
 
-// PF512 is the AVX-512 kernel's prefetch distance (bytes), as PF.
-// Measured (session 33, the 2-core Zen 4 VM, W13 with the prepared
-// activations, five rounds alternating, each run against the read beside
-// it): 2304 bytes 46–53% of the read, 4608 53–65%, 9216 58–64%, 18432
-// 55–68%; left at PF. Into L2 (Q40PF512), 4608 against 9216 bytes: 44–71%
-// against 48–70% in eleven alternating pairs, neither ahead.
-#define PF512 PF
+// The two-row AVX-512 kernel this file had before (session 33) prefetched
+// 4608 bytes ahead (PF); measured then, W13 with the prepared activations,
+// five rounds alternating, each run against the read beside it: 2304 bytes
+// 46–53% of the read, 4608 53–65%, 9216 58–64%, 18432 55–68%; into L2
+// rather than L1 (PREFETCHT1 against T0) 47–77% against 35–63%. The
+// four-row kernel's distance is its caller's (Q40PF512X4).
 
 // VPERMT2B indices: byte 16b + i ← weight byte 18b + 2 + i (of the loads
 // at 0 and 8).
@@ -1195,17 +1198,17 @@ DATA q40yd<>+48(SB)/8, $0x0000000000000000
 DATA q40yd<>+56(SB)/8, $0x0000000000000000
 GLOBL q40yd<>(SB), RODATA|NOPTR, $64
 
-// VPERMD indices: dword 2b ← dword 4b (row a's block b), dword 2b + 1 ←
-// dword 4b + 1 (row b's).
-DATA q40red<>+0(SB)/8, $0x0000000100000000
-DATA q40red<>+8(SB)/8, $0x0000000500000004
-DATA q40red<>+16(SB)/8, $0x0000000900000008
-DATA q40red<>+24(SB)/8, $0x0000000d0000000c
-DATA q40red<>+32(SB)/8, $0x0000000000000000
-DATA q40red<>+40(SB)/8, $0x0000000000000000
-DATA q40red<>+48(SB)/8, $0x0000000000000000
-DATA q40red<>+56(SB)/8, $0x0000000000000000
-GLOBL q40red<>(SB), RODATA|NOPTR, $64
+// VPERMD indices: dword i ← dword i/4 (each of a quad's four scales four
+// times, one for each weight row of dotQ4_0Q8_0x4AVX512).
+DATA q40dy4<>+0(SB)/8, $0x0000000000000000
+DATA q40dy4<>+8(SB)/8, $0x0000000000000000
+DATA q40dy4<>+16(SB)/8, $0x0000000100000001
+DATA q40dy4<>+24(SB)/8, $0x0000000100000001
+DATA q40dy4<>+32(SB)/8, $0x0000000200000002
+DATA q40dy4<>+40(SB)/8, $0x0000000200000002
+DATA q40dy4<>+48(SB)/8, $0x0000000300000003
+DATA q40dy4<>+56(SB)/8, $0x0000000300000003
+GLOBL q40dy4<>(SB), RODATA|NOPTR, $64
 
 // Q40ROW512(X, DX, ACC) computes row X's quad (X its base register): its
 // four blocks' d in DX's low 4 words, and in ACC the dwords whose 128-bit
@@ -1223,56 +1226,72 @@ GLOBL q40red<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD  Z16, Z0, ACC       \
 	VPDPBUSD  Z18, Z3, ACC
 
-// Q40PF512 prefetches both weight rows PF512 bytes ahead, into L2
-// (PREFETCHT1). Measured (session 33, the 2-core Zen 4 VM, W13, each run
-// against the read just before it, alternating): into L2, 47–77% of the
-// read against 35–63% into L1 (PREFETCHT0; six pairs, five better),
-// 1.25–1.60 ms against 1.61–2.04 in five of them; one prefetch a row
-// instead of two, into L1 or L2, was worse. The AVX2 kernels' prefetches
-// into L2 were no better (Q4_0 47–56% against 51–64%), so they stay in L1.
-#define Q40PF512 \
-	PREFETCHT1 PF512(SI)    \
-	PREFETCHT1 PF512+64(SI) \
-	PREFETCHT1 PF512(R8)    \
-	PREFETCHT1 PF512+64(R8)
+// Q40PF512X4 prefetches the four rows (SI, R8, R10, R11) DX bytes ahead,
+// into L2: the caller's DX is four rows, so each row's next quad is asked
+// for in the next group of four rows, a group ahead of its use. Into L2
+// (PREFETCHT1), as the two-row kernel measured best (session 33: 47–77% of
+// the read against 35–63% into L1; one prefetch a row instead of two was
+// worse; the AVX2 kernels' prefetches stay in L1, no better in L2).
+// Measured (this 2-core Zen 4 VM, W13, each run against the read just
+// before it, alternating): 4 rows (9,216 bytes) ahead 82–91% of the read,
+// 8 rows 84–89%, the two-row kernel's 4,608 bytes (the third row's bytes,
+// being read already, for two of the four rows) 58–62%, 1,024 bytes ahead
+// in the same row 48–57%.
+#define Q40PF512X4 \
+	PREFETCHT1 (SI)(DX*1)    \
+	PREFETCHT1 64(SI)(DX*1)  \
+	PREFETCHT1 (R8)(DX*1)    \
+	PREFETCHT1 64(R8)(DX*1)  \
+	PREFETCHT1 (R10)(DX*1)   \
+	PREFETCHT1 64(R10)(DX*1) \
+	PREFETCHT1 (R11)(DX*1)   \
+	PREFETCHT1 64(R11)(DX*1)
 
-// Q40END512 ends a quad of both rows (Q40ROW512's Z4 and Z11, scales in
-// the low words of X2 and X10, the activations' dy pairs at R9): both
-// rows' lanes summed at once — per 128-bit lane, the unpacks interleave
-// rows a (Z4) and b (Z11), [a0 b0 a1 b1] + [a2 b2 a3 b3], then the two
-// halves added: [A B A B]; VPERMD gathers the blocks into Y5 as [A0 B0 A1
-// B1 A2 B2 A3 B3] — then each pair (float32(sumi)·dx)·dy, and the pairs
-// added to the rows' sums in X7's lanes 0 and 1 in block order, two rows
-// an add (lanes 2 and 3 carry nothing). Against the scalar ends a row at a
-// time (Q40FLOAT2: 8 adds and 6 shuffles a quad, the scales converted in
-// the loop) 12 instructions fewer a quad. Clobbers Z5, Z12, X0, X1, Y2.
-#define Q40END512 \
-	VPUNPCKLDQ   Z11, Z4, Z5    \
-	VPUNPCKHDQ   Z11, Z4, Z12   \
-	VPADDD       Z12, Z5, Z5    \
-	VPSHUFD      $0x4e, Z5, Z12 \
-	VPADDD       Z12, Z5, Z5    \
-	VPERMD       Z5, Z29, Z5    \
-	VCVTDQ2PS    Y5, Y5         \
-	VPUNPCKLWD   X10, X2, X2    \
-	VCVTPH2PS    X2, Y2         \
-	VMULPS       Y2, Y5, Y5     \
-	VMULPS       0(R9), Y5, Y5  \
-	VADDPS       X5, X7, X7     \
-	VMOVHLPS     X5, X5, X0     \
-	VADDPS       X0, X7, X7     \
-	VEXTRACTF128 $1, Y5, X1     \
-	VADDPS       X1, X7, X7     \
-	VMOVHLPS     X1, X1, X0     \
-	VADDPS       X0, X7, X7
+// Q40END512X4 ends a quad of four rows a–d (Q40ROW512's Z4, Z11, Z14, Z17;
+// their scales in the low words of X2, X10, X13, X15; the activations' dy
+// at R9, each four times): per 128-bit lane b (block b), the unpacks and
+// adds leave [A B C D], the rows' sums of block b, so no permute is
+// needed; then (float32(sumi)·dx)·dy, and the lanes added to the rows'
+// sums in X7 block by block, GGML's order, four rows an add. Against the
+// two-row kernel this replaced (the same end for two rows, lanes 0 and 1,
+// and a VPERMD to pair the rows' blocks) 11 instructions fewer for four
+// rows, and the chain of dependent adds, 4 a quad, serves four rows
+// instead of two.
+// Clobbers Z0, Z5, Z6, Z8, Z9, Z12, X2, X13.
+#define Q40END512X4 \
+	VPUNPCKLDQ    Z11, Z4, Z5    \
+	VPUNPCKHDQ    Z11, Z4, Z12   \
+	VPADDD        Z12, Z5, Z5    \
+	VPUNPCKLDQ    Z17, Z14, Z6   \
+	VPUNPCKHDQ    Z17, Z14, Z12  \
+	VPADDD        Z12, Z6, Z6    \
+	VPUNPCKLQDQ   Z6, Z5, Z12    \
+	VPUNPCKHQDQ   Z6, Z5, Z5     \
+	VPADDD        Z12, Z5, Z5    \
+	VCVTDQ2PS     Z5, Z5         \
+	VPUNPCKLWD    X10, X2, X2    \
+	VPUNPCKLWD    X15, X13, X13  \
+	VPUNPCKLDQ    X13, X2, X8    \
+	VPUNPCKHDQ    X13, X2, X9    \
+	VINSERTI128   $1, X9, Y8, Y8 \
+	VCVTPH2PS     Y8, Z8         \
+	VMULPS        Z8, Z5, Z5     \
+	VMULPS        0(R9), Z5, Z5  \
+	VADDPS        X5, X7, X7     \
+	VEXTRACTF32X4 $1, Z5, X0     \
+	VADDPS        X0, X7, X7     \
+	VEXTRACTF32X4 $2, Z5, X0     \
+	VADDPS        X0, X7, X7     \
+	VEXTRACTF32X4 $3, Z5, X0     \
+	VADDPS        X0, X7, X7
 
 // func prepQ4_0Y512Asm(y, yp *byte, nq int)
 //
 // prepQ4_0Y512's layout of nq whole quads of Q8_0 activations at y into
 // yp (64-byte aligned): per quad the 64 low and 64 high quant bytes in
-// dotQ4_0Q8_0x2AVX512's order, the 16 dwords of −8·Σy (192 bytes), then,
-// after all the quads, their scales as float32, each twice (32 bytes a
-// quad: one for each of the two weight rows).
+// dotQ4_0Q8_0x4AVX512's order, the 16 dwords of −8·Σy (192 bytes), then,
+// after all the quads, their scales as float32, each four times (64 bytes
+// a quad: one for each of the four weight rows).
 TEXT ·prepQ4_0Y512Asm(SB), NOSPLIT, $0-24
 	MOVQ      y+0(FP), DI
 	MOVQ      yp+8(FP), SI
@@ -1283,6 +1302,7 @@ TEXT ·prepQ4_0Y512Asm(SB), NOSPLIT, $0-24
 	VMOVDQU64 q40ylo<>(SB), Z25
 	VMOVDQU64 q40yhi<>(SB), Z26
 	VMOVDQU64 q40yd<>(SB), Z28
+	VMOVDQU64 q40dy4<>(SB), Z29
 	VPBROADCASTQ eights<>(SB), Z31
 	TESTQ     CX, CX
 	JZ        q47done
@@ -1305,13 +1325,11 @@ q47quad:
 	VMOVDQA64 Z18, 64(SI)
 	VMOVDQA64 Z21, 128(SI)
 	VCVTPH2PS X9, X9
-	VUNPCKLPS X9, X9, X10
-	VUNPCKHPS X9, X9, X11
-	VMOVUPS   X10, 0(R9)
-	VMOVUPS   X11, 16(R9)
+	VPERMD    Z9, Z29, Z9
+	VMOVDQA64 Z9, 0(R9)
 	ADDQ      $136, DI
 	ADDQ      $192, SI
-	ADDQ      $32, R9
+	ADDQ      $64, R9
 	DECQ      CX
 	JNZ       q47quad
 
@@ -1319,67 +1337,91 @@ q47done:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0Q8_0x2AVX512(x0, x1, y, yp *byte, nb int, out *[2]float32)
+// func dotQ4_0Q8_0x4AVX512(x0, x1, x2, x3, y, yp *byte, nb, ahead int, out *[4]float32)
 //
-// yp is activation row y's whole quads as prepQ4_0Y512Asm lays them out;
-// y itself gives the tail of nb mod 4 blocks.
-TEXT ·dotQ4_0Q8_0x2AVX512(SB), NOSPLIT, $0-48
+// Four weight rows against activation row y, its whole quads prepared by
+// prepQ4_0Y512Asm (yp); y itself gives the tail of nb mod 4 blocks, which
+// the two-row AVX2 step (Q40STEP2) does for rows a, b and then c, d. Each
+// row is prefetched ahead bytes past where it is read (Q40PF512X4).
+TEXT ·dotQ4_0Q8_0x4AVX512(SB), NOSPLIT, $0-72
 	MOVQ      x0+0(FP), SI
 	MOVQ      x1+8(FP), R8
-	MOVQ      yp+24(FP), DI
-	MOVQ      nb+32(FP), CX
+	MOVQ      x2+16(FP), R10
+	MOVQ      x3+24(FP), R11
+	MOVQ      yp+40(FP), DI
+	MOVQ      nb+48(FP), CX
+	MOVQ      ahead+56(FP), DX
+	MOVQ      out+64(FP), R13
 	MOVQ      CX, R9
 	SHRQ      $2, R9
 	IMUL3Q    $192, R9, R9
 	ADDQ      DI, R9                // the scales, after the quads
 	VMOVDQU64 q40qs<>(SB), Z24
 	VMOVDQU64 q40xd<>(SB), Z27
-	VMOVDQU64 q40red<>(SB), Z29
 	VPBROADCASTQ nib<>(SB), Z30
 	VXORPS    X7, X7, X7
-	VXORPS    X6, X6, X6
 	CMPQ      CX, $4
-	JLT       q46tail
+	JLT       q48tail
 
-q46quad:
-	Q40PF512
+q48quad:
+	Q40PF512X4
 	// The activations: lowY (Z16), highY (Z18), −8·Σy (Z21); dy at R9.
 	VMOVDQA64 0(DI), Z16
 	VMOVDQA64 64(DI), Z18
 	VMOVDQA64 128(DI), Z21
 	Q40ROW512(SI, Z2, Z4)
 	Q40ROW512(R8, Z10, Z11)
-	Q40END512
+	Q40ROW512(R10, Z13, Z14)
+	Q40ROW512(R11, Z15, Z17)
+	Q40END512X4
 	ADDQ      $72, SI
 	ADDQ      $72, R8
+	ADDQ      $72, R10
+	ADDQ      $72, R11
 	ADDQ      $192, DI
-	ADDQ      $32, R9
+	ADDQ      $64, R9
 	SUBQ      $4, CX
 	CMPQ      CX, $4
-	JGE       q46quad
+	JGE       q48quad
 
-q46tail:
-	// Row b's sum from lane 1 (the quads keep both rows in X7).
-	VMOVSHDUP X7, X6
-	TESTQ   CX, CX
-	JZ      q46done
-	// The tail's blocks from the row itself, past its whole quads.
-	MOVQ    nb+32(FP), DI
-	SHRQ    $2, DI
-	IMUL3Q  $136, DI, DI
-	ADDQ    y+16(FP), DI
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU eights<>(SB), Y14
-	VMOVDQU onesw<>(SB), Y13
+q48tail:
+	VMOVUPS   X7, (R13)
+	TESTQ     CX, CX
+	JZ        q48done
+	// The tail's blocks from the row itself, past its whole quads: rows
+	// a, b, then c, d, each pair from its sums so far.
+	MOVQ      nb+48(FP), DX
+	SHRQ      $2, DX
+	IMUL3Q    $136, DX, DX
+	ADDQ      y+32(FP), DX
+	MOVQ      CX, R12
+	VMOVDQU   nib<>(SB), Y15
+	VMOVDQU   eights<>(SB), Y14
+	VMOVDQU   onesw<>(SB), Y13
+	MOVQ      DX, DI
+	VMOVSS    0(R13), X7
+	VMOVSS    4(R13), X6
 
-q46loop:
+q48loop1:
 	Q40STEP2
 	DECQ      CX
-	JNZ       q46loop
+	JNZ       q48loop1
+	VMOVSS    X7, 0(R13)
+	VMOVSS    X6, 4(R13)
+	MOVQ      R10, SI
+	MOVQ      R11, R8
+	MOVQ      DX, DI
+	MOVQ      R12, CX
+	VMOVSS    8(R13), X7
+	VMOVSS    12(R13), X6
 
-q46done:
-	MOVQ   out+40(FP), AX
-	VMOVSS X7, (AX)
-	VMOVSS X6, 4(AX)
+q48loop2:
+	Q40STEP2
+	DECQ      CX
+	JNZ       q48loop2
+	VMOVSS    X7, 8(R13)
+	VMOVSS    X6, 12(R13)
+
+q48done:
 	VZEROUPPER
 	RET
