@@ -15,7 +15,6 @@ package codegen
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -25,47 +24,8 @@ import (
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/internal/hostemu"
 )
-
-// hostShim maps the HIP names the generated code uses to host C++.
-const hostShim = `
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __restrict__ __restrict
-struct loom_dim3 { unsigned int x, y, z; };
-extern loom_dim3 blockIdx, threadIdx, gridDim;
-// Row kernels: blocks run cooperatively (hostRuntime): __syncthreads is a
-// barrier of the block's threads, each on its own stack, and a shuffle is a
-// write to a slot per thread between two barriers.
-#define __shared__ static
-void loom_sync();
-extern unsigned int loom_slots[];
-static inline void __syncthreads() { loom_sync(); }
-static inline int __shfl_xor(int v, int m, int w) {
-  loom_slots[threadIdx.x] = (unsigned int)v;
-  loom_sync();
-  const int r = (int)loom_slots[threadIdx.x ^ (unsigned int)m];
-  loom_sync();
-  return r;
-}
-void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);
-static inline long long __double_as_longlong(double d) { long long v; memcpy(&v, &d, 8); return v; }
-static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
-static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
-static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
-static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
-static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-struct float4 { float x, y, z, w; };
-struct double2 { double x, y; };
-struct longlong2 { long long x, y; };
-struct uint4 { unsigned int x, y, z, w; };
-struct uint2 { unsigned int x, y; };
-`
 
 const hostMain = `
 #include <stdio.h>
@@ -105,84 +65,6 @@ int main(int argc, char** argv) {
   if (!f || fwrite(out, 1, ob, f) != ob) { perror(argv[3]); return 2; }
   fclose(f);
   return 0;
-}
-`
-
-// hostRuntime runs a launch of a row kernel: each block's threads are
-// fibers (a stack each, entered with makecontext and switched with
-// _setjmp/_longjmp, which is fast) run in turn up to their next barrier,
-// so __syncthreads and the shuffles built on it behave as on a GPU. A
-// thread that returns while others wait at a barrier is a divergent
-// barrier: the emulator aborts.
-const hostRuntime = `
-#undef _FORTIFY_SOURCE
-#include <setjmp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <ucontext.h>
-struct loom_dim3 { unsigned int x, y, z; };
-loom_dim3 blockIdx, threadIdx, gridDim;
-enum { LOOM_MAX_THREADS = 1024, LOOM_STACK = 256 * 1024 };
-unsigned int loom_slots[LOOM_MAX_THREADS];
-static jmp_buf sched_jb, fiber_jb[LOOM_MAX_THREADS];
-static ucontext_t fiber_uc[LOOM_MAX_THREADS];
-static char* stacks;
-static int state[LOOM_MAX_THREADS]; // 0 not started, 1 running or at a barrier, 2 returned
-static unsigned int cur, nthreads;
-static void (*body)(void*);
-static void* body_arg;
-static int cooperative;
-
-static void entry() {
-  body(body_arg);
-  state[cur] = 2;
-  _longjmp(sched_jb, 1);
-}
-
-void loom_sync() {
-  if (!cooperative) {
-    fprintf(stderr, "emulator: a barrier or shuffle outside a cooperative launch\n");
-    abort();
-  }
-  if (!_setjmp(fiber_jb[cur])) _longjmp(sched_jb, 1);
-}
-
-static unsigned int b_, t_;
-void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) {
-  if (block > LOOM_MAX_THREADS) { fprintf(stderr, "emulator: block of %u threads\n", block); abort(); }
-  if (!stacks) stacks = (char*)malloc((size_t)LOOM_MAX_THREADS * LOOM_STACK);
-  body = fn; body_arg = arg; nthreads = block; cooperative = 1;
-  gridDim.x = grid; gridDim.y = gridDim.z = 1;
-  for (b_ = 0; b_ < grid; ++b_) {
-    blockIdx.x = b_; blockIdx.y = blockIdx.z = 0;
-    for (t_ = 0; t_ < block; ++t_) state[t_] = 0;
-    for (;;) {
-      for (t_ = 0; t_ < block; ++t_) {
-        if (state[t_] == 2) continue;
-        cur = t_; threadIdx.x = t_; threadIdx.y = threadIdx.z = 0;
-        if (!_setjmp(sched_jb)) {
-          if (state[t_] == 0) {
-            state[t_] = 1;
-            getcontext(&fiber_uc[t_]);
-            fiber_uc[t_].uc_stack.ss_sp = stacks + (size_t)t_ * LOOM_STACK;
-            fiber_uc[t_].uc_stack.ss_size = LOOM_STACK;
-            fiber_uc[t_].uc_link = 0;
-            makecontext(&fiber_uc[t_], entry, 0);
-            setcontext(&fiber_uc[t_]);
-          }
-          _longjmp(fiber_jb[t_], 1);
-        }
-      }
-      unsigned int done = 0;
-      for (unsigned int t = 0; t < block; ++t) done += state[t] == 2;
-      if (done == block) break;
-      if (done > 0) {
-        fprintf(stderr, "emulator: block %u: %u threads returned while %u wait at a barrier\n", b_, done, block - done);
-        abort();
-      }
-    }
-  }
-  cooperative = 0;
 }
 `
 
@@ -234,29 +116,18 @@ var emu struct {
 
 var emuTarget = Target{Platform: AMD, Arch: "gfx90a"}
 
-// runCommand runs a command and returns its combined output on failure.
-func runCommand(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args[:min(len(args), 6)], " "), err, out)
-	}
-	return nil
-}
-
 // buildEmulator compiles every source into one host program, in parallel
 // translation units.
 func buildEmulator(srcs []*Source) (*emulator, error) {
-	cxx, err := exec.LookPath("g++")
+	cxx, err := hostemu.Compiler()
 	if err != nil {
-		if cxx, err = exec.LookPath("c++"); err != nil {
-			return nil, fmt.Errorf("no host C++ compiler (g++ or c++): %w", err)
-		}
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "loom-codegen-emu-")
 	if err != nil {
 		return nil, err
 	}
-	flags := []string{"-std=c++17", "-O1", "-w", "-fno-strict-aliasing", "-ffp-contract=off"}
+	flags := hostemu.Flags
 	const perUnit = 24
 	var (
 		objs  []string
@@ -269,7 +140,7 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 	)
 	for lo := 0; lo < len(srcs); lo += perUnit {
 		var b strings.Builder
-		b.WriteString(hostShim)
+		b.WriteString(hostemu.Shim)
 		b.WriteString(Prelude(emuTarget))
 		for _, s := range srcs[lo:min(lo+perUnit, len(srcs))] {
 			b.WriteString(s.Body)
@@ -299,7 +170,7 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if err := runCommand(cxx, append(flags, "-c", cc, "-o", obj)...); err != nil {
+			if err := hostemu.Run(cxx, append(flags, "-c", cc, "-o", obj)...); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -311,11 +182,11 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 		return nil, errs[0]
 	}
 	rtCC := filepath.Join(dir, "runtime.cc")
-	if err := os.WriteFile(rtCC, []byte(hostRuntime), 0o644); err != nil {
+	if err := os.WriteFile(rtCC, []byte(hostemu.Runtime), 0o644); err != nil {
 		return nil, err
 	}
 	rtObj := filepath.Join(dir, "runtime.o")
-	if err := runCommand(cxx, append(flags, "-U_FORTIFY_SOURCE", "-c", rtCC, "-o", rtObj)...); err != nil {
+	if err := hostemu.Run(cxx, append(flags, "-U_FORTIFY_SOURCE", "-c", rtCC, "-o", rtObj)...); err != nil {
 		return nil, err
 	}
 	objs = append(objs, rtObj)
@@ -324,7 +195,7 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 		return nil, err
 	}
 	prog := filepath.Join(dir, "emu")
-	if err := runCommand(cxx, append(append(flags, mainCC, "-o", prog), append(objs, "-lm")...)...); err != nil {
+	if err := hostemu.Run(cxx, append(append(flags, mainCC, "-o", prog), append(objs, "-lm")...)...); err != nil {
 		return nil, err
 	}
 	return &emulator{prog: prog, dir: dir}, nil
@@ -345,7 +216,7 @@ func (e *emulator) run(src *Source, ins [][]byte, outBytes int) ([]byte, error) 
 		}
 		args = append(args, p)
 	}
-	if err := runCommand(e.prog, args...); err != nil {
+	if err := hostemu.Run(e.prog, args...); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(filepath.Join(dir, "out"))
