@@ -680,19 +680,20 @@ LOOM_DEV int loom_dp4a(int a, int b, int c) {
 #endif
 }
 
-// q8_pack4 quantizes a thread's 4 consecutive values of x at p, the
-// thread one of the 8 aligned lanes of a 32-value block (they meet by
+// q8_pack4v quantizes a thread's 4 consecutive values v of x, the thread
+// one of the 8 aligned lanes of a 32-value block (they meet by
 // xor-shuffles with 1, 2, 4, so every lane must call it): it returns them
 // as bytes rint(v/d) packed in a word, with *d the block's step amax/127
 // (0 for a block of zeros) and *sum the sum of SUM lanes' values (4: the
 // 16 of the thread's half-block; 8: all 32), in f32 before rounding.
-// loom_q8x and loom_q8t take it, each storing in its own layout.
-template <class X, int SUM>
-LOOM_DEV unsigned int q8_pack4(const typename X::T* __restrict__ p, float* d, float* sum) {
-  float v[4], amax = 0.f, s = 0.f;
+// q8_pack4 loads the values from p first. loom_q8x, loom_q8t and
+// loom_qmvf's quantizers (q8_quantize) take it, each storing in its own
+// layout.
+template <int SUM>
+LOOM_DEV unsigned int q8_pack4v(const float* v, float* d, float* sum) {
+  float amax = 0.f, s = 0.f;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    v[j] = X::ld1(p + j);
     amax = fmaxf(amax, fabsf(v[j]));
     s += v[j];
   }
@@ -707,6 +708,13 @@ LOOM_DEV unsigned int q8_pack4(const typename X::T* __restrict__ p, float* d, fl
 #pragma unroll
   for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[j] * id) & 255u) << (8 * j);
   return packed;
+}
+template <class X, int SUM>
+LOOM_DEV unsigned int q8_pack4(const typename X::T* __restrict__ p, float* d, float* sum) {
+  float v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = X::ld1(p + j);
+  return q8_pack4v<SUM>(v, d, sum);
 }
 
 template <class X>
@@ -1603,13 +1611,14 @@ struct qf_q6_k {
 
 extern __shared__ int qf_shared[];
 
-// qf_quantize: x (4·n4 values) → 8-bit activations in shared memory (qa,
-// dx, sx as loom_q8x lays them out), the whole block taking part; 4
-// values a thread, 8 threads a 32-value block meeting by xor-shuffles 1,
-// 2, 4. Whole 32-lane groups take every turn, so the shuffles see every
-// lane; the loads of 4 turns are issued before any of them is used.
-template <class X>
-LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4) {
+// q8_quantize<X, SUM>(x, n4, put): the whole block quantizes x (4·n4
+// values), 4 values a thread (q8_pack4v, sums over SUM lanes), 8 threads a
+// 32-value block; whole 32-lane groups take every turn, so the shuffles
+// see every lane, and the loads of 4 turns are issued before any of them
+// is used. put(i, packed, d, sum) stores int i (values 4i … 4i + 3) for
+// each i < n4.
+template <class X, int SUM, class P>
+LOOM_DEV void q8_quantize(const typename X::T* __restrict__ x, long long n4, P put) {
   const int lane = threadIdx.x % QMV_GROUP;
   for (long long i0 = threadIdx.x - lane; i0 < n4; i0 += 4 * (long long)blockDim.x) {
     float v[4][4];
@@ -1623,27 +1632,22 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const long long i = i0 + u * (long long)blockDim.x + lane;
-      float amax = 0.f, sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        amax = fmaxf(amax, fabsf(v[u][j]));
-        sum += v[u][j];
-      }
-#pragma unroll
-      for (int s = 1; s < 8; s <<= 1) amax = fmaxf(amax, loom_shfl_xor(amax, s));
-#pragma unroll
-      for (int s = 1; s < 4; s <<= 1) sum += loom_shfl_xor(sum, s);
-      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
-      unsigned int packed = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[u][j] * id) & 255u) << (8 * j);
-      if (i < n4) {
-        qa[i] = (int)packed;
-        if ((i & 3) == 0) sx[i >> 2] = sum;
-        if ((i & 7) == 0) dx[i >> 3] = d;
-      }
+      float d, sum;
+      const unsigned int packed = q8_pack4v<SUM>(v[u], &d, &sum);
+      if (i < n4) put(i, packed, d, sum);
     }
   }
+}
+
+// qf_quantize: x (4·n4 values) → 8-bit activations in shared memory (qa,
+// dx, sx as loom_q8x lays them out: sx holds 16-value sums).
+template <class X>
+LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4) {
+  q8_quantize<X, 4>(x, n4, [=](long long i, unsigned int packed, float d, float sum) {
+    qa[i] = (int)packed;
+    if ((i & 3) == 0) sx[i >> 2] = sum;
+    if ((i & 7) == 0) dx[i >> 3] = d;
+  });
 }
 
 // qmvf: y [N] = x [K] · Wᵀ, one activation row. Blocks of QMVF_THREADS
@@ -1746,45 +1750,15 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // units, n4 = K/4); sx holds 32-value sums.
 template <class X, int UV>
 LOOM_DEV void qu_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4, int U) {
-  const int lane = threadIdx.x % QMV_GROUP;
-  for (long long i0 = threadIdx.x - lane; i0 < n4; i0 += 4 * (long long)blockDim.x) {
-    float v[4][4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const long long i = i0 + u * (long long)blockDim.x + lane;
-      const typename X::T* p = x + 4 * (i < n4 ? i : 0);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v[u][j] = X::ld1(p + j);
+  q8_quantize<X, 8>(x, n4, [=](long long i, unsigned int packed, float d, float sum) {
+    const int un = (int)((4 * i) / UV), o = (int)((4 * i) % UV);
+    qa[((o >> 4) * U + un) * 4 + ((o >> 2) & 3)] = (int)packed;
+    if ((o & 31) == 0) {
+      const int j = o >> 5, at = ((j >> 2) * U + un) * 4 + (j & 3);
+      dx[at] = d;
+      sx[at] = sum;
     }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const long long i = i0 + u * (long long)blockDim.x + lane;
-      float amax = 0.f, sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        amax = fmaxf(amax, fabsf(v[u][j]));
-        sum += v[u][j];
-      }
-#pragma unroll
-      for (int s = 1; s < 8; s <<= 1) {
-        amax = fmaxf(amax, loom_shfl_xor(amax, s));
-        sum += loom_shfl_xor(sum, s);
-      }
-      const float d = amax / 127.f, id = amax > 0.f ? 127.f / amax : 0.f;
-      unsigned int packed = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) packed |= ((unsigned int)(int)rintf(v[u][j] * id) & 255u) << (8 * j);
-      if (i < n4) {
-        const int un = (int)((4 * i) / UV), o = (int)((4 * i) % UV);
-        qa[((o >> 4) * U + un) * 4 + ((o >> 2) & 3)] = (int)packed;
-        if ((o & 31) == 0) {
-          const int j = o >> 5, at = ((j >> 2) * U + un) * 4 + (j & 3);
-          dx[at] = d;
-          sx[at] = sum;
-        }
-      }
-    }
-  }
+  });
 }
 
 LOOM_DEV float qu_at(const float4& v, int k) { return k == 0 ? v.x : (k == 1 ? v.y : (k == 2 ? v.z : v.w)); }
