@@ -2,8 +2,8 @@ package kernels
 
 // Host emulation of the window kernels: without a GPU, each kernel's AMD
 // source (the prelude's integer f16 conversions and plain IEEE arithmetic,
-// no contraction) is compiled with the host C++ compiler behind a small
-// shim for the HIP names it uses, launched by looping over its grid and
+// no contraction) is compiled with the host C++ compiler behind
+// internal/hostemu's shim for the HIP names it uses, launched by looping over its grid and
 // block, and its output compared bit for bit with the CPU twin. This
 // checks the index arithmetic, the window bounds, the accumulation order,
 // the conversions and the baked-in constants of every window case that the
@@ -22,25 +22,8 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/internal/hostemu"
 )
-
-const windowHostShim = `
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __launch_bounds__(n)
-#define __restrict__ __restrict
-struct loom_dim3 { unsigned int x, y, z; };
-extern loom_dim3 blockIdx, threadIdx, gridDim;
-static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
-static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
-static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
-static inline long long __double_as_longlong(double d) { long long v; memcpy(&v, &d, 8); return v; }
-static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
-`
 
 const windowHostMain = `
 #include <stdio.h>
@@ -85,24 +68,22 @@ var defineRE = regexp.MustCompile(`(?m)^#define\s+(\w+)`)
 // undefined after it) and returns its path.
 func buildWindowEmulator(t *testing.T, ls []Launch) string {
 	t.Helper()
-	cxx, err := exec.LookPath("g++")
+	cxx, err := hostemu.Compiler()
 	if err != nil {
-		if cxx, err = exec.LookPath("c++"); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI=true but there is no host C++ compiler: %v", err)
-			}
-			t.Skipf("no host C++ compiler (g++ or c++): window kernel emulation skipped")
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but there is no host C++ compiler: %v", err)
 		}
+		t.Skipf("%v: window kernel emulation skipped", err)
 	}
 	dir := t.TempDir()
-	flags := []string{"-std=c++17", "-O1", "-w", "-fno-strict-aliasing", "-ffp-contract=off"}
+	flags := hostemu.Flags
 	units := runtime.NumCPU()
 	srcs := make([]strings.Builder, units)
 	var decls, table strings.Builder
 	for i, l := range ls {
 		b := &srcs[i%units]
 		if b.Len() == 0 {
-			b.WriteString(windowHostShim)
+			b.WriteString(hostemu.Shim)
 		}
 		fmt.Fprintf(b, "namespace k%d {\n%s\n", i, l.Code)
 		fmt.Fprintf(b, "extern \"C\" void run_%s(void** a) {\n  gridDim.x = %du;\n", l.Name, l.Grid[0])
