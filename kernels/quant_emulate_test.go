@@ -1,20 +1,22 @@
 package kernels
 
 // Host emulation of the quantized kernels: the dequantizations, bit for
-// bit against package quant (TestEmulateDequant), and the one-row mat-vec
-// (loom_qmvf_*, TestEmulateQMVF). Without a GPU, quant.hip's AMD flavour
-// is compiled with the host C++ compiler
-// behind internal/hostemu's shim and launched block by block, each block's
-// threads as fibers (its barriers and shuffles as on a GPU; dynamic shared
-// memory a static array). The chunk path and the unit path (read from
-// global memory, AMD's; the staged path is NVIDIA's, cp.async, and falls
-// back to it here) must agree row by row to within their different orders
-// of float additions, and both must match the float64 product of the
-// dequantized weights and x to within the activations' 8-bit rounding.
-// This checks the units' decoding, the activations' unit layout, the
-// lanes' and rows' index arithmetic (rows of 1 to 56 units, idle lanes,
-// rows past N) and the grid-stride walk without a GPU; TestGPUQMVQ8 runs
-// the same on a device.
+// bit against package quant (TestEmulateDequant), the one-row mat-vec
+// (loom_qmvf_*, TestEmulateQMVF) and AMD's product of 2–8 rows (loom_q8x_*
+// then loom_qmvq_*, TestEmulateQMVQ). Without a GPU, quant.hip's AMD
+// flavour is compiled with the host C++ compiler behind internal/hostemu's
+// shim and launched block by block, each block's threads as fibers (its
+// barriers and shuffles as on a GPU; dynamic shared memory a static
+// array). Each product must match a float64 model of the 8-bit arithmetic
+// (q8Model: the activations rounded as the kernels round them, the offsets
+// the kernels take from float sums) to within float32 sums: the one-row
+// kernel's chunk path, its unit path (read from global memory, AMD's; the
+// staged path is NVIDIA's, cp.async, and falls back to it here), and the
+// 2–8-row product, whose rows must also match the one-row kernel's. This
+// checks the formats' decoding, the activations' layouts, the lanes' and
+// rows' index arithmetic (rows of 1 to 56 units, idle lanes, rows past N)
+// and the grid-stride walks without a GPU; TestGPUQMVQ8 runs the same
+// kernels on a device.
 
 import (
 	"encoding/binary"
@@ -78,9 +80,47 @@ static int dequant(char** argv) {
   fclose(f);
   return 0;
 }
+// The two-launch product of 2–8 rows (AMD's decode path): loom_q8x_f32,
+// then loom_qmvq_<format>_f32.
+struct q8xargs { const float* x; int* qa; float* dx; float* sx; long long n4; };
+static void body_q8x(void* p) { q8xargs* a = (q8xargs*)p; loom_q8x_f32(a->x, a->qa, a->dx, a->sx, a->n4); }
+struct qmvqargs { const unsigned char* w; const int* qa; const float* dx; const float* sx; float* y; int M; long long K, N, rb; };
+#define QMVQ_EMU(NAME) \
+  static void body_##NAME(void* p) { qmvqargs* a = (qmvqargs*)p; NAME(a->w, a->qa, a->dx, a->sx, a->y, a->M, a->K, a->N, a->rb, a->N); }
+QMVQ_EMU(loom_qmvq_q4_0_f32)
+QMVQ_EMU(loom_qmvq_q4_k_f32)
+QMVQ_EMU(loom_qmvq_q8_0_f32)
+QMVQ_EMU(loom_qmvq_q6_k_f32)
+static const struct { const char* name; void (*fn)(void*); } qmvq_table[] = {
+  {"q4_0", body_loom_qmvq_q4_0_f32}, {"q4_k", body_loom_qmvq_q4_k_f32},
+  {"q8_0", body_loom_qmvq_q8_0_f32}, {"q6_k", body_loom_qmvq_q6_k_f32},
+};
+// usage: prog qmvq FORMAT M K N ROWBYTES GRID W X OUT
+static int qmvq(char** argv) {
+  void (*fn)(void*) = 0;
+  for (size_t i = 0; i < sizeof(qmvq_table) / sizeof(qmvq_table[0]); ++i)
+    if (strcmp(qmvq_table[i].name, argv[2]) == 0) fn = qmvq_table[i].fn;
+  if (!fn) { fprintf(stderr, "no format %s\n", argv[2]); return 2; }
+  const int M = atoi(argv[3]);
+  const long long K = atoll(argv[4]), N = atoll(argv[5]), n = M * K;
+  // Scratch as the host lays it out (Q8XBytes): qa, then dx, then sx.
+  unsigned char* scratch = (unsigned char*)aligned_alloc(256, (n + n / 32 * 4 + n / 16 * 4 + 256) / 256 * 256);
+  memset(scratch, 0xA5, n + n / 32 * 4 + n / 16 * 4);
+  q8xargs qx = {(const float*)slurp(argv[9]), (int*)scratch, (float*)(scratch + n), (float*)(scratch + n + n / 32 * 4), n / 4};
+  loom_launch((unsigned int)((n / 4 + 255) / 256), 256, body_q8x, &qx);
+  float* y = (float*)aligned_alloc(256, (M * N * 4 + 256) / 256 * 256);
+  memset(y, 0xA5, M * N * 4); // poison
+  qmvqargs a = {(const unsigned char*)slurp(argv[8]), qx.qa, qx.dx, qx.sx, y, M, K, N, atoll(argv[6])};
+  loom_launch((unsigned int)atoi(argv[7]), QMVW_THREADS, fn, &a);
+  FILE* f = fopen(argv[10], "wb");
+  if (!f || fwrite(y, 4, M * N, f) != (size_t)(M * N)) { perror(argv[10]); return 2; }
+  fclose(f);
+  return 0;
+}
 // usage: prog FORMAT K N ROWBYTES PATH GRID W X OUT
 int main(int argc, char** argv) {
   if (argc == 8 && strcmp(argv[1], "dequant") == 0) return dequant(argv);
+  if (argc == 11 && strcmp(argv[1], "qmvq") == 0) return qmvq(argv);
   if (argc != 10) return 2;
   void (*fn)(void*) = 0;
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
@@ -197,6 +237,134 @@ func quantEmulator(t *testing.T) string {
 	return quantEmu.prog
 }
 
+// emuQuantized returns random weights [n, k] quantized to f (the raw rows
+// and their dequantized values) and a random x [m, k], the raw rows and x
+// written to the files wp and xp in dir.
+func emuQuantized(t *testing.T, r *rand.Rand, dir string, f quant.Type, n, k, m int) (raw []byte, w, x []float32, wp, xp string) {
+	t.Helper()
+	tr, _ := f.Traits()
+	w = make([]float32, n*k)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	raw = make([]byte, n*k/tr.Block*tr.Size)
+	if err := quant.Quantize(f, w, raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := quant.Dequantize(f, raw, w); err != nil {
+		t.Fatal(err)
+	}
+	x = make([]float32, m*k)
+	xb := make([]byte, 4*m*k)
+	for i := range x {
+		x[i] = float32(r.Float64()*2 - 1)
+		binary.LittleEndian.PutUint32(xb[4*i:], math.Float32bits(x[i]))
+	}
+	wp, xp = filepath.Join(dir, "w"), filepath.Join(dir, "x")
+	if err := os.WriteFile(wp, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(xp, xb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return raw, w, x, wp, xp
+}
+
+// emuRun runs the emulator with args, its last the output file, and
+// returns the output as float32s.
+func emuRun(t *testing.T, prog string, count int, args ...string) []float32 {
+	t.Helper()
+	if err := hostemu.Run(prog, args...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(args[len(args)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, count)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// q8Model is what the 8-bit mat-vecs compute for one weight row (raw, in
+// format f; w its dequantized values) and x, in float64: Σ w·x̃, x̃ the
+// activations rounded to 8 bits a 32-value block as the kernels round them
+// (step d = amax/127, codes rint(x·127/amax), in float32), plus, for Q4_0
+// and Q4_K, the offset the kernels take from x's float sums rather than
+// x̃'s: 8d·Σ(x̃ − x) a Q4_0 block, dmin·m·Σ(x̃ − x) a Q4_K sub-block. It
+// also returns the scale of the kernels' float32 rounding: Σ|w·x| and the
+// offsets' Σ|c·x|.
+func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
+	tr, _ := f.Traits()
+	for b0 := 0; b0 < len(x); b0 += 32 {
+		var amax float32
+		for _, v := range x[b0 : b0+32] {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d, id := amax/127, float32(0)
+		if amax > 0 {
+			id = 127 / amax
+		}
+		// The offset's coefficient c for this block of 32 values.
+		var c float64
+		switch blk := raw[b0/tr.Block*tr.Size:]; f {
+		case quant.Q4_0:
+			c = 8 * float64(f16(blk))
+		case quant.Q4_K:
+			j := b0 % 256 / 32 // sub-block
+			sc := blk[4:16]
+			var m byte
+			if j < 4 {
+				m = sc[j+4] & 63
+			} else {
+				m = sc[j+4]>>4 | (sc[j]>>6)<<4
+			}
+			c = float64(f16(blk[2:])) * float64(m)
+		}
+		var dsum float64
+		for i := b0; i < b0+32; i++ {
+			xt := float64(d) * math.RoundToEven(float64(x[i]*id))
+			model += float64(w[i]) * xt
+			dsum += xt - float64(x[i])
+			scale += math.Abs(float64(w[i])*float64(x[i])) + math.Abs(c*float64(x[i]))
+		}
+		model += c * dsum
+	}
+	return model, scale
+}
+
+// f16 is the little-endian f16 at b as float32.
+func f16(b []byte) float32 {
+	h := uint32(b[0]) | uint32(b[1])<<8
+	sign, exp, man := h>>15, h>>10&31, h&1023
+	switch {
+	case exp == 0:
+		v := float32(man) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	case exp == 31:
+		return math.Float32frombits(sign<<31 | 0xff<<23 | man<<13)
+	}
+	return math.Float32frombits(sign<<31 | (exp+112)<<23 | man<<13)
+}
+
+// checkProduct checks y, a kernel's product of weight row raw (format f,
+// dequantized w) and x, against q8Model to within float32 sums (1e-6 of
+// their scale: the kernels came within 2e-8; one activation code off by
+// one moves a row by ~1e-4), and returns that scale.
+func checkProduct(t *testing.T, what string, f quant.Type, y float32, raw []byte, w, x []float32) float64 {
+	t.Helper()
+	model, scale := q8Model(f, raw, w, x)
+	if v := float64(y); math.IsNaN(v) || math.Abs(v-model) > 1e-6*scale {
+		t.Fatalf("%s: %v, the 8-bit model's %v (tolerance %.3g)", what, y, model, 1e-6*scale)
+	}
+	return scale
+}
+
 func TestEmulateQMVF(t *testing.T) {
 	prog := quantEmulator(t)
 	dir := t.TempDir()
@@ -211,73 +379,61 @@ func TestEmulateQMVF(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%v/N%dK%d", f, c.n, c.k), func(t *testing.T) {
-				w := make([]float32, c.n*c.k)
-				for i := range w {
-					w[i] = float32(r.NormFloat64())
-				}
-				raw := make([]byte, c.n*c.k/tr.Block*tr.Size)
-				if err := quant.Quantize(f, w, raw); err != nil {
-					t.Fatal(err)
-				}
-				if err := quant.Dequantize(f, raw, w); err != nil {
-					t.Fatal(err)
-				}
-				x := make([]float32, c.k)
-				for i := range x {
-					x[i] = float32(r.Float64()*2 - 1)
-				}
-				wp, xp := filepath.Join(dir, "w"), filepath.Join(dir, "x")
-				xb := make([]byte, 4*c.k)
-				for i, v := range x {
-					binary.LittleEndian.PutUint32(xb[4*i:], math.Float32bits(v))
-				}
-				if err := os.WriteFile(wp, raw, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(xp, xb, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				raw, w, x, wp, xp := emuQuantized(t, r, dir, f, c.n, c.k, 1)
 				rb := c.k / tr.Block * tr.Size
 				var got [2][]float32
 				for path := range 2 {
-					out := filepath.Join(dir, fmt.Sprint("y", path))
-					if err := hostemu.Run(prog, f.String(), fmt.Sprint(c.k), fmt.Sprint(c.n), fmt.Sprint(rb),
-						fmt.Sprint(path), fmt.Sprint(c.grid), wp, xp, out); err != nil {
-						t.Fatal(err)
-					}
-					b, err := os.ReadFile(out)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got[path] = make([]float32, c.n)
-					for i := range got[path] {
-						got[path][i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-					}
+					got[path] = emuRun(t, prog, c.n, f.String(), fmt.Sprint(c.k), fmt.Sprint(c.n), fmt.Sprint(rb),
+						fmt.Sprint(path), fmt.Sprint(c.grid), wp, xp, filepath.Join(dir, "y"))
 				}
 				for n := range c.n {
-					var ref, abs, bound float64
-					for k0 := 0; k0 < c.k; k0 += 32 {
-						var amax, wabs float64
-						for k := k0; k < k0+32; k++ {
-							wv, xv := float64(w[n*c.k+k]), float64(x[k])
-							ref += wv * xv
-							abs += math.Abs(wv * xv)
-							amax = max(amax, math.Abs(xv))
-							wabs += math.Abs(wv)
-						}
-						// The activations' rounding: half a step a value, times
-						// at most |w| plus a Q4 format's offset (8 steps of its
-						// scale, bounded by |w|'s block maximum: 2·Σ|w|).
-						bound += 2 * wabs * amax / 127 / 2
+					for path := range got {
+						checkProduct(t, fmt.Sprintf("row %d, path %d", n, path), f, got[path][n], raw[n*rb:(n+1)*rb], w[n*c.k:(n+1)*c.k], x)
 					}
-					tol := bound + 1e-5*abs
-					for path, g := range got {
-						if v := float64(g[n]); math.IsNaN(v) || math.Abs(v-ref) > tol {
-							t.Fatalf("row %d, path %d: %v, float64 product %v (tolerance %.3g)", n, path, g[n], ref, tol)
-						}
+				}
+			})
+		}
+	}
+}
+
+// TestEmulateQMVQ runs the decode product of 2–8 activation rows as AMD
+// runs it (loom_q8x_f32, then the dp4a mat-vec loom_qmvq_*_f32; NVIDIA
+// sm_80+ takes the tensor cores instead) and compares every row with the
+// one-row kernel's product of that row (the same 8-bit activations, other
+// sums' order) and with the float64 product.
+func TestEmulateQMVQ(t *testing.T) {
+	prog := quantEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K} {
+		tr, _ := f.Traits()
+		for _, c := range []struct{ m, n, k, grid int }{{2, 37, 768, 2}, {5, 33, 800, 1}, {8, 64, 2048, 3}, {3, 9, 4096, 1}} {
+			if c.k%tr.Block != 0 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v/M%dN%dK%d", f, c.m, c.n, c.k), func(t *testing.T) {
+				raw, w, x, wp, xp := emuQuantized(t, r, dir, f, c.n, c.k, c.m)
+				rb := c.k / tr.Block * tr.Size
+				got := emuRun(t, prog, c.m*c.n, "qmvq", f.String(), fmt.Sprint(c.m), fmt.Sprint(c.k), fmt.Sprint(c.n),
+					fmt.Sprint(rb), fmt.Sprint(c.grid), wp, xp, filepath.Join(dir, "y"))
+				for m := range c.m {
+					xm := x[m*c.k : (m+1)*c.k]
+					xb := make([]byte, 4*c.k)
+					for i, v := range xm {
+						binary.LittleEndian.PutUint32(xb[4*i:], math.Float32bits(v))
 					}
-					if d := math.Abs(float64(got[1][n]) - float64(got[0][n])); d > 1e-5*abs+1e-30 {
-						t.Fatalf("row %d: units %v, chunks %v: %.3g apart, over the f32 sums' %.3g", n, got[1][n], got[0][n], d, 1e-5*abs)
+					xmp := filepath.Join(dir, "xm")
+					if err := os.WriteFile(xmp, xb, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					one := emuRun(t, prog, c.n, f.String(), fmt.Sprint(c.k), fmt.Sprint(c.n), fmt.Sprint(rb),
+						"0", "1", wp, xmp, filepath.Join(dir, "y1"))
+					for n := range c.n {
+						y := got[m*c.n+n]
+						scale := checkProduct(t, fmt.Sprintf("row %d of x, row %d of W", m, n), f, y, raw[n*rb:(n+1)*rb], w[n*c.k:(n+1)*c.k], xm)
+						if d := math.Abs(float64(y) - float64(one[n])); d > 2e-6*scale {
+							t.Fatalf("row %d of x, row %d of W: %v, the one-row kernel's %v: %.3g apart", m, n, y, one[n], d)
+						}
 					}
 				}
 			})
