@@ -1721,17 +1721,20 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // weight, issue slots 47% busy over the whole kernel, 4.2-way shared-load
 // bank conflicts, DRAM 40% of peak.
 //
-// Measured (session 34, H200, loom bench W13, % of copy; the three paths
-// alternating in one call, twice; LOOM_QMV=chunks / units pick them):
+// Measured (session 34, H200, loom bench W13, % of copy; LOOM_QMV=chunks
+// / units pick the paths): the three alternating in one call, twice, with
+// a first staged form (the copy waited for before the next was issued):
 //
 //                      Q4_0    Q4_K    Q8_0
-//   chunks             57      55      70–71
-//   units, global      53–56   58      58–59
-//   units, staged      64–65   62–63   72
+//   chunks             57–58   55      70–71
+//   units, global      53–54   53–54   58
+//   units, staged      64–65   63–64   68
 //
-// and the 1B Q4_K decode step (TestGPUSpeed1B, median, one call): 0.679
-// ms staged against 0.727 by chunks (0.703 staged without the early
-// first copy and the copy overlapping the multiplication, another call).
+// and the staged form here against the chunks in another call, twice:
+// 64–65, 62–63 and 72 against 57, 55 and 71;
+// the 1B Q4_K decode step (TestGPUSpeed1B, median, the same call): 0.679
+// ms staged against 0.727 by chunks (the first staged form: 0.703 against
+// 0.732).
 // Still under issue 14's 80%: a 33 MB weight streams in 7.8 µs at copy
 // speed, and the launch, x's quantization and the first copy's round trip
 // cost about 2 µs of the 12 (ncu, staged: 3 blocks of 8 groups
