@@ -2,8 +2,9 @@ package kernels
 
 // Host emulation of the quantized kernels: the dequantizations, bit for
 // bit against package quant (TestEmulateDequant), the one-row mat-vec
-// (loom_qmvf_*, TestEmulateQMVF) and AMD's product of 2–8 rows (loom_q8x_*
-// then loom_qmvq_*, TestEmulateQMVQ). Without a GPU, quant.hip's AMD
+// (loom_qmvf_*, TestEmulateQMVF), AMD's product of 2–8 rows (loom_q8x_*
+// then loom_qmvq_*, TestEmulateQMVQ) and the mat-vecs that multiply in
+// f32 (loom_qmv_*, loom_qmvw_*: TestEmulateQMVF32). Without a GPU, quant.hip's AMD
 // flavour is compiled with the host C++ compiler behind internal/hostemu's
 // shim and launched block by block, each block's threads as fibers (its
 // barriers and shuffles as on a GPU; dynamic shared memory a static
@@ -35,8 +36,9 @@ import (
 	"github.com/loomgraph/loom/quant"
 )
 
-// quantEmuMain launches one loom_qmvf_*_f32 entry or (first argument
-// "dequant") one dequantization entry of the table Go writes in.
+// quantEmuMain launches one loom_qmvf_*_f32 entry, or (first argument
+// "dequant", "qmvq" or "f32") a dequantization, the 2–8-row product or an
+// f32 mat-vec (the first and last from tables Go writes in).
 const quantEmuMain = `
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,9 +119,30 @@ static int qmvq(char** argv) {
   fclose(f);
   return 0;
 }
+// usage: prog f32 NAME M K N ROWBYTES GRID THREADS W X OUT: a mat-vec that
+// multiplies in f32 (loom_qmv_*, loom_qmvw_*) from the table Go writes in.
+static int f32mv(char** argv) {
+  void (*fn)(void*) = 0;
+  for (size_t i = 0; i < sizeof(mv_table) / sizeof(mv_table[0]); ++i)
+    if (strcmp(mv_table[i].name, argv[2]) == 0) fn = mv_table[i].fn;
+  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[2]); return 2; }
+  mvargs a;
+  a.M = atoi(argv[3]); a.K = atoll(argv[4]); a.N = atoll(argv[5]); a.rb = atoll(argv[6]);
+  a.w = (const unsigned char*)slurp(argv[9]);
+  a.x = (const float*)slurp(argv[10]);
+  float* y = (float*)aligned_alloc(256, (a.M * a.N * 4 + 256) / 256 * 256);
+  memset(y, 0xA5, a.M * a.N * 4); // poison
+  a.y = y;
+  loom_launch((unsigned int)atoi(argv[7]), (unsigned int)atoi(argv[8]), fn, &a);
+  FILE* f = fopen(argv[11], "wb");
+  if (!f || fwrite(y, 4, a.M * a.N, f) != (size_t)(a.M * a.N)) { perror(argv[11]); return 2; }
+  fclose(f);
+  return 0;
+}
 // usage: prog FORMAT K N ROWBYTES PATH GRID W X OUT
 int main(int argc, char** argv) {
   if (argc == 8 && strcmp(argv[1], "dequant") == 0) return dequant(argv);
+  if (argc == 12 && strcmp(argv[1], "f32") == 0) return f32mv(argv);
   if (argc == 11 && strcmp(argv[1], "qmvq") == 0) return qmvq(argv);
   if (argc != 10) return 2;
   void (*fn)(void*) = 0;
@@ -169,6 +192,20 @@ func buildQuantEmulator(dir string) (string, error) {
 		fmt.Fprintf(&rows, "  {\"%s\", dq_%s},\n", e.name, e.name)
 	}
 	fmt.Fprintf(&dq, "static const struct { const char* name; void (*fn)(void*); } dq_table[] = {\n%s};\n", rows.String())
+	// And for every mat-vec that multiplies in f32, with f32 activations:
+	// the byte-wise kernels take (w, x, y, M, K, N, ldx, ldy), the
+	// word-load ones rowBytes before ldx.
+	rows.Reset()
+	dq.WriteString("struct mvargs { const unsigned char* w; const float* x; float* y; int M; long long K, N, rb; };\n")
+	for _, e := range f32MatVecs() {
+		call := "a->w, a->x, a->y, a->M, a->K, a->N, a->K, a->N"
+		if e.word {
+			call = "a->w, a->x, a->y, a->M, a->K, a->N, a->rb, a->K, a->N"
+		}
+		fmt.Fprintf(&dq, "static void mv_%s(void* p) { mvargs* a = (mvargs*)p; %s(%s); }\n", e.name, e.name, call)
+		fmt.Fprintf(&rows, "  {\"%s\", mv_%s},\n", e.name, e.name)
+	}
+	fmt.Fprintf(&dq, "static const struct { const char* name; void (*fn)(void*); } mv_table[] = {\n%s};\n", rows.String())
 	src := hostemu.Shim + "void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);\n" +
 		codegen.PreludeFor(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, quantHIP) + body +
 		strings.Replace(quantEmuMain, "/*DQ_TABLE*/", dq.String(), 1)
@@ -211,6 +248,33 @@ func dequantEntries() []dequantEntry {
 			}
 			if n, ok := Dequant8Entry(f, d); ok {
 				out = append(out, dequantEntry{n, f, d, 8})
+			}
+		}
+	}
+	return out
+}
+
+// f32MatVec is a mat-vec kernel that multiplies dequantized weights with
+// the activations in f32: the byte-wise kernel of each format (QMVEntry)
+// or a word-load one (QMVWordEntry, its MAXM and one-row forms).
+type f32MatVec struct {
+	name string
+	f    quant.Type
+	word bool
+	m1   bool // the one-row form: M = 1 only
+}
+
+// f32MatVecs lists them for f32 activations.
+func f32MatVecs() []f32MatVec {
+	var out []f32MatVec
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		if n, err := QMVEntry(f, dtype.F32); err == nil {
+			out = append(out, f32MatVec{name: n, f: f})
+		}
+		for _, m := range []int{QMVMaxRows, 1} {
+			if n, _, ok := QMVWordEntry(f, dtype.F32, m); ok {
+				out = append(out, f32MatVec{name: n, f: f, word: true, m1: m == 1})
 			}
 		}
 	}
@@ -508,6 +572,50 @@ func TestEmulateDequant(t *testing.T) {
 					t.Fatalf("%s, %d values: value %d is %x, package quant's %x", e.name, count, i/e.out.Size(), got[i:i+e.out.Size()], want[i:i+e.out.Size()])
 				}
 			}
+		}
+	}
+}
+
+// TestEmulateQMVF32 runs the mat-vecs that multiply dequantized weights
+// with the activations in f32 — the byte-wise kernel of every format (what
+// the GPU takes for Q4_1, Q5_0, Q5_1, Q2_K, Q3_K and Q5_K, and with
+// LOOM_QMV=bytewise) and the word-load ones (LOOM_QMV=word) — for 1, 3 and
+// 8 activation rows against the float64 product of the dequantized
+// weights, to within float32 sums.
+func TestEmulateQMVF32(t *testing.T) {
+	prog := quantEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, e := range f32MatVecs() {
+		tr, _ := e.f.Traits()
+		threads, rowsPerBlock := QMVThreads, QMVRowsPerBlock
+		if e.word {
+			threads, rowsPerBlock = QMVWordThreads, QMVWordRowsPerBlock
+		}
+		for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 33, 512}, {8, 20, 1024}} {
+			if c.k%tr.Block != 0 || e.m1 && c.m != 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/M%dN%dK%d", e.name, c.m, c.n, c.k), func(t *testing.T) {
+				_, w, x, wp, xp := emuQuantized(t, r, dir, e.f, c.n, c.k, c.m)
+				// A grid smaller than the rows: the blocks walk them.
+				grid := min((c.n+rowsPerBlock-1)/rowsPerBlock, 2)
+				got := emuRun(t, prog, c.m*c.n, "f32", e.name, fmt.Sprint(c.m), fmt.Sprint(c.k), fmt.Sprint(c.n),
+					fmt.Sprint(c.k/tr.Block*tr.Size), fmt.Sprint(grid), fmt.Sprint(threads), wp, xp, filepath.Join(dir, "y"))
+				for m := range c.m {
+					for n := range c.n {
+						var ref, abs float64
+						for k := range c.k {
+							v := float64(w[n*c.k+k]) * float64(x[m*c.k+k])
+							ref += v
+							abs += math.Abs(v)
+						}
+						if y := float64(got[m*c.n+n]); math.IsNaN(y) || math.Abs(y-ref) > 1e-5*abs {
+							t.Fatalf("row %d of x, row %d of W: %v, float64 %v (tolerance %.3g)", m, n, y, ref, 1e-5*abs)
+						}
+					}
+				}
+			})
 		}
 	}
 }
