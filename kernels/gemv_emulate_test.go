@@ -1,0 +1,193 @@
+package kernels
+
+// Host emulation of the skinny products (gemv.hip), a decode step's x·Wᵀ
+// and q·kᵀ: without a GPU, GemvSource's AMD flavour (gfx90a: waves of 64,
+// so groups of 128 and 256 lanes meet across waves through shared memory,
+// a path no NVIDIA GPU takes) is compiled with the host C++ compiler behind
+// internal/hostemu's shim and run block by block, each block's threads as
+// fibers, for the launch PlanGemv gives, and every element compared with
+// the float64 product. The conformance suite's matmul cases run the same
+// kernels on a device.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// gemvEmuMain launches one skinny-product entry of the table Go writes in
+// (one batch: sa = sb = sc = 0).
+const gemvEmuMain = `
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+struct gargs { const void* a; const void* b; void* c; int M, N, K; };
+/*TABLE*/
+static void* slurp(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) { perror(path); exit(2); }
+  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
+  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
+  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
+  fclose(f);
+  return p;
+}
+// usage: prog NAME M N K GRID A B OUTBYTES OUT
+int main(int argc, char** argv) {
+  if (argc != 10) return 2;
+  void (*fn)(void*) = 0;
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
+    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn;
+  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
+  gargs g;
+  g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
+  g.a = slurp(argv[6]);
+  g.b = slurp(argv[7]);
+  const size_t ob = (size_t)atoll(argv[8]);
+  g.c = aligned_alloc(256, (ob + 256) / 256 * 256);
+  memset(g.c, 0xA5, ob); // poison
+  loom_launch((unsigned int)atoi(argv[5]), GEMV_THREADS, fn, &g);
+  FILE* f = fopen(argv[9], "wb");
+  if (!f || fwrite(g.c, 1, ob, f) != ob) { perror(argv[9]); return 2; }
+  fclose(f);
+  return 0;
+}
+`
+
+var gemvEmu struct {
+	once sync.Once
+	prog string
+	err  error
+}
+
+// gemvEmulator builds the emulator of every GemvEntries entry once.
+func gemvEmulator(t *testing.T) string {
+	t.Helper()
+	gemvEmu.once.Do(func() {
+		cxx, err := hostemu.Compiler()
+		if err != nil {
+			gemvEmu.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "loom-gemv-emu-")
+		if err != nil {
+			gemvEmu.err = err
+			return
+		}
+		var w, rows strings.Builder
+		for _, name := range GemvEntries() {
+			ty := gemvTypes[strings.Split(strings.TrimPrefix(name, "loom_gemv_"), "_")[0]].t
+			fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->K, g->K, g->N, 0, 0, 0); }\n",
+				name, name, ty, ty, ty)
+			fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
+		}
+		fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+		src := hostemu.Shim + "void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);\n" +
+			GemvSource(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}) + strings.Replace(gemvEmuMain, "/*TABLE*/", w.String(), 1)
+		cc, rt := filepath.Join(dir, "gemv.cc"), filepath.Join(dir, "runtime.cc")
+		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
+			gemvEmu.err = err
+			return
+		}
+		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
+			gemvEmu.err = err
+			return
+		}
+		gemvEmu.prog = filepath.Join(dir, "gemv")
+		gemvEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", gemvEmu.prog, "-lm")...)
+	})
+	if gemvEmu.err != nil {
+		if strings.HasPrefix(gemvEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+			t.Skipf("host emulation skipped: %v", gemvEmu.err)
+		}
+		t.Fatalf("building the host emulator: %v", gemvEmu.err)
+	}
+	return gemvEmu.prog
+}
+
+// TestEmulateGemv runs the skinny product C = A·Bᵀ (A [M, K], B [N, K])
+// for f32, f16 and bf16 on the launches PlanGemv gives — 1 to 8 rows of A
+// (the one-accumulator _m1 form at M = 1), the vector and the scalar
+// kernels, groups of 8 to 256 lanes — with fewer blocks than B's rows (the
+// grid-stride walk), against the float64 product to within f32 sums and
+// C's rounding.
+func TestEmulateGemv(t *testing.T) {
+	prog := gemvEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		for _, c := range []struct {
+			m, n, k int
+			aligned bool
+		}{{1, 300, 512, true}, {3, 70, 1000, true}, {8, 33, 4096, true}, {1, 20, 7, true}, {2, 9, 100, false},
+			{1, 5, 16384, true}, {5, 40, 130, true}, {1, 64, 2048, true}, {4, 16, 8192, true}, {1, 16, 3000, false}, {2, 12, 9000, false},
+			{2, 10, 1536, true}, {1, 10, 3072, true}, {1, 7, 300, false}} {
+			l, ok := PlanGemv(d, blas.Call{M: c.m, N: c.n, K: c.k, TransB: true, Alpha: 1, Batch: 1}, c.aligned)
+			if !ok {
+				t.Fatalf("%v %+v: PlanGemv refused", d, c)
+			}
+			t.Run(fmt.Sprintf("%v/%s/M%dN%dK%d", d, l.Name, c.m, c.n, c.k), func(t *testing.T) {
+				mat := func(rows int) (*tensor.Tensor, []float64) {
+					v := make([]float64, rows*c.k)
+					for i := range v {
+						v[i] = r.Float64()*2 - 1
+					}
+					tt, err := tensor.FromFloat64s(d, v, rows, c.k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tt, tt.Float64s() // the values as stored
+				}
+				at, a := mat(c.m)
+				bt, b := mat(c.n)
+				ap, bp, out := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+				if err := os.WriteFile(ap, at.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(bp, bt.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				grid := min(int(l.Grid[0]), 3)
+				ob := c.m * c.n * d.Size()
+				if err := hostemu.Run(prog, l.Name, fmt.Sprint(c.m), fmt.Sprint(c.n), fmt.Sprint(c.k), fmt.Sprint(grid), ap, bp, fmt.Sprint(ob), out); err != nil {
+					t.Fatal(err)
+				}
+				raw, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := tensor.Zeros(d, c.m, c.n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(got.Bytes(), raw) // Bytes shares the tensor's memory
+				gv := got.Float64s()
+				half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 2048, dtype.BF16: 1.0 / 256}[d]
+				for m := range c.m {
+					for n := range c.n {
+						var ref, abs float64
+						for k := range c.k {
+							ref += a[m*c.k+k] * b[n*c.k+k]
+							abs += math.Abs(a[m*c.k+k] * b[n*c.k+k])
+						}
+						tol := 1e-5*abs + half*(math.Abs(ref)+1e-5*abs) + 1e-30
+						if y := gv[m*c.n+n]; math.IsNaN(y) || math.Abs(y-ref) > tol {
+							t.Fatalf("C[%d][%d] = %v, float64 %v (tolerance %.3g)", m, n, y, ref, tol)
+						}
+					}
+				}
+			})
+		}
+	}
+}
