@@ -40,7 +40,7 @@ void loom_sync();
 void loom_sync_group(unsigned int w);
 extern unsigned int loom_slots[];
 static inline void __syncthreads() { loom_sync(); }
-static inline int __shfl_xor(int v, int m, int w) {
+static inline int __shfl_xor(int v, int m, int w = 64) { // HIP's default width: warpSize (64: the AMD flavour is gfx90a's)
   unsigned int g = 1;
   while (g <= (unsigned int)m && g < (unsigned int)w) g <<= 1;
   loom_slots[threadIdx.x] = (unsigned int)v;
@@ -54,6 +54,12 @@ static inline long long __double_as_longlong(double d) { long long v; memcpy(&v,
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+// Atomics and fences: a block's threads run one at a time and blocks one
+// after another, so plain reads and writes are atomic here.
+static inline void __threadfence() {}
+template <class T> static inline T atomicAdd(T* p, T v) { const T old = *p; *p = old + v; return old; }
+template <class T> static inline T atomicCAS(T* p, T cmp, T v) { const T old = *p; if (old == cmp) *p = v; return old; }
+template <class T> static inline T atomicExch(T* p, T v) { const T old = *p; *p = v; return old; }
 static inline double __longlong_as_double(long long v) { double d; memcpy(&d, &v, 8); return d; }
 static inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
 static inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
@@ -133,14 +139,20 @@ static int group_ready(unsigned int t, unsigned int block) {
 }
 
 static unsigned int b_, t_;
-void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) {
+void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);
+void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) { loom_launch3(grid, 1, 1, block, fn, arg); }
+
+// loom_launch3 runs a grid of gx·gy·gz blocks (x fastest) of block threads.
+void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg) {
   if (block > LOOM_MAX_THREADS) { fprintf(stderr, "emulator: block of %u threads\n", block); abort(); }
   if (!stacks) stacks = (char*)malloc((size_t)LOOM_MAX_THREADS * LOOM_STACK);
   body = fn; body_arg = arg; nthreads = block; cooperative = 1;
-  gridDim.x = grid; gridDim.y = gridDim.z = 1;
+  gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
   blockDim.x = block; blockDim.y = blockDim.z = 1;
-  for (b_ = 0; b_ < grid; ++b_) {
-    blockIdx.x = b_; blockIdx.y = blockIdx.z = 0;
+  const unsigned long long blocks = (unsigned long long)gx * gy * gz;
+  for (unsigned long long bi = 0; bi < blocks; ++bi) {
+    b_ = (unsigned int)bi;
+    blockIdx.x = (unsigned int)(bi % gx); blockIdx.y = (unsigned int)(bi / gx % gy); blockIdx.z = (unsigned int)(bi / gx / gy);
     for (t_ = 0; t_ < block; ++t_) state[t_] = 0;
     for (;;) {
       // Who runs this pass: threads not started, groups whose every lane
