@@ -1,0 +1,198 @@
+package kernels
+
+// Host emulation of the portable GEMM (gemm.hip), the matmul engine where
+// no vendor library is loaded (AMD without rocBLAS among them): its AMD
+// source is compiled with the host C++ compiler behind internal/hostemu's
+// shim and run block by block (a block's threads as fibers, its tiles'
+// barriers as on a GPU), on PlanGemm's launches. f32 and f64 must equal
+// the plain-Go twin (GemmTwin) bit for bit — the kernel sums in k order
+// with fused multiply-adds, as the host's fma does — and f16 and bf16
+// must equal the twin's float32 sums rounded once to their type.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// gemmEmuMain launches one GEMM entry (batch 1).
+const gemmEmuMain = `
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+struct gargs { const void* a; const void* b; void* c; int M, N, K; long long lda, ldb, ldc; };
+/*TABLE*/
+static void* slurp(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) { perror(path); exit(2); }
+  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
+  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
+  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
+  fclose(f);
+  return p;
+}
+// usage: prog NAME M N K LDA LDB LDC GX GY A B OUTBYTES OUT
+int main(int argc, char** argv) {
+  if (argc != 14) return 2;
+  void (*fn)(void*) = 0;
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
+    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn;
+  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
+  gargs g;
+  g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
+  g.lda = atoll(argv[5]); g.ldb = atoll(argv[6]); g.ldc = atoll(argv[7]);
+  g.a = slurp(argv[10]);
+  g.b = slurp(argv[11]);
+  const size_t ob = (size_t)atoll(argv[12]);
+  g.c = aligned_alloc(256, (ob + 256) / 256 * 256);
+  memset(g.c, 0xA5, ob); // poison
+  loom_launch3((unsigned int)atoi(argv[8]), (unsigned int)atoi(argv[9]), 1, 256, fn, &g);
+  FILE* f = fopen(argv[13], "wb");
+  if (!f || fwrite(g.c, 1, ob, f) != ob) { perror(argv[13]); return 2; }
+  fclose(f);
+  return 0;
+}
+`
+
+var gemmEmu struct {
+	once sync.Once
+	prog string
+	err  error
+}
+
+func gemmEmulator(t *testing.T) string {
+	t.Helper()
+	gemmEmu.once.Do(func() {
+		cxx, err := hostemu.Compiler()
+		if err != nil {
+			gemmEmu.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "loom-gemm-emu-")
+		if err != nil {
+			gemmEmu.err = err
+			return
+		}
+		var w, rows strings.Builder
+		for _, d := range []struct{ name, t string }{{"f32", "float"}, {"f64", "double"}, {"f16", "gemm_f16"}, {"bf16", "gemm_bf16"}} {
+			for _, tt := range []string{"nn", "nt", "tn", "tt"} {
+				name := "loom_gemm_" + d.name + "_" + tt
+				fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, 0, 0, 0, 1); }\n",
+					name, name, d.t, d.t, d.t)
+				fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
+			}
+		}
+		fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+		src := hostemu.Shim + "void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);\n" +
+			GemmSource(emuTarget) + strings.Replace(gemmEmuMain, "/*TABLE*/", w.String(), 1)
+		cc, rt := filepath.Join(dir, "gemm.cc"), filepath.Join(dir, "runtime.cc")
+		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
+			gemmEmu.err = err
+			return
+		}
+		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
+			gemmEmu.err = err
+			return
+		}
+		gemmEmu.prog = filepath.Join(dir, "gemm")
+		gemmEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", gemmEmu.prog, "-lm")...)
+	})
+	if gemmEmu.err != nil {
+		if strings.HasPrefix(gemmEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+			t.Skipf("host emulation skipped: %v", gemmEmu.err)
+		}
+		t.Fatalf("building the host emulator: %v", gemmEmu.err)
+	}
+	return gemmEmu.prog
+}
+
+// TestEmulateGemm runs every dtype and transposition of the portable GEMM
+// on one element, on sizes that leave partial tiles in M, N and K, and on
+// more than one tile each way, with padded leading dimensions.
+func TestEmulateGemm(t *testing.T) {
+	prog := gemmEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, d := range []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16} {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			for _, sz := range [][3]int{{1, 1, 1}, {130, 70, 37}, {33, 257, 64}} {
+				m, n, k := sz[0], sz[1], sz[2]
+				c := blas.Call{M: m, N: n, K: k, TransA: tr[0], TransB: tr[1], Alpha: 1, Batch: 1}
+				// Stored shapes and leading dimensions, each padded by 3.
+				ar, ac := m, k
+				if c.TransA {
+					ar, ac = k, m
+				}
+				br, bc := k, n
+				if c.TransB {
+					br, bc = n, k
+				}
+				c.LDA, c.LDB, c.LDC = ac+3, bc+3, n+3
+				l, err := PlanGemm(d, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%s/%dx%dx%d", l.Name, m, n, k), func(t *testing.T) {
+					mat := func(rows, lead int) (*tensor.Tensor, []float64) {
+						v := make([]float64, rows*lead)
+						for i := range v {
+							v[i] = r.Float64()*2 - 1
+						}
+						tt, err := tensor.FromFloat64s(d, v, rows, lead)
+						if err != nil {
+							t.Fatal(err)
+						}
+						return tt, tt.Float64s()
+					}
+					at, a := mat(ar, c.LDA)
+					bt, b := mat(br, c.LDB)
+					ap, bp, out := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+					if err := os.WriteFile(ap, at.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(bp, bt.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					ob := m * c.LDC * d.Size()
+					if err := hostemu.Run(prog, l.Name, fmt.Sprint(m), fmt.Sprint(n), fmt.Sprint(k), fmt.Sprint(c.LDA), fmt.Sprint(c.LDB),
+						fmt.Sprint(c.LDC), fmt.Sprint(l.Grid[0]), fmt.Sprint(l.Grid[1]), ap, bp, fmt.Sprint(ob), out); err != nil {
+						t.Fatal(err)
+					}
+					raw, err := os.ReadFile(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := tensor.Zeros(d, m, c.LDC)
+					if err != nil {
+						t.Fatal(err)
+					}
+					copy(got.Bytes(), raw)
+					want := make([]float64, m*c.LDC)
+					GemmTwin(c, a, b, want, d != dtype.F64)
+					// The twin's sums rounded to d once, as the kernel stores them.
+					wt, err := tensor.FromFloat64s(d, want, m, c.LDC)
+					if err != nil {
+						t.Fatal(err)
+					}
+					gv, wv := got.Float64s(), wt.Float64s()
+					for i := range m {
+						for j := range n {
+							if g, w := gv[i*c.LDC+j], wv[i*c.LDC+j]; g != w {
+								t.Fatalf("C[%d][%d] = %v, the twin's %v", i, j, g, w)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
