@@ -1,0 +1,233 @@
+package kernels
+
+// Host emulation of the portable convolution's kernels (conv.hip), the conv
+// path where no vendor library is loaded: im2col for 2-, 4- and 8-byte
+// elements, bit for bit against Im2col, and col2im for f32 and f64 against
+// Col2im (f64 bit for bit: the kernel adds the taps in the twin's order),
+// on random geometries (strides, padding, dilation, groups) in image and
+// pixel chunks, compiled from AMD's source with the host C++ compiler
+// behind internal/hostemu's shim.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/internal/hostemu"
+)
+
+// convEmuMain launches im2col (18 integer arguments after the two
+// pointers) or col2im (17) from the command line.
+const convEmuMain = `
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void* slurp(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) { perror(path); exit(2); }
+  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
+  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
+  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
+  fclose(f);
+  return p;
+}
+struct cargs { const void* in; void* out; long long v[18]; const char* name; };
+#define V(i) a->v[i]
+static void run(void* p) {
+  cargs* a = (cargs*)p;
+  const char* n = a->name;
+  if (!strcmp(n, "loom_im2col_b2"))
+    loom_im2col_b2((const unsigned short*)a->in, (unsigned short*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14), V(15));
+  else if (!strcmp(n, "loom_im2col_b4"))
+    loom_im2col_b4((const unsigned int*)a->in, (unsigned int*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14), V(15));
+  else if (!strcmp(n, "loom_im2col_b8"))
+    loom_im2col_b8((const unsigned long long*)a->in, (unsigned long long*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14), V(15));
+  else if (!strcmp(n, "loom_col2im_f32"))
+    loom_col2im_f32((const float*)a->in, (float*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14));
+  else if (!strcmp(n, "loom_col2im_f64"))
+    loom_col2im_f64((const double*)a->in, (double*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14));
+  else { fprintf(stderr, "no kernel %s\n", n); exit(2); }
+}
+// usage: prog NAME GX GY IN OUTBYTES OUT INTS...
+int main(int argc, char** argv) {
+  if (argc < 7) return 2;
+  cargs a;
+  a.name = argv[1];
+  a.in = slurp(argv[4]);
+  const size_t ob = (size_t)atoll(argv[5]);
+  a.out = aligned_alloc(256, (ob + 256) / 256 * 256);
+  memset(a.out, 0xA5, ob); // poison
+  for (int i = 7; i < argc && i - 7 < 18; ++i) a.v[i - 7] = atoll(argv[i]);
+  loom_launch3((unsigned int)atoi(argv[2]), (unsigned int)atoi(argv[3]), 1, 256, run, &a);
+  FILE* f = fopen(argv[6], "wb");
+  if (!f || fwrite(a.out, 1, ob, f) != ob) { perror(argv[6]); return 2; }
+  fclose(f);
+  return 0;
+}
+`
+
+var convEmu struct {
+	once sync.Once
+	prog string
+	err  error
+}
+
+func convEmulator(t *testing.T) string {
+	t.Helper()
+	convEmu.once.Do(func() {
+		cxx, err := hostemu.Compiler()
+		if err != nil {
+			convEmu.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "loom-conv-emu-")
+		if err != nil {
+			convEmu.err = err
+			return
+		}
+		src := hostemu.Shim + "void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);\n" +
+			ConvSource(emuTarget) + convEmuMain
+		cc, rt := filepath.Join(dir, "conv.cc"), filepath.Join(dir, "runtime.cc")
+		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
+			convEmu.err = err
+			return
+		}
+		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
+			convEmu.err = err
+			return
+		}
+		convEmu.prog = filepath.Join(dir, "conv")
+		convEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", convEmu.prog, "-lm")...)
+	})
+	if convEmu.err != nil {
+		if strings.HasPrefix(convEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+			t.Skipf("host emulation skipped: %v", convEmu.err)
+		}
+		t.Fatalf("building the host emulator: %v", convEmu.err)
+	}
+	return convEmu.prog
+}
+
+// emuBytes and emuValues move values of dt (f16, f32, f64) to and from
+// little-endian bytes; f16 values must be exact in f16.
+func emuBytes(dt dtype.DType, v []float64) []byte {
+	b := make([]byte, len(v)*dt.Size())
+	for i, x := range v {
+		switch dt {
+		case dtype.F16:
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(dtype.ToF16From64(x)))
+		case dtype.F32:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(x)))
+		case dtype.F64:
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+		}
+	}
+	return b
+}
+
+func emuValues(dt dtype.DType, b []byte) []float64 {
+	v := make([]float64, len(b)/dt.Size())
+	for i := range v {
+		switch dt {
+		case dtype.F16:
+			v[i] = dtype.Float16(binary.LittleEndian.Uint16(b[2*i:])).Float64()
+		case dtype.F32:
+			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		case dtype.F64:
+			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+	}
+	return v
+}
+
+// TestEmulateConv runs im2col (every element size) and col2im (f32, f64)
+// on 40 random geometries each, in image and pixel chunks, against their
+// twins.
+func TestEmulateConv(t *testing.T) {
+	prog := convEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(19, 20))
+	run := func(name string, grid [3]uint32, in []byte, outBytes int, ints ...int) []byte {
+		t.Helper()
+		inp, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+		if err := os.WriteFile(inp, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{name, fmt.Sprint(grid[0]), fmt.Sprint(grid[1]), inp, fmt.Sprint(outBytes), out}
+		for _, v := range ints {
+			args = append(args, fmt.Sprint(v))
+		}
+		if err := hostemu.Run(prog, args...); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for trial := range 40 {
+		g := randConvGeom(r)
+		dt := []dtype.DType{dtype.F16, dtype.F32, dtype.F64}[trial%3]
+		if g.OH >= 1 && g.OW >= 1 {
+			x := make([]float64, g.N*g.C*g.H*g.W)
+			for i := range x {
+				x[i] = float64(int(r.IntN(2001)) - 1000) // exact in f16
+			}
+			P, ckk := g.OH*g.OW, g.C*g.KH*g.KW
+			n0, nb := r.IntN(g.N), 1
+			if n0+2 <= g.N {
+				nb = 2
+			}
+			np := 1 + r.IntN(P)
+			p0 := r.IntN(P - np + 1)
+			name, _ := Im2colEntry(dt)
+			l := Im2colLaunch(int64(nb*ckk), int64(np))
+			got := emuValues(dt, run(name, l[0], emuBytes(dt, x), nb*ckk*np*dt.Size(),
+				n0, nb, g.C, g.H, g.W, g.KH, g.KW, g.PH, g.PW, g.SH, g.SW, g.DH, g.DW, g.OW, p0, np))
+			want := Im2col(g, x, n0, nb, p0, np)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("trial %d, %s, %+v, images %d+%d, pixels %d+%d: cols[%d] = %v, twin %v", trial, name, g, n0, nb, p0, np, i, got[i], want[i])
+				}
+			}
+		}
+		// col2im, for the transposed conv of the same geometry.
+		g.OH = (g.H-1)*g.SH - 2*g.PH + g.DH*(g.KH-1) + 1
+		g.OW = (g.W-1)*g.SW - 2*g.PW + g.DW*(g.KW-1) + 1
+		if g.OH < 1 || g.OW < 1 || dt == dtype.F16 {
+			continue
+		}
+		kk, hw := g.KH*g.KW, g.H*g.W
+		cols := make([]float64, g.N*g.CO*kk*hw)
+		for i := range cols {
+			cols[i] = r.Float64()*2 - 1
+		}
+		if dt == dtype.F32 {
+			cols = emuValues(dt, emuBytes(dt, cols)) // as stored
+		}
+		want := make([]float64, g.N*g.CO*g.OH*g.OW)
+		Col2im(g, cols, want, 0, g.N)
+		name, _ := Col2imEntry(dt)
+		grid, _ := FlatLaunch(g.N * g.CO * g.OH * g.OW)
+		grid[0] = min(grid[0], 3) // the grid-stride loop
+		got := emuValues(dt, run(name, grid, emuBytes(dt, cols), len(want)*dt.Size(),
+			0, g.N, g.CO, g.H, g.W, g.KH, g.KW, g.PH, g.PW, g.SH, g.SW, g.DH, g.DW, g.OH, g.OW))
+		for i := range want {
+			tol := 0.0
+			if dt == dtype.F32 {
+				tol = 1e-6 * float64(kk) // f32 sums of at most KH·KW terms of magnitude ≤ 1
+			}
+			if math.Abs(got[i]-want[i]) > tol || math.IsNaN(got[i]) {
+				t.Fatalf("trial %d, %s, %+v: out[%d] = %v, twin %v", trial, name, g, i, got[i], want[i])
+			}
+		}
+	}
+}
