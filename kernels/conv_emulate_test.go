@@ -5,8 +5,9 @@ package kernels
 // elements, bit for bit against Im2col, and col2im for f32 and f64 against
 // Col2im (f64 bit for bit: the kernel adds the taps in the twin's order),
 // on random geometries (strides, padding, dilation, groups) in image and
-// pixel chunks, compiled from AMD's source with the host C++ compiler
-// behind internal/hostemu's shim.
+// pixel chunks; and the batched transposes of the channels-last library
+// path (transpose.hip), against Transpose. Compiled from AMD's source with
+// the host C++ compiler behind internal/hostemu's shim.
 
 import (
 	"encoding/binary"
@@ -55,8 +56,35 @@ static void run(void* p) {
     loom_col2im_f64((const double*)a->in, (double*)a->out, V(0), V(1), V(2), V(3), V(4), (int)V(5), (int)V(6), (int)V(7), (int)V(8), (int)V(9), (int)V(10), (int)V(11), (int)V(12), V(13), V(14));
   else { fprintf(stderr, "no kernel %s\n", n); exit(2); }
 }
+struct targs { const unsigned short* in; unsigned short* out; long long B; int R, C, tilesC, rev; const char* name; };
+static void run_transpose(void* p) {
+  targs* a = (targs*)p;
+  const char* n = a->name;
+  if (!strcmp(n, "loom_transpose_b2")) loom_transpose_b2(a->in, a->out, a->B, a->R, a->C, a->tilesC, a->rev);
+  else if (!strcmp(n, "loom_transpose_b2x2")) loom_transpose_b2x2(a->in, a->out, a->B, a->R, a->C, a->tilesC, a->rev);
+  else if (!strcmp(n, "loom_transpose_b2x8")) loom_transpose_b2x8(a->in, a->out, a->B, a->R, a->C, a->tilesC, a->rev);
+  else if (!strcmp(n, "loom_transpose_b2e")) loom_transpose_b2e(a->in, a->out, a->B, a->R, a->C, a->tilesC, a->rev);
+  else if (!strcmp(n, "loom_transpose_b2s")) loom_transpose_b2s(a->in, a->out, a->B, a->R, a->C, a->tilesC, a->rev);
+  else { fprintf(stderr, "no kernel %s\n", n); exit(2); }
+}
+// usage: prog transpose NAME GX GY BX BY IN OUTBYTES OUT B R C TILESC REV
+static int transpose(char** argv) {
+  targs a;
+  a.name = argv[2];
+  a.in = (const unsigned short*)slurp(argv[7]);
+  const size_t ob = (size_t)atoll(argv[8]);
+  a.out = (unsigned short*)aligned_alloc(256, (ob + 256) / 256 * 256);
+  memset(a.out, 0xA5, ob);
+  a.B = atoll(argv[10]); a.R = atoi(argv[11]); a.C = atoi(argv[12]); a.tilesC = atoi(argv[13]); a.rev = atoi(argv[14]);
+  loom_launch2d((unsigned int)atoi(argv[3]), (unsigned int)atoi(argv[4]), 1, (unsigned int)atoi(argv[5]), (unsigned int)atoi(argv[6]), run_transpose, &a);
+  FILE* f = fopen(argv[9], "wb");
+  if (!f || fwrite(a.out, 1, ob, f) != ob) { perror(argv[9]); return 2; }
+  fclose(f);
+  return 0;
+}
 // usage: prog NAME GX GY IN OUTBYTES OUT INTS...
 int main(int argc, char** argv) {
+  if (argc == 15 && !strcmp(argv[1], "transpose")) return transpose(argv);
   if (argc < 7) return 2;
   cargs a;
   a.name = argv[1];
@@ -93,6 +121,7 @@ func convEmulator(t *testing.T) string {
 			return
 		}
 		src := hostemu.Shim + "void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);\n" +
+			"void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg);\n" +
 			ConvSource(emuTarget) + convEmuMain
 		cc, rt := filepath.Join(dir, "conv.cc"), filepath.Join(dir, "runtime.cc")
 		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
@@ -227,6 +256,54 @@ func TestEmulateConv(t *testing.T) {
 			}
 			if math.Abs(got[i]-want[i]) > tol || math.IsNaN(got[i]) {
 				t.Fatalf("trial %d, %s, %+v: out[%d] = %v, twin %v", trial, name, g, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// TestEmulateTranspose runs every transpose kernel (TransposeEntries), in
+// both tile orders, on the shapes TransposePlan gives it and on shapes
+// that leave partial tiles, against Transpose, bit for bit.
+func TestEmulateTranspose(t *testing.T) {
+	prog := convEmulator(t)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(21, 22))
+	for entry, name := range TransposeEntries {
+		for _, sh := range [][3]int{{1, 1, 1}, {3, 5, 9}, {2, 70, 33}, {1, 128, 64}, {4, 16, 8}, {2, 40, 15}} {
+			b, rows, cols := sh[0], sh[1], sh[2]
+			if entry == TrB2s && cols >= 16 || entry == TrB2x8 && (rows%8 != 0 || cols%8 != 0) || entry == TrB2x2 && (rows%2 != 0 || cols%2 != 0) {
+				continue // not a shape the host gives it
+			}
+			gb, tilesC, ok := TransposeLaunch(entry, int64(b), rows, cols)
+			if !ok {
+				t.Fatalf("%s %v: no launch", name, sh)
+			}
+			for _, rev := range []int{0, 1} {
+				in := make([]float64, b*rows*cols)
+				raw := make([]byte, 2*len(in))
+				for i := range in {
+					v := uint16(r.Uint32())
+					in[i] = float64(v)
+					binary.LittleEndian.PutUint16(raw[2*i:], v)
+				}
+				inp, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+				if err := os.WriteFile(inp, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := hostemu.Run(prog, "transpose", name, fmt.Sprint(gb[0][0]), fmt.Sprint(gb[0][1]), fmt.Sprint(gb[1][0]), fmt.Sprint(gb[1][1]),
+					inp, fmt.Sprint(len(raw)), out, fmt.Sprint(b), fmt.Sprint(rows), fmt.Sprint(cols), fmt.Sprint(tilesC), fmt.Sprint(rev)); err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Transpose(b, rows, cols, in)
+				for i, w := range want {
+					if g := float64(binary.LittleEndian.Uint16(got[2*i:])); g != w {
+						t.Fatalf("%s %v rev %d: out[%d] = %v, want %v", name, sh, rev, i, g, w)
+					}
+				}
 			}
 		}
 	}

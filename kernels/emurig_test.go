@@ -44,7 +44,7 @@ typedef void (*loom_invoke)(void**);
 struct loom_entry { const char* name; loom_invoke fn; };
 extern const struct loom_entry loom_table[];
 extern const unsigned long loom_entries;
-void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);
+void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg);
 struct call { loom_invoke fn; void** args; };
 static void body(void* p) { call* c = (call*)p; c->fn(c->args); }
 enum { MAXBUF = 4096 };
@@ -58,7 +58,7 @@ static void* xalloc(size_t n) {
 // Commands:
 //   buf ID BYTES [FILE]   a buffer, poisoned (0xA5) or read from FILE
 //   zero ID               the buffer's bytes set to 0
-//   launch NAME GX GY GZ BLOCK N ID…   (ID: buffer ids, in order)
+//   launch NAME GX GY GZ BX BY N ID…   (ID: buffer ids, in order)
 //   dump ID FILE          the buffer's bytes to FILE
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
       if (fscanf(s, "%d", &id) != 1) return 3;
       memset(bufs[id], 0, sizes[id]);
     } else if (!strcmp(cmd, "launch")) {
-      unsigned int gx, gy, gz, block; int n;
-      if (fscanf(s, "%255s %u %u %u %u %d", name, &gx, &gy, &gz, &block, &n) != 6) return 3;
+      unsigned int gx, gy, gz, bx, by; int n;
+      if (fscanf(s, "%255s %u %u %u %u %u %d", name, &gx, &gy, &gz, &bx, &by, &n) != 7) return 3;
       void** args = (void**)malloc(sizeof(void*) * (n + 1));
       for (int i = 0; i < n; ++i) {
         int id;
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
         if (!strcmp(loom_table[i].name, name)) fn = loom_table[i].fn;
       if (!fn) { fprintf(stderr, "no kernel %s\n", name); return 2; }
       call c = {fn, args};
-      loom_launch3(gx, gy, gz, block, body, &c);
+      loom_launch2d(gx, gy, gz, bx, by, body, &c);
       free(args);
     } else if (!strcmp(cmd, "dump")) {
       int id;
@@ -154,8 +154,8 @@ func buildEmuRig(t *testing.T, cases []testCase) *emuRig {
 				t.Fatalf("%s: Plan(%s): %v", tc.name, s.Kernel.Name, err)
 			}
 			for _, l := range ls {
-				if l.Block[1] > 1 || l.Block[2] > 1 {
-					t.Fatalf("%s: %s: a block of %v threads (the emulator takes 1-D blocks)", tc.name, l.Name, l.Block)
+				if l.Block[2] > 1 {
+					t.Fatalf("%s: %s: a block of %v threads (the emulator takes 1- and 2-D blocks)", tc.name, l.Name, l.Block)
 				}
 				if _, ok := codes[l.Code]; !ok {
 					order = append(order, l.Code)
@@ -287,7 +287,7 @@ func (e *emuRig) run(tc testCase) ([]byte, error) {
 		}
 		fmt.Fprintf(&script, "zero %d\n", flag)
 		for _, l := range ls {
-			fmt.Fprintf(&script, "launch %s %d %d %d %d %d", l.Name, l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], len(l.Args))
+			fmt.Fprintf(&script, "launch %s %d %d %d %d %d %d", l.Name, l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], max(l.Block[1], 1), len(l.Args))
 			for _, a := range l.Args {
 				id := 0
 				switch a.Kind {

@@ -43,9 +43,10 @@ static inline void __syncthreads() { loom_sync(); }
 static inline int __shfl_xor(int v, int m, int w = 64) { // HIP's default width: warpSize (64: the AMD flavour is gfx90a's)
   unsigned int g = 1;
   while (g <= (unsigned int)m && g < (unsigned int)w) g <<= 1;
-  loom_slots[threadIdx.x] = (unsigned int)v;
+  const unsigned int lane = threadIdx.x + threadIdx.y * blockDim.x; // the thread's linear index
+  loom_slots[lane] = (unsigned int)v;
   loom_sync_group(g);
-  const int r = (int)loom_slots[threadIdx.x ^ (unsigned int)m];
+  const int r = (int)loom_slots[lane ^ (unsigned int)m];
   loom_sync_group(g);
   return r;
 }
@@ -139,16 +140,21 @@ static int group_ready(unsigned int t, unsigned int block) {
 }
 
 static unsigned int b_, t_;
-void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);
-void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) { loom_launch3(grid, 1, 1, block, fn, arg); }
-
-// loom_launch3 runs a grid of gx·gy·gz blocks (x fastest) of block threads.
+void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg);
+void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg) { loom_launch2d(grid, 1, 1, block, 1, fn, arg); }
 void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg) {
+  loom_launch2d(gx, gy, gz, block, 1, fn, arg);
+}
+
+// loom_launch2d runs a grid of gx·gy·gz blocks (x fastest) of bx·by
+// threads (x fastest: thread t is (t % bx, t / bx)).
+void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg) {
+  const unsigned int block = bx * by;
   if (block > LOOM_MAX_THREADS) { fprintf(stderr, "emulator: block of %u threads\n", block); abort(); }
   if (!stacks) stacks = (char*)malloc((size_t)LOOM_MAX_THREADS * LOOM_STACK);
   body = fn; body_arg = arg; nthreads = block; cooperative = 1;
   gridDim.x = gx; gridDim.y = gy; gridDim.z = gz;
-  blockDim.x = block; blockDim.y = blockDim.z = 1;
+  blockDim.x = bx; blockDim.y = by; blockDim.z = 1;
   const unsigned long long blocks = (unsigned long long)gx * gy * gz;
   for (unsigned long long bi = 0; bi < blocks; ++bi) {
     b_ = (unsigned int)bi;
@@ -177,7 +183,7 @@ void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned in
       }
       for (t_ = 0; t_ < block; ++t_) {
         if (!run_[t_]) continue;
-        cur = t_; threadIdx.x = t_; threadIdx.y = threadIdx.z = 0;
+        cur = t_; threadIdx.x = t_ % bx; threadIdx.y = t_ / bx; threadIdx.z = 0;
         if (!_setjmp(sched_jb)) {
           if (state[t_] == 0) {
             state[t_] = 1;
