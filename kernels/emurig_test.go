@@ -417,10 +417,26 @@ func TestEmulateBadIDs(t *testing.T) {
 	}
 }
 
-// TestEmulateCumsum is TestGPUCumsum's cases on the host emulation.
+// TestEmulateCumsum is TestGPUCumsum's cases on the host emulation,
+// then every scan kernel forced on shapes another would take.
 func TestEmulateCumsum(t *testing.T) {
 	cases := cumsumCases(t, true)
 	checkEmu(t, buildEmuRig(t, cases), cases)
+	for _, k := range csModeNames {
+		t.Setenv(cumsumEnv, k)
+		var forced []testCase
+		for i, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.I64} {
+			for j, sc := range []struct {
+				rows, n int
+				layout  string
+			}{{7, 3000, "offset"}, {2, 20000, "contiguous"}, {500, 40, "dim0"}} {
+				tc := cumsumCase(t, dt, sc.rows, sc.n, sc.layout, uint64(700+10*i+j), true)
+				tc.name += "/forced-" + k
+				forced = append(forced, tc)
+			}
+		}
+		checkEmu(t, buildEmuRig(t, forced), forced)
+	}
 }
 
 // TestEmulateArgsort is TestGPUArgsort's cases on the host emulation, but
