@@ -16,8 +16,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
@@ -27,18 +25,6 @@ import (
 // convEmuMain launches im2col (18 integer arguments after the two
 // pointers) or col2im (17) from the command line.
 const convEmuMain = `
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static void* slurp(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
-  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
-  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
-  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
-  fclose(f);
-  return p;
-}
 struct cargs { const void* in; void* out; long long v[18]; const char* name; };
 #define V(i) a->v[i]
 static void run(void* p) {
@@ -71,7 +57,7 @@ static void run_transpose(void* p) {
 static int transpose(char** argv) {
   targs a;
   a.name = argv[2];
-  a.in = (const unsigned short*)slurp(argv[7]);
+  a.in = (const unsigned short*)loom_slurp(argv[7]);
   const size_t ob = (size_t)atoll(argv[8]);
   a.out = (unsigned short*)aligned_alloc(256, (ob + 256) / 256 * 256);
   memset(a.out, 0xA5, ob);
@@ -88,7 +74,7 @@ int main(int argc, char** argv) {
   if (argc < 7) return 2;
   cargs a;
   a.name = argv[1];
-  a.in = slurp(argv[4]);
+  a.in = loom_slurp(argv[4]);
   const size_t ob = (size_t)atoll(argv[5]);
   a.out = aligned_alloc(256, (ob + 256) / 256 * 256);
   memset(a.out, 0xA5, ob); // poison
@@ -101,47 +87,12 @@ int main(int argc, char** argv) {
 }
 `
 
-var convEmu struct {
-	once sync.Once
-	prog string
-	err  error
-}
+var convEmu = newEmuProg()
 
-func convEmulator(t *testing.T) string {
-	t.Helper()
-	convEmu.once.Do(func() {
-		cxx, err := hostemu.Compiler()
-		if err != nil {
-			convEmu.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "loom-conv-emu-")
-		if err != nil {
-			convEmu.err = err
-			return
-		}
-		src := hostemu.Shim + "void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);\n" +
-			"void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg);\n" +
-			ConvSource(emuTarget) + convEmuMain
-		cc, rt := filepath.Join(dir, "conv.cc"), filepath.Join(dir, "runtime.cc")
-		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-			convEmu.err = err
-			return
-		}
-		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
-			convEmu.err = err
-			return
-		}
-		convEmu.prog = filepath.Join(dir, "conv")
-		convEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", convEmu.prog, "-lm")...)
-	})
-	if convEmu.err != nil {
-		if strings.HasPrefix(convEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-			t.Skipf("host emulation skipped: %v", convEmu.err)
-		}
-		t.Fatalf("building the host emulator: %v", convEmu.err)
-	}
-	return convEmu.prog
+// convEmuSource is ConvSource (AMD: conv.hip and transpose.hip) with
+// convEmuMain.
+func convEmuSource() (string, error) {
+	return hostemu.Shim + ConvSource(emuTarget) + hostemu.Helpers + convEmuMain, nil
 }
 
 // emuBytes and emuValues move values of dt (f16, f32, f64) to and from
@@ -180,7 +131,7 @@ func emuValues(dt dtype.DType, b []byte) []float64 {
 // on 40 random geometries each, in image and pixel chunks, against their
 // twins.
 func TestEmulateConv(t *testing.T) {
-	prog := convEmulator(t)
+	prog := convEmu.get(t, convEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(19, 20))
 	run := func(name string, grid [3]uint32, in []byte, outBytes int, ints ...int) []byte {
@@ -265,7 +216,7 @@ func TestEmulateConv(t *testing.T) {
 // both tile orders, on the shapes TransposePlan gives it and on shapes
 // that leave partial tiles, against Transpose, bit for bit.
 func TestEmulateTranspose(t *testing.T) {
-	prog := convEmulator(t)
+	prog := convEmu.get(t, convEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(21, 22))
 	for entry, name := range TransposeEntries {

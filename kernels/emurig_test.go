@@ -27,7 +27,6 @@ import (
 	"github.com/loomgraph/loom/exec/cpu"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/internal/hostemu"
-	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -344,25 +343,7 @@ func (e *emuRig) run(tc testCase) ([]byte, error) {
 // value dtype × ids dtype, on strided/offset views and contiguous
 // operands, with sentinels and duplicate ids, bit for bit against the CPU.
 func TestEmulateOps(t *testing.T) {
-	seed := uint64(100)
-	var cases []testCase
-	for _, op := range []ir.Op{ir.OpIndexSelect, ir.OpGather, ir.OpScatter, ir.OpScatterAdd, ir.OpIndexAdd, ir.OpCat, ir.OpSliceAssign} {
-		for _, vdt := range valueDTypes {
-			idts := idsDTypes
-			if op.Info().IDArg() < 0 {
-				idts = idts[:1]
-			}
-			for _, idt := range idts {
-				for variant := range 2 {
-					if variant == 1 && idt != idts[len(idts)-1] {
-						continue
-					}
-					cases = append(cases, caseFor(t, op, vdt, idt, variant, seed))
-					seed++
-				}
-			}
-		}
-	}
+	cases := opsCases(t)
 	checkEmu(t, buildEmuRig(t, cases), cases)
 }
 
@@ -424,17 +405,7 @@ func TestEmulateCumsum(t *testing.T) {
 	checkEmu(t, buildEmuRig(t, cases), cases)
 	for _, k := range csModeNames {
 		t.Setenv(cumsumEnv, k)
-		var forced []testCase
-		for i, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.I64} {
-			for j, sc := range []struct {
-				rows, n int
-				layout  string
-			}{{7, 3000, "offset"}, {2, 20000, "contiguous"}, {500, 40, "dim0"}} {
-				tc := cumsumCase(t, dt, sc.rows, sc.n, sc.layout, uint64(700+10*i+j), true)
-				tc.name += "/forced-" + k
-				forced = append(forced, tc)
-			}
-		}
+		forced := forcedCumsumCases(t, k)
 		checkEmu(t, buildEmuRig(t, forced), forced)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/loomgraph/loom/blas"
@@ -26,20 +25,8 @@ import (
 
 // gemmEmuMain launches one GEMM entry (batch 1).
 const gemmEmuMain = `
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 struct gargs { const void* a; const void* b; void* c; int M, N, K; long long lda, ldb, ldc; };
 /*TABLE*/
-static void* slurp(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
-  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
-  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
-  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
-  fclose(f);
-  return p;
-}
 // usage: prog NAME M N K LDA LDB LDC GX GY A B OUTBYTES OUT
 int main(int argc, char** argv) {
   if (argc != 14) return 2;
@@ -50,8 +37,8 @@ int main(int argc, char** argv) {
   gargs g;
   g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
   g.lda = atoll(argv[5]); g.ldb = atoll(argv[6]); g.ldc = atoll(argv[7]);
-  g.a = slurp(argv[10]);
-  g.b = slurp(argv[11]);
+  g.a = loom_slurp(argv[10]);
+  g.b = loom_slurp(argv[11]);
   const size_t ob = (size_t)atoll(argv[12]);
   g.c = aligned_alloc(256, (ob + 256) / 256 * 256);
   memset(g.c, 0xA5, ob); // poison
@@ -63,63 +50,29 @@ int main(int argc, char** argv) {
 }
 `
 
-var gemmEmu struct {
-	once sync.Once
-	prog string
-	err  error
-}
+var gemmEmu = newEmuProg()
 
-func gemmEmulator(t *testing.T) string {
-	t.Helper()
-	gemmEmu.once.Do(func() {
-		cxx, err := hostemu.Compiler()
-		if err != nil {
-			gemmEmu.err = err
-			return
+// gemmEmuSource is GemmSource (AMD) with a wrapper and a table row for
+// every entry.
+func gemmEmuSource() (string, error) {
+	var w, rows strings.Builder
+	for _, d := range []struct{ name, t string }{{"f32", "float"}, {"f64", "double"}, {"f16", "gemm_f16"}, {"bf16", "gemm_bf16"}} {
+		for _, tt := range []string{"nn", "nt", "tn", "tt"} {
+			name := "loom_gemm_" + d.name + "_" + tt
+			fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, 0, 0, 0, 1); }\n",
+				name, name, d.t, d.t, d.t)
+			fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
 		}
-		dir, err := os.MkdirTemp("", "loom-gemm-emu-")
-		if err != nil {
-			gemmEmu.err = err
-			return
-		}
-		var w, rows strings.Builder
-		for _, d := range []struct{ name, t string }{{"f32", "float"}, {"f64", "double"}, {"f16", "gemm_f16"}, {"bf16", "gemm_bf16"}} {
-			for _, tt := range []string{"nn", "nt", "tn", "tt"} {
-				name := "loom_gemm_" + d.name + "_" + tt
-				fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, 0, 0, 0, 1); }\n",
-					name, name, d.t, d.t, d.t)
-				fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
-			}
-		}
-		fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
-		src := hostemu.Shim + "void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);\n" +
-			GemmSource(emuTarget) + strings.Replace(gemmEmuMain, "/*TABLE*/", w.String(), 1)
-		cc, rt := filepath.Join(dir, "gemm.cc"), filepath.Join(dir, "runtime.cc")
-		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-			gemmEmu.err = err
-			return
-		}
-		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
-			gemmEmu.err = err
-			return
-		}
-		gemmEmu.prog = filepath.Join(dir, "gemm")
-		gemmEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", gemmEmu.prog, "-lm")...)
-	})
-	if gemmEmu.err != nil {
-		if strings.HasPrefix(gemmEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-			t.Skipf("host emulation skipped: %v", gemmEmu.err)
-		}
-		t.Fatalf("building the host emulator: %v", gemmEmu.err)
 	}
-	return gemmEmu.prog
+	fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+	return hostemu.Shim + GemmSource(emuTarget) + hostemu.Helpers + strings.Replace(gemmEmuMain, "/*TABLE*/", w.String(), 1), nil
 }
 
 // TestEmulateGemm runs every dtype and transposition of the portable GEMM
 // on one element, on sizes that leave partial tiles in M, N and K, and on
 // more than one tile each way, with padded leading dimensions.
 func TestEmulateGemm(t *testing.T) {
-	prog := gemmEmulator(t)
+	prog := gemmEmu.get(t, gemmEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(17, 18))
 	for _, d := range []dtype.DType{dtype.F32, dtype.F64, dtype.F16, dtype.BF16} {

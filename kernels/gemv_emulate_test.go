@@ -16,11 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/loomgraph/loom/blas"
-	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/internal/hostemu"
 	"github.com/loomgraph/loom/tensor"
@@ -29,20 +27,8 @@ import (
 // gemvEmuMain launches one skinny-product entry of the table Go writes in
 // (one batch: sa = sb = sc = 0).
 const gemvEmuMain = `
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 struct gargs { const void* a; const void* b; void* c; int M, N, K; };
 /*TABLE*/
-static void* slurp(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
-  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
-  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
-  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
-  fclose(f);
-  return p;
-}
 // usage: prog NAME M N K GRID A B OUTBYTES OUT
 int main(int argc, char** argv) {
   if (argc != 10) return 2;
@@ -52,8 +38,8 @@ int main(int argc, char** argv) {
   if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
   gargs g;
   g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
-  g.a = slurp(argv[6]);
-  g.b = slurp(argv[7]);
+  g.a = loom_slurp(argv[6]);
+  g.b = loom_slurp(argv[7]);
   const size_t ob = (size_t)atoll(argv[8]);
   g.c = aligned_alloc(256, (ob + 256) / 256 * 256);
   memset(g.c, 0xA5, ob); // poison
@@ -65,55 +51,20 @@ int main(int argc, char** argv) {
 }
 `
 
-var gemvEmu struct {
-	once sync.Once
-	prog string
-	err  error
-}
+var gemvEmu = newEmuProg()
 
-// gemvEmulator builds the emulator of every GemvEntries entry once.
-func gemvEmulator(t *testing.T) string {
-	t.Helper()
-	gemvEmu.once.Do(func() {
-		cxx, err := hostemu.Compiler()
-		if err != nil {
-			gemvEmu.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "loom-gemv-emu-")
-		if err != nil {
-			gemvEmu.err = err
-			return
-		}
-		var w, rows strings.Builder
-		for _, name := range GemvEntries() {
-			ty := gemvTypes[strings.Split(strings.TrimPrefix(name, "loom_gemv_"), "_")[0]].t
-			fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->K, g->K, g->N, 0, 0, 0); }\n",
-				name, name, ty, ty, ty)
-			fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
-		}
-		fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
-		src := hostemu.Shim + "void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);\n" +
-			GemvSource(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}) + strings.Replace(gemvEmuMain, "/*TABLE*/", w.String(), 1)
-		cc, rt := filepath.Join(dir, "gemv.cc"), filepath.Join(dir, "runtime.cc")
-		if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-			gemvEmu.err = err
-			return
-		}
-		if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
-			gemvEmu.err = err
-			return
-		}
-		gemvEmu.prog = filepath.Join(dir, "gemv")
-		gemvEmu.err = hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", gemvEmu.prog, "-lm")...)
-	})
-	if gemvEmu.err != nil {
-		if strings.HasPrefix(gemvEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-			t.Skipf("host emulation skipped: %v", gemvEmu.err)
-		}
-		t.Fatalf("building the host emulator: %v", gemvEmu.err)
+// gemvEmuSource is GemvSource (AMD) with a wrapper and a table row for
+// every GemvEntries entry.
+func gemvEmuSource() (string, error) {
+	var w, rows strings.Builder
+	for _, name := range GemvEntries() {
+		ty := gemvTypes[strings.Split(strings.TrimPrefix(name, "loom_gemv_"), "_")[0]].t
+		fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->K, g->K, g->N, 0, 0, 0); }\n",
+			name, name, ty, ty, ty)
+		fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
 	}
-	return gemvEmu.prog
+	fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+	return hostemu.Shim + GemvSource(emuTarget) + hostemu.Helpers + strings.Replace(gemvEmuMain, "/*TABLE*/", w.String(), 1), nil
 }
 
 // TestEmulateGemv runs the skinny product C = A·Bᵀ (A [M, K], B [N, K])
@@ -123,7 +74,7 @@ func gemvEmulator(t *testing.T) string {
 // grid-stride walk), against the float64 product to within f32 sums and
 // C's rounding.
 func TestEmulateGemv(t *testing.T) {
-	prog := gemvEmulator(t)
+	prog := gemvEmu.get(t, gemvEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(15, 16))
 	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {

@@ -363,12 +363,10 @@ func check(t *testing.T, r *rig, tc testCase) {
 	}
 }
 
-// TestGPUOps compares every op × value dtype × ids dtype with the CPU, on
+// opsCases are every indexing op × value dtype × ids dtype, on
 // strided/offset views (variant 0) and contiguous operands with the indexed
 // dim first or last (variant 1), with sentinels and duplicate ids.
-func TestGPUOps(t *testing.T) {
-	r := gpu(t)
-	t.Logf("device: %s (%s, wave %d)", r.dev.Info().Name, r.dev.Info().Arch, r.dev.Info().WaveSize)
+func opsCases(t testing.TB) []testCase {
 	seed := uint64(100)
 	var cases []testCase
 	for _, op := range []ir.Op{ir.OpIndexSelect, ir.OpGather, ir.OpScatter, ir.OpScatterAdd, ir.OpIndexAdd, ir.OpCat, ir.OpSliceAssign} {
@@ -388,6 +386,16 @@ func TestGPUOps(t *testing.T) {
 			}
 		}
 	}
+	return cases
+}
+
+// TestGPUOps compares every op × value dtype × ids dtype with the CPU, on
+// strided/offset views (variant 0) and contiguous operands with the indexed
+// dim first or last (variant 1), with sentinels and duplicate ids.
+func TestGPUOps(t *testing.T) {
+	r := gpu(t)
+	t.Logf("device: %s (%s, wave %d)", r.dev.Info().Name, r.dev.Info().Arch, r.dev.Info().WaveSize)
+	cases := opsCases(t)
 	r.precompile(cases)
 	for _, tc := range cases {
 		check(t, r, tc)

@@ -3,16 +3,55 @@ package kernels
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/loomgraph/loom/internal/hostemu"
 )
 
-// TestMain removes the host emulators' build folders (each built once and
-// shared by the tests that use it) after the tests.
+// emuProg is a host-emulation program (hostemu.Build), built on first use
+// and shared by the tests that use it.
+type emuProg struct {
+	once sync.Once
+	prog string
+	err  error
+}
+
+// emuProgs are every emuProg, for TestMain to remove their folders.
+var emuProgs []*emuProg
+
+func newEmuProg() *emuProg {
+	p := &emuProg{}
+	emuProgs = append(emuProgs, p)
+	return p
+}
+
+// get builds the program from src() once and returns its path. Without a
+// host C++ compiler the test skips, unless CI=true.
+func (p *emuProg) get(t *testing.T, src func() (string, error)) string {
+	t.Helper()
+	p.once.Do(func() {
+		var code string
+		if code, p.err = src(); p.err == nil {
+			p.prog, p.err = hostemu.Build("", code)
+		}
+	})
+	if p.err != nil {
+		if strings.HasPrefix(p.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+			t.Skipf("host emulation skipped: %v", p.err)
+		}
+		t.Fatalf("building the host emulator: %v", firstLines(p.err.Error(), 30))
+	}
+	return p.prog
+}
+
+// TestMain removes the host emulators' build folders after the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, prog := range []string{quantEmu.prog, gemvEmu.prog, gemmEmu.prog, convEmu.prog} {
-		if prog != "" {
-			os.RemoveAll(filepath.Dir(prog))
+	for _, p := range emuProgs {
+		if p.prog != "" {
+			os.RemoveAll(filepath.Dir(p.prog))
 		}
 	}
 	os.Exit(code)

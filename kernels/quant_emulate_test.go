@@ -27,7 +27,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
@@ -40,9 +39,6 @@ import (
 // "dequant", "qmvq" or "f32") a dequantization, the 2–8-row product or an
 // f32 mat-vec (the first and last from tables Go writes in).
 const quantEmuMain = `
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 struct qargs { const unsigned char* w; const float* x; float* y; long long K, N, rb; int path; };
 #define QMVF_EMU(NAME) \
   static void body_##NAME(void* p) { qargs* a = (qargs*)p; NAME(a->w, a->x, a->y, a->K, a->N, a->rb, a->path); }
@@ -55,15 +51,6 @@ static const struct { const char* name; void (*fn)(void*); } table[] = {
   {"q8_0", body_loom_qmvf_q8_0_f32}, {"q6_k", body_loom_qmvf_q6_k_f32},
 };
 /*DQ_TABLE*/
-static void* slurp(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) { perror(path); exit(2); }
-  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
-  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
-  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
-  fclose(f);
-  return p;
-}
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
 static int dequant(char** argv) {
   void (*fn)(void*) = 0;
@@ -72,7 +59,7 @@ static int dequant(char** argv) {
   if (!fn) { fprintf(stderr, "no kernel %s\n", argv[2]); return 2; }
   dqargs a;
   a.n = atoll(argv[3]);
-  a.src = (const unsigned char*)slurp(argv[5]);
+  a.src = (const unsigned char*)loom_slurp(argv[5]);
   const size_t ob = (size_t)atoll(argv[6]);
   a.y = aligned_alloc(256, (ob + 256) / 256 * 256);
   memset(a.y, 0xA5, ob); // poison
@@ -108,11 +95,11 @@ static int qmvq(char** argv) {
   // Scratch as the host lays it out (Q8XBytes): qa, then dx, then sx.
   unsigned char* scratch = (unsigned char*)aligned_alloc(256, (n + n / 32 * 4 + n / 16 * 4 + 256) / 256 * 256);
   memset(scratch, 0xA5, n + n / 32 * 4 + n / 16 * 4);
-  q8xargs qx = {(const float*)slurp(argv[9]), (int*)scratch, (float*)(scratch + n), (float*)(scratch + n + n / 32 * 4), n / 4};
+  q8xargs qx = {(const float*)loom_slurp(argv[9]), (int*)scratch, (float*)(scratch + n), (float*)(scratch + n + n / 32 * 4), n / 4};
   loom_launch((unsigned int)((n / 4 + 255) / 256), 256, body_q8x, &qx);
   float* y = (float*)aligned_alloc(256, (M * N * 4 + 256) / 256 * 256);
   memset(y, 0xA5, M * N * 4); // poison
-  qmvqargs a = {(const unsigned char*)slurp(argv[8]), qx.qa, qx.dx, qx.sx, y, M, K, N, atoll(argv[6])};
+  qmvqargs a = {(const unsigned char*)loom_slurp(argv[8]), qx.qa, qx.dx, qx.sx, y, M, K, N, atoll(argv[6])};
   loom_launch((unsigned int)atoi(argv[7]), QMVW_THREADS, fn, &a);
   FILE* f = fopen(argv[10], "wb");
   if (!f || fwrite(y, 4, M * N, f) != (size_t)(M * N)) { perror(argv[10]); return 2; }
@@ -128,8 +115,8 @@ static int f32mv(char** argv) {
   if (!fn) { fprintf(stderr, "no kernel %s\n", argv[2]); return 2; }
   mvargs a;
   a.M = atoi(argv[3]); a.K = atoll(argv[4]); a.N = atoll(argv[5]); a.rb = atoll(argv[6]);
-  a.w = (const unsigned char*)slurp(argv[9]);
-  a.x = (const float*)slurp(argv[10]);
+  a.w = (const unsigned char*)loom_slurp(argv[9]);
+  a.x = (const float*)loom_slurp(argv[10]);
   float* y = (float*)aligned_alloc(256, (a.M * a.N * 4 + 256) / 256 * 256);
   memset(y, 0xA5, a.M * a.N * 4); // poison
   a.y = y;
@@ -151,8 +138,8 @@ int main(int argc, char** argv) {
   if (!fn) { fprintf(stderr, "no format %s\n", argv[1]); return 2; }
   qargs a;
   a.K = atoll(argv[2]); a.N = atoll(argv[3]); a.rb = atoll(argv[4]); a.path = atoi(argv[5]);
-  a.w = (const unsigned char*)slurp(argv[7]);
-  a.x = (const float*)slurp(argv[8]);
+  a.w = (const unsigned char*)loom_slurp(argv[7]);
+  a.x = (const float*)loom_slurp(argv[8]);
   float* y = (float*)aligned_alloc(256, (a.N * 4 + 256) / 256 * 256);
   memset(y, 0xA5, a.N * 4); // poison: rows the kernel never stores show up
   a.y = y;
@@ -164,19 +151,11 @@ int main(int argc, char** argv) {
 }
 `
 
-var quantEmu struct {
-	once sync.Once
-	prog string
-	err  error
-}
+var quantEmu = newEmuProg()
 
-// buildQuantEmulator compiles quant.hip (AMD flavour) with the shim, the
-// runtime and quantEmuMain into one host program.
-func buildQuantEmulator(dir string) (string, error) {
-	cxx, err := hostemu.Compiler()
-	if err != nil {
-		return "", err
-	}
+// quantEmuSource is QuantSource (AMD) with quantEmuMain and the tables of
+// dequantization and f32 mat-vec entries it launches.
+func quantEmuSource() (string, error) {
 	// Dynamic shared memory: a static array of the most the host asks for.
 	body := strings.Replace(quantHIP, "extern __shared__ int qf_shared[];",
 		fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
@@ -206,21 +185,8 @@ func buildQuantEmulator(dir string) (string, error) {
 		fmt.Fprintf(&rows, "  {\"%s\", mv_%s},\n", e.name, e.name)
 	}
 	fmt.Fprintf(&dq, "static const struct { const char* name; void (*fn)(void*); } mv_table[] = {\n%s};\n", rows.String())
-	src := hostemu.Shim + "void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);\n" +
-		codegen.PreludeFor(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, quantHIP) + body +
-		strings.Replace(quantEmuMain, "/*DQ_TABLE*/", dq.String(), 1)
-	cc, rt := filepath.Join(dir, "qmvf.cc"), filepath.Join(dir, "runtime.cc")
-	if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(rt, []byte(hostemu.Runtime), 0o644); err != nil {
-		return "", err
-	}
-	prog := filepath.Join(dir, "qmvf")
-	if err := hostemu.Run(cxx, append(append([]string{}, hostemu.Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", prog, "-lm")...); err != nil {
-		return "", err
-	}
-	return prog, nil
+	return hostemu.Shim + codegen.PreludeFor(emuTarget, quantHIP) + body +
+		hostemu.Helpers + strings.Replace(quantEmuMain, "/*DQ_TABLE*/", dq.String(), 1), nil
 }
 
 // dequantEntry is a dequantization kernel: its name, format, output
@@ -279,26 +245,6 @@ func f32MatVecs() []f32MatVec {
 		}
 	}
 	return out
-}
-
-// quantEmulator builds the emulator once.
-func quantEmulator(t *testing.T) string {
-	t.Helper()
-	quantEmu.once.Do(func() {
-		dir, err := os.MkdirTemp("", "loom-qmvf-emu-")
-		if err != nil {
-			quantEmu.err = err
-			return
-		}
-		quantEmu.prog, quantEmu.err = buildQuantEmulator(dir)
-	})
-	if quantEmu.err != nil {
-		if strings.HasPrefix(quantEmu.err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-			t.Skipf("host emulation skipped: %v", quantEmu.err)
-		}
-		t.Fatalf("building the host emulator: %v", quantEmu.err)
-	}
-	return quantEmu.prog
 }
 
 // emuQuantized returns random weights [n, k] quantized to f (the raw rows
@@ -430,7 +376,7 @@ func checkProduct(t *testing.T, what string, f quant.Type, y float32, raw []byte
 }
 
 func TestEmulateQMVF(t *testing.T) {
-	prog := quantEmulator(t)
+	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K} {
@@ -466,7 +412,7 @@ func TestEmulateQMVF(t *testing.T) {
 // one-row kernel's product of that row (the same 8-bit activations, other
 // sums' order) and with the float64 product.
 func TestEmulateQMVQ(t *testing.T) {
-	prog := quantEmulator(t)
+	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K} {
@@ -511,7 +457,7 @@ func TestEmulateQMVQ(t *testing.T) {
 // blocks of random values: one block or super-block and 2,048 values (8
 // super-blocks, more outputs than one grid-stride pass of a small grid).
 func TestEmulateDequant(t *testing.T) {
-	prog := quantEmulator(t)
+	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, e := range dequantEntries() {
@@ -583,7 +529,7 @@ func TestEmulateDequant(t *testing.T) {
 // 8 activation rows against the float64 product of the dequantized
 // weights, to within float32 sums.
 func TestEmulateQMVF32(t *testing.T) {
-	prog := quantEmulator(t)
+	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, e := range f32MatVecs() {

@@ -391,15 +391,26 @@ func TestGPUCumsum(t *testing.T) {
 	// Every kernel forced on shapes another would take (same bits).
 	for _, k := range csModeNames {
 		t.Setenv(cumsumEnv, k)
-		for i, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.I64} {
-			for j, sc := range []struct {
-				rows, n int
-				layout  string
-			}{{7, 3000, "offset"}, {2, 20000, "contiguous"}, {500, 40, "dim0"}} {
-				tc := cumsumCase(t, dt, sc.rows, sc.n, sc.layout, uint64(700+10*i+j), true)
-				tc.name += "/forced-" + k
-				check(t, r, tc)
-			}
+		for _, tc := range forcedCumsumCases(t, k) {
+			check(t, r, tc)
 		}
 	}
+}
+
+// forcedCumsumCases are the shapes every scan kernel is forced on (with
+// cumsumEnv set to kernel k): f32, bf16 and i64, offset, contiguous and
+// along dim 0, on shapes another kernel would take.
+func forcedCumsumCases(t testing.TB, k string) []testCase {
+	var cases []testCase
+	for i, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.I64} {
+		for j, sc := range []struct {
+			rows, n int
+			layout  string
+		}{{7, 3000, "offset"}, {2, 20000, "contiguous"}, {500, 40, "dim0"}} {
+			tc := cumsumCase(t, dt, sc.rows, sc.n, sc.layout, uint64(700+10*i+j), true)
+			tc.name += "/forced-" + k
+			cases = append(cases, tc)
+		}
+	}
+	return cases
 }

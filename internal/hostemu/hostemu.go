@@ -10,7 +10,9 @@ package hostemu
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -226,4 +228,55 @@ func Run(name string, args ...string) error {
 		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args[:min(len(args), 6)], " "), err, out)
 	}
 	return nil
+}
+
+// Helpers is C++ for a host program's main, after Shim and the kernels:
+// the launches Runtime defines (loom_launch: a 1-D grid and block;
+// loom_launch3: a 3-D grid; loom_launch2d: a 3-D grid of 2-D blocks) and
+// loom_slurp, which reads a file into a new 256-byte-aligned buffer (the
+// program exits on an error).
+const Helpers = `
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void loom_launch(unsigned int grid, unsigned int block, void (*fn)(void*), void* arg);
+void loom_launch3(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int block, void (*fn)(void*), void* arg);
+void loom_launch2d(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, void (*fn)(void*), void* arg);
+static void* loom_slurp(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) { perror(path); exit(2); }
+  fseek(f, 0, SEEK_END); size_t n = (size_t)ftell(f); fseek(f, 0, SEEK_SET);
+  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
+  if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
+  fclose(f);
+  return p;
+}
+`
+
+// Build compiles src (one translation unit: Shim, the kernels, Helpers and
+// a main) with Runtime into a program in a new folder under dir (or the
+// system's temporary folder) and returns the program's path; the caller
+// removes its folder (filepath.Dir of the path) when done.
+func Build(dir, src string) (string, error) {
+	cxx, err := Compiler()
+	if err != nil {
+		return "", err
+	}
+	d, err := os.MkdirTemp(dir, "loom-emu-")
+	if err != nil {
+		return "", err
+	}
+	cc, rt := filepath.Join(d, "prog.cc"), filepath.Join(d, "runtime.cc")
+	if err := os.WriteFile(cc, []byte(src), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(rt, []byte(Runtime), 0o644); err != nil {
+		return "", err
+	}
+	prog := filepath.Join(d, "prog")
+	if err := Run(cxx, append(append([]string{}, Flags...), "-U_FORTIFY_SOURCE", cc, rt, "-o", prog, "-lm")...); err != nil {
+		os.RemoveAll(d)
+		return "", err
+	}
+	return prog, nil
 }
