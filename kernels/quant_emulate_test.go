@@ -35,20 +35,28 @@ import (
 	"github.com/loomgraph/loom/quant"
 )
 
-// quantEmuMain launches one loom_qmvf_*_f32 entry, or (first argument
+// quantEmuMain launches one loom_qmvf_* entry (f32 or bf16), or (first argument
 // "dequant", "qmvq" or "f32") a dequantization, the 2–8-row product or an
 // f32 mat-vec (the first and last from tables Go writes in).
 const quantEmuMain = `
-struct qargs { const unsigned char* w; const float* x; float* y; long long K, N, rb; int path; };
-#define QMVF_EMU(NAME) \
-  static void body_##NAME(void* p) { qargs* a = (qargs*)p; NAME(a->w, a->x, a->y, a->K, a->N, a->rb, a->path); }
-QMVF_EMU(loom_qmvf_q4_0_f32)
-QMVF_EMU(loom_qmvf_q4_k_f32)
-QMVF_EMU(loom_qmvf_q8_0_f32)
-QMVF_EMU(loom_qmvf_q6_k_f32)
-static const struct { const char* name; void (*fn)(void*); } table[] = {
-  {"q4_0", body_loom_qmvf_q4_0_f32}, {"q4_k", body_loom_qmvf_q4_k_f32},
-  {"q8_0", body_loom_qmvf_q8_0_f32}, {"q6_k", body_loom_qmvf_q6_k_f32},
+struct qargs { const unsigned char* w; const void* x; void* y; long long K, N, rb; int path; };
+#define QMVF_EMU(NAME, T) \
+  static void body_##NAME(void* p) { qargs* a = (qargs*)p; NAME(a->w, (const T*)a->x, (T*)a->y, a->K, a->N, a->rb, a->path); }
+QMVF_EMU(loom_qmvf_q4_0_f32, float)
+QMVF_EMU(loom_qmvf_q4_k_f32, float)
+QMVF_EMU(loom_qmvf_q8_0_f32, float)
+QMVF_EMU(loom_qmvf_q6_k_f32, float)
+QMVF_EMU(loom_qmvf_q4_0_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q4_k_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q8_0_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q6_k_bf16, unsigned short)
+// The format (and "_bf16" for bf16 activations and output), the entry and
+// the element size.
+static const struct { const char* name; void (*fn)(void*); int size; } table[] = {
+  {"q4_0", body_loom_qmvf_q4_0_f32, 4}, {"q4_k", body_loom_qmvf_q4_k_f32, 4},
+  {"q8_0", body_loom_qmvf_q8_0_f32, 4}, {"q6_k", body_loom_qmvf_q6_k_f32, 4},
+  {"q4_0_bf16", body_loom_qmvf_q4_0_bf16, 2}, {"q4_k_bf16", body_loom_qmvf_q4_k_bf16, 2},
+  {"q8_0_bf16", body_loom_qmvf_q8_0_bf16, 2}, {"q6_k_bf16", body_loom_qmvf_q6_k_bf16, 2},
 };
 /*DQ_TABLE*/
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
@@ -133,19 +141,20 @@ int main(int argc, char** argv) {
   if (argc == 11 && strcmp(argv[1], "qmvq") == 0) return qmvq(argv);
   if (argc != 10) return 2;
   void (*fn)(void*) = 0;
+  int size = 0;
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
-    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn;
+    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn, size = table[i].size;
   if (!fn) { fprintf(stderr, "no format %s\n", argv[1]); return 2; }
   qargs a;
   a.K = atoll(argv[2]); a.N = atoll(argv[3]); a.rb = atoll(argv[4]); a.path = atoi(argv[5]);
   a.w = (const unsigned char*)loom_slurp(argv[7]);
-  a.x = (const float*)loom_slurp(argv[8]);
-  float* y = (float*)aligned_alloc(256, (a.N * 4 + 256) / 256 * 256);
-  memset(y, 0xA5, a.N * 4); // poison: rows the kernel never stores show up
+  a.x = loom_slurp(argv[8]);
+  void* y = aligned_alloc(256, (a.N * size + 256) / 256 * 256);
+  memset(y, 0xA5, a.N * size); // poison: rows the kernel never stores show up
   a.y = y;
   loom_launch((unsigned int)atoi(argv[6]), QMVF_THREADS, fn, &a);
   FILE* f = fopen(argv[9], "wb");
-  if (!f || fwrite(y, 4, a.N, f) != (size_t)a.N) { perror(argv[9]); return 2; }
+  if (!f || fwrite(y, size, a.N, f) != (size_t)a.N) { perror(argv[9]); return 2; }
   fclose(f);
   return 0;
 }
@@ -375,6 +384,9 @@ func checkProduct(t *testing.T, what string, f quant.Type, y float32, raw []byte
 	return scale
 }
 
+// TestEmulateQMVF runs the one-row mat-vec on its chunk path and its unit
+// path (read from global memory) for every format with f32 and with bf16
+// activations and output, against q8Model.
 func TestEmulateQMVF(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
@@ -399,6 +411,37 @@ func TestEmulateQMVF(t *testing.T) {
 				for n := range c.n {
 					for path := range got {
 						checkProduct(t, fmt.Sprintf("row %d, path %d", n, path), f, got[path][n], raw[n*rb:(n+1)*rb], w[n*c.k:(n+1)*c.k], x)
+					}
+				}
+				// bf16 activations and output (a decode step's): x as
+				// stored in bf16, the sum rounded once to bf16.
+				xh := make([]byte, 2*c.k)
+				x16 := make([]float32, c.k)
+				for i, v := range x {
+					h := dtype.ToBF16(v)
+					binary.LittleEndian.PutUint16(xh[2*i:], uint16(h))
+					x16[i] = h.Float32()
+				}
+				xhp := filepath.Join(dir, "xh")
+				if err := os.WriteFile(xhp, xh, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for path := range 2 {
+					out := filepath.Join(dir, "yh")
+					if err := hostemu.Run(prog, f.String()+"_bf16", fmt.Sprint(c.k), fmt.Sprint(c.n), fmt.Sprint(rb),
+						fmt.Sprint(path), fmt.Sprint(c.grid), wp, xhp, out); err != nil {
+						t.Fatal(err)
+					}
+					b, err := os.ReadFile(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for n := range c.n {
+						y := float64(dtype.BFloat16(binary.LittleEndian.Uint16(b[2*n:])).Float32())
+						model, scale := q8Model(f, raw[n*rb:(n+1)*rb], w[n*c.k:(n+1)*c.k], x16)
+						if tol := 1e-6*scale + math.Abs(model)/256; math.IsNaN(y) || math.Abs(y-model) > tol {
+							t.Fatalf("bf16, row %d, path %d: %v, the 8-bit model's %v (tolerance %.3g)", n, path, y, model, tol)
+						}
 					}
 				}
 			})
