@@ -59,13 +59,10 @@ static int transpose(char** argv) {
   a.name = argv[2];
   a.in = (const unsigned short*)loom_slurp(argv[7]);
   const size_t ob = (size_t)atoll(argv[8]);
-  a.out = (unsigned short*)aligned_alloc(256, (ob + 256) / 256 * 256);
-  memset(a.out, 0xA5, ob);
+  a.out = (unsigned short*)loom_poisoned(ob);
   a.B = atoll(argv[10]); a.R = atoi(argv[11]); a.C = atoi(argv[12]); a.tilesC = atoi(argv[13]); a.rev = atoi(argv[14]);
   loom_launch2d((unsigned int)atoi(argv[3]), (unsigned int)atoi(argv[4]), 1, (unsigned int)atoi(argv[5]), (unsigned int)atoi(argv[6]), run_transpose, &a);
-  FILE* f = fopen(argv[9], "wb");
-  if (!f || fwrite(a.out, 1, ob, f) != ob) { perror(argv[9]); return 2; }
-  fclose(f);
+  loom_write(argv[9], a.out, ob);
   return 0;
 }
 // usage: prog NAME GX GY IN OUTBYTES OUT INTS...
@@ -76,13 +73,10 @@ int main(int argc, char** argv) {
   a.name = argv[1];
   a.in = loom_slurp(argv[4]);
   const size_t ob = (size_t)atoll(argv[5]);
-  a.out = aligned_alloc(256, (ob + 256) / 256 * 256);
-  memset(a.out, 0xA5, ob); // poison
+  a.out = loom_poisoned(ob);
   for (int i = 7; i < argc && i - 7 < 18; ++i) a.v[i - 7] = atoll(argv[i]);
   loom_launch3((unsigned int)atoi(argv[2]), (unsigned int)atoi(argv[3]), 1, 256, run, &a);
-  FILE* f = fopen(argv[6], "wb");
-  if (!f || fwrite(a.out, 1, ob, f) != ob) { perror(argv[6]); return 2; }
-  fclose(f);
+  loom_write(argv[6], a.out, ob);
   return 0;
 }
 `
@@ -93,38 +87,6 @@ var convEmu = newEmuProg()
 // convEmuMain.
 func convEmuSource() (string, error) {
 	return hostemu.Shim + ConvSource(emuTarget) + hostemu.Helpers + convEmuMain, nil
-}
-
-// emuBytes and emuValues move values of dt (f16, f32, f64) to and from
-// little-endian bytes; f16 values must be exact in f16.
-func emuBytes(dt dtype.DType, v []float64) []byte {
-	b := make([]byte, len(v)*dt.Size())
-	for i, x := range v {
-		switch dt {
-		case dtype.F16:
-			binary.LittleEndian.PutUint16(b[2*i:], uint16(dtype.ToF16From64(x)))
-		case dtype.F32:
-			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(x)))
-		case dtype.F64:
-			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
-		}
-	}
-	return b
-}
-
-func emuValues(dt dtype.DType, b []byte) []float64 {
-	v := make([]float64, len(b)/dt.Size())
-	for i := range v {
-		switch dt {
-		case dtype.F16:
-			v[i] = dtype.Float16(binary.LittleEndian.Uint16(b[2*i:])).Float64()
-		case dtype.F32:
-			v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-		case dtype.F64:
-			v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-		}
-	}
-	return v
 }
 
 // TestEmulateConv runs im2col (every element size) and col2im (f32, f64)
@@ -170,7 +132,7 @@ func TestEmulateConv(t *testing.T) {
 			p0 := r.IntN(P - np + 1)
 			name, _ := Im2colEntry(dt)
 			l := Im2colLaunch(int64(nb*ckk), int64(np))
-			got := emuValues(dt, run(name, l[0], emuBytes(dt, x), nb*ckk*np*dt.Size(),
+			got := emuValues(t, dt, run(name, l[0], emuBytes(t, dt, x), nb*ckk*np*dt.Size(),
 				n0, nb, g.C, g.H, g.W, g.KH, g.KW, g.PH, g.PW, g.SH, g.SW, g.DH, g.DW, g.OW, p0, np))
 			want := Im2col(g, x, n0, nb, p0, np)
 			for i := range want {
@@ -191,14 +153,14 @@ func TestEmulateConv(t *testing.T) {
 			cols[i] = r.Float64()*2 - 1
 		}
 		if dt == dtype.F32 {
-			cols = emuValues(dt, emuBytes(dt, cols)) // as stored
+			cols = emuValues(t, dt, emuBytes(t, dt, cols)) // as stored
 		}
 		want := make([]float64, g.N*g.CO*g.OH*g.OW)
 		Col2im(g, cols, want, 0, g.N)
 		name, _ := Col2imEntry(dt)
 		grid, _ := FlatLaunch(g.N * g.CO * g.OH * g.OW)
 		grid[0] = min(grid[0], 3) // the grid-stride loop
-		got := emuValues(dt, run(name, grid, emuBytes(dt, cols), len(want)*dt.Size(),
+		got := emuValues(t, dt, run(name, grid, emuBytes(t, dt, cols), len(want)*dt.Size(),
 			0, g.N, g.CO, g.H, g.W, g.KH, g.KW, g.PH, g.PW, g.SH, g.SW, g.DH, g.DW, g.OH, g.OW))
 		for i := range want {
 			tol := 0.0

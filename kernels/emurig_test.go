@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,7 +160,7 @@ func buildEmuRig(t *testing.T, cases []testCase) *emuRig {
 				if _, ok := codes[l.Code]; !ok {
 					order = append(order, l.Code)
 				}
-				if !contains(codes[l.Code], l.Name) {
+				if !slices.Contains(codes[l.Code], l.Name) {
 					codes[l.Code] = append(codes[l.Code], l.Name)
 				}
 			}
@@ -230,15 +231,6 @@ func buildEmuRig(t *testing.T, cases []testCase) *emuRig {
 		t.Fatalf("linking the emulator: %v", firstLines(err.Error(), 30))
 	}
 	return &emuRig{prog: prog, dir: dir}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // run runs tc's steps on the emulator and returns its output's bytes, or
@@ -498,13 +490,8 @@ func TestEmulateAttention(t *testing.T) {
 			t.Fatalf("%s: emulator: %v", tc.name, firstLines(err.Error(), 20))
 		}
 		ob := tc.prog.Plan().Outputs[0]
-		got, err := tensor.Zeros(ob.DType, ob.Shape...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(got.Bytes(), raw)
 		half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 2048, dtype.BF16: 1.0 / 256}[ob.DType]
-		for i, g := range got.Float64s() {
+		for i, g := range emuValues(t, ob.DType, raw) {
 			if tol := 1e-5 + 2*half*math.Abs(want[i]); math.IsNaN(g) || math.Abs(g-want[i]) > tol {
 				t.Fatalf("%s: element %d: %v, CPU %v (tolerance %.3g)", tc.name, i, g, want[i], tol)
 			}

@@ -41,12 +41,9 @@ int main(int argc, char** argv) {
   g.a = loom_slurp(argv[6]);
   g.b = loom_slurp(argv[7]);
   const size_t ob = (size_t)atoll(argv[8]);
-  g.c = aligned_alloc(256, (ob + 256) / 256 * 256);
-  memset(g.c, 0xA5, ob); // poison
+  g.c = loom_poisoned(ob);
   loom_launch((unsigned int)atoi(argv[5]), GEMV_THREADS, fn, &g);
-  FILE* f = fopen(argv[9], "wb");
-  if (!f || fwrite(g.c, 1, ob, f) != ob) { perror(argv[9]); return 2; }
-  fclose(f);
+  loom_write(argv[9], g.c, ob);
   return 0;
 }
 `
@@ -118,12 +115,7 @@ func TestEmulateGemv(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := tensor.Zeros(d, c.m, c.n)
-				if err != nil {
-					t.Fatal(err)
-				}
-				copy(got.Bytes(), raw) // Bytes shares the tensor's memory
-				gv := got.Float64s()
+				gv := emuValues(t, d, raw)
 				half := map[dtype.DType]float64{dtype.F32: 0, dtype.F16: 1.0 / 2048, dtype.BF16: 1.0 / 256}[d]
 				for m := range c.m {
 					for n := range c.n {

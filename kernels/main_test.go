@@ -7,8 +7,32 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/tensor"
 )
+
+// emuBytes is values v stored as dt (rounded to it), the bytes an emulated
+// kernel reads.
+func emuBytes(t *testing.T, dt dtype.DType, v []float64) []byte {
+	t.Helper()
+	tt, err := tensor.FromFloat64s(dt, v, len(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tt.Bytes()
+}
+
+// emuValues is the values of dt an emulated kernel wrote as raw bytes.
+func emuValues(t *testing.T, dt dtype.DType, raw []byte) []float64 {
+	t.Helper()
+	tt, err := tensor.Zeros(dt, len(raw)/dt.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(tt.Bytes(), raw) // Bytes shares the tensor's memory
+	return tt.Float64s()
+}
 
 // emuProg is a host-emulation program (hostemu.Build), built on first use
 // and shared by the tests that use it.

@@ -33,6 +33,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/internal/hostemu"
 	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
 )
 
 // quantEmuMain launches one loom_qmvf_* entry (f32 or bf16), or (first argument
@@ -69,12 +70,9 @@ static int dequant(char** argv) {
   a.n = atoll(argv[3]);
   a.src = (const unsigned char*)loom_slurp(argv[5]);
   const size_t ob = (size_t)atoll(argv[6]);
-  a.y = aligned_alloc(256, (ob + 256) / 256 * 256);
-  memset(a.y, 0xA5, ob); // poison
+  a.y = loom_poisoned(ob);
   loom_launch((unsigned int)atoi(argv[4]), 256, fn, &a);
-  FILE* f = fopen(argv[7], "wb");
-  if (!f || fwrite(a.y, 1, ob, f) != ob) { perror(argv[7]); return 2; }
-  fclose(f);
+  loom_write(argv[7], a.y, ob);
   return 0;
 }
 // The two-launch product of 2–8 rows (AMD's decode path): loom_q8x_f32,
@@ -101,17 +99,13 @@ static int qmvq(char** argv) {
   const int M = atoi(argv[3]);
   const long long K = atoll(argv[4]), N = atoll(argv[5]), n = M * K;
   // Scratch as the host lays it out (Q8XBytes): qa, then dx, then sx.
-  unsigned char* scratch = (unsigned char*)aligned_alloc(256, (n + n / 32 * 4 + n / 16 * 4 + 256) / 256 * 256);
-  memset(scratch, 0xA5, n + n / 32 * 4 + n / 16 * 4);
+  unsigned char* scratch = (unsigned char*)loom_poisoned(n + n / 32 * 4 + n / 16 * 4);
   q8xargs qx = {(const float*)loom_slurp(argv[9]), (int*)scratch, (float*)(scratch + n), (float*)(scratch + n + n / 32 * 4), n / 4};
   loom_launch((unsigned int)((n / 4 + 255) / 256), 256, body_q8x, &qx);
-  float* y = (float*)aligned_alloc(256, (M * N * 4 + 256) / 256 * 256);
-  memset(y, 0xA5, M * N * 4); // poison
+  float* y = (float*)loom_poisoned(M * N * 4);
   qmvqargs a = {(const unsigned char*)loom_slurp(argv[8]), qx.qa, qx.dx, qx.sx, y, M, K, N, atoll(argv[6])};
   loom_launch((unsigned int)atoi(argv[7]), QMVW_THREADS, fn, &a);
-  FILE* f = fopen(argv[10], "wb");
-  if (!f || fwrite(y, 4, M * N, f) != (size_t)(M * N)) { perror(argv[10]); return 2; }
-  fclose(f);
+  loom_write(argv[10], y, M * N * 4);
   return 0;
 }
 // usage: prog f32 NAME M K N ROWBYTES GRID THREADS W X OUT: a mat-vec that
@@ -125,13 +119,10 @@ static int f32mv(char** argv) {
   a.M = atoi(argv[3]); a.K = atoll(argv[4]); a.N = atoll(argv[5]); a.rb = atoll(argv[6]);
   a.w = (const unsigned char*)loom_slurp(argv[9]);
   a.x = (const float*)loom_slurp(argv[10]);
-  float* y = (float*)aligned_alloc(256, (a.M * a.N * 4 + 256) / 256 * 256);
-  memset(y, 0xA5, a.M * a.N * 4); // poison
+  float* y = (float*)loom_poisoned(a.M * a.N * 4);
   a.y = y;
   loom_launch((unsigned int)atoi(argv[7]), (unsigned int)atoi(argv[8]), fn, &a);
-  FILE* f = fopen(argv[11], "wb");
-  if (!f || fwrite(y, 4, a.M * a.N, f) != (size_t)(a.M * a.N)) { perror(argv[11]); return 2; }
-  fclose(f);
+  loom_write(argv[11], y, a.M * a.N * 4);
   return 0;
 }
 // usage: prog FORMAT K N ROWBYTES PATH GRID W X OUT
@@ -149,13 +140,10 @@ int main(int argc, char** argv) {
   a.K = atoll(argv[2]); a.N = atoll(argv[3]); a.rb = atoll(argv[4]); a.path = atoi(argv[5]);
   a.w = (const unsigned char*)loom_slurp(argv[7]);
   a.x = loom_slurp(argv[8]);
-  void* y = aligned_alloc(256, (a.N * size + 256) / 256 * 256);
-  memset(y, 0xA5, a.N * size); // poison: rows the kernel never stores show up
+  void* y = loom_poisoned(a.N * size);
   a.y = y;
   loom_launch((unsigned int)atoi(argv[6]), QMVF_THREADS, fn, &a);
-  FILE* f = fopen(argv[9], "wb");
-  if (!f || fwrite(y, size, a.N, f) != (size_t)a.N) { perror(argv[9]); return 2; }
-  fclose(f);
+  loom_write(argv[9], y, a.N * size);
   return 0;
 }
 `
@@ -514,35 +502,28 @@ func TestEmulateDequant(t *testing.T) {
 				v[i] = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(8)-4))
 			}
 			raw := make([]byte, count/tr.Block*tr.Size)
-			if err := quant.Quantize(e.f, v, raw); err != nil {
+			err := quant.Quantize(e.f, v, raw)
+			if err != nil {
 				t.Fatal(err)
 			}
-			want := make([]byte, count*e.out.Size())
+			var spec *tensor.Tensor
 			switch e.out {
 			case dtype.F32:
-				if err := quant.Dequantize(e.f, raw, v); err != nil {
-					t.Fatal(err)
-				}
-				for i, x := range v {
-					binary.LittleEndian.PutUint32(want[4*i:], math.Float32bits(x))
-				}
+				err = quant.Dequantize(e.f, raw, v)
+				spec, _ = tensor.New(v, count)
 			case dtype.F16:
 				h := make([]dtype.Float16, count)
-				if err := quant.DequantizeF16(e.f, raw, h); err != nil {
-					t.Fatal(err)
-				}
-				for i, x := range h {
-					binary.LittleEndian.PutUint16(want[2*i:], uint16(x))
-				}
+				err = quant.DequantizeF16(e.f, raw, h)
+				spec, _ = tensor.New(h, count)
 			case dtype.BF16:
 				h := make([]dtype.BFloat16, count)
-				if err := quant.DequantizeBF16(e.f, raw, h); err != nil {
-					t.Fatal(err)
-				}
-				for i, x := range h {
-					binary.LittleEndian.PutUint16(want[2*i:], uint16(x))
-				}
+				err = quant.DequantizeBF16(e.f, raw, h)
+				spec, _ = tensor.New(h, count)
 			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := spec.Bytes()
 			src, out := filepath.Join(dir, "src"), filepath.Join(dir, "out")
 			if err := os.WriteFile(src, raw, 0o644); err != nil {
 				t.Fatal(err)

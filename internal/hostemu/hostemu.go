@@ -233,7 +233,9 @@ func Run(name string, args ...string) error {
 // Helpers is C++ for a host program's main, after Shim and the kernels:
 // the launches Runtime defines (loom_launch: a 1-D grid and block;
 // loom_launch3: a 3-D grid; loom_launch2d: a 3-D grid of 2-D blocks) and
-// loom_slurp, which reads a file into a new 256-byte-aligned buffer (the
+// loom_slurp, which reads a file into a new 256-byte-aligned buffer,
+// loom_poisoned, a new 256-byte-aligned buffer of n bytes of 0xA5 (output
+// a kernel never stores shows up), and loom_write, n bytes to a file (the
 // program exits on an error).
 const Helpers = `
 #include <stdio.h>
@@ -250,6 +252,17 @@ static void* loom_slurp(const char* path) {
   if (n && fread(p, 1, n, f) != n) { perror(path); exit(2); }
   fclose(f);
   return p;
+}
+static void* loom_poisoned(size_t n) {
+  void* p = aligned_alloc(256, (n + 256) / 256 * 256);
+  if (!p) { perror("loom_poisoned"); exit(2); }
+  memset(p, 0xA5, n);
+  return p;
+}
+static void loom_write(const char* path, const void* p, size_t n) {
+  FILE* f = fopen(path, "wb");
+  if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
+  fclose(f);
 }
 `
 
