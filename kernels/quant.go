@@ -349,21 +349,16 @@ const (
 	QMVFStaged = 2
 )
 
-// QMVFUnit is the weights of loom_qmvf's unit in format t (quant.hip's
-// qu_* structs: a run of blocks starting on a 16- or 8-byte boundary that
-// one lane takes whole), 0 for a format without one.
-func QMVFUnit(t quant.Type) int {
-	switch t {
-	case quant.Q4_0, quant.Q4_K:
-		return 256
-	case quant.Q8_0:
-		return 128
-	}
-	return 0
+// qmvfUnits are loom_qmvf's units (quant.hip's qu_* structs: a run of
+// blocks starting on a 16- or 8-byte boundary that one lane takes whole):
+// their weights (UV) and bytes (UB).
+var qmvfUnits = map[quant.Type]struct{ weights, bytes int64 }{
+	quant.Q4_0: {256, 144}, quant.Q4_K: {256, 144}, quant.Q8_0: {128, 136},
 }
 
-// qmvfUnitBytes is a unit's bytes (UB in quant.hip).
-var qmvfUnitBytes = map[quant.Type]int64{quant.Q4_0: 144, quant.Q4_K: 144, quant.Q8_0: 136}
+// QMVFUnit is the weights of loom_qmvf's unit in format t, 0 for a format
+// without one.
+func QMVFUnit(t quant.Type) int { return int(qmvfUnits[t].weights) }
 
 // QMVFPathFor is the path loom_qmvf takes for format t, K weights a row
 // and a weight aligned to 16 bytes or not, on target: by units where t has
@@ -409,7 +404,7 @@ func QMVFStageBytes(t quant.Type, k int64) int64 {
 	if uv == 0 || k%uv != 0 {
 		return 0
 	}
-	return k/4*5 + QMVFThreads/32*32*qmvfUnitBytes[t]
+	return k/4*5 + QMVFThreads/32*32*qmvfUnits[t].bytes
 }
 
 // QMVFShared is the dynamic shared memory a loom_qmvf launch on path asks

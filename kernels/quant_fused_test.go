@@ -59,8 +59,8 @@ func TestQMVFPaths(t *testing.T) {
 	}
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		u, ok := units[f.String()]
-		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnitBytes[f] {
-			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes", f, u, calls[f.String()], QMVFUnit(f), qmvfUnitBytes[f])
+		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes {
+			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes)
 		}
 	}
 	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
