@@ -231,8 +231,10 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	}
 	// Prefill: dequantize chunks of weight rows, then out[:, n0:n0+c] =
 	// x · chunkᵀ. A chunk smaller than the weight is a multiple of 64
-	// rows: cuBLAS took 0.60 ms for W13's prefill product split into three
-	// chunks of 4,779 rows against 0.146 ms whole (H200, cuBLAS 13.1).
+	// rows: W13's prefill product in three pieces of 4,779 rows took 0.60
+	// ms, in four of 3,584 rows 0.158, whole 0.146 (H200, cuBLAS 13.1, in
+	// the two-stream trial below; a GEMM over an odd count of rows is the
+	// likely cause, not checked apart from it).
 	//
 	// Tried and taken back (H200, W13p-q4_k, two rounds alternating in
 	// one call): the weight in 2, 3 or 4 pieces, a second stream
