@@ -985,6 +985,13 @@ LOOM_QMVQ3(q6_k)
 // only), Q8_0 0.032 (H200). Tried and dropped (one call, each twice): 3
 // and 4 stages in flight instead of 2 (Q4_0, Q4_K): Q4_0 0.020 all three,
 // Q4_K 0.021, 0.022–0.023 and 0.021–0.022 — the copies are not what waits.
+// Also tried and dropped (three rounds alternating in one call): the block
+// copying each stage together, QMVT_WARPS consecutive spans of each row
+// (576 bytes of Q4_0 instead of a warp's 144, consecutive threads on
+// consecutive bytes), warp w multiplying span w of the stage, a
+// __syncthreads around each stage: Q4_0 0.028 against 0.020 ms, Q8_0
+// 0.039 against 0.031, Q4_K 0.021 both — the block-wide barriers cost more
+// than longer runs of bytes save.
 //
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
