@@ -350,24 +350,33 @@ const (
 )
 
 // qmvfUnits are loom_qmvf's units (quant.hip's qu_* structs: a run of
-// blocks starting on a 16- or 8-byte boundary that one lane takes whole):
-// their weights (UV) and bytes (UB).
-var qmvfUnits = map[quant.Type]struct{ weights, bytes int64 }{
-	quant.Q4_0: {256, 144}, quant.Q4_K: {256, 144}, quant.Q8_0: {128, 136},
+// blocks that one lane takes whole, starting on a 16- or 8-byte boundary,
+// or for Q6_K on a 2-byte one): their weights (UV) and bytes (UB), what K
+// must be a multiple of (KSTEP: Q6_K's rows a multiple of 16 bytes) and
+// the block size of the staged path (Q6_K's 32 units a group, 6,720
+// bytes, leave room for 4 groups a block, not 8, within QMVFMaxShared).
+var qmvfUnits = map[quant.Type]struct{ weights, bytes, kstep, threads int64 }{
+	quant.Q4_0: {256, 144, 256, QMVFThreads}, quant.Q4_K: {256, 144, 256, QMVFThreads},
+	quant.Q8_0: {128, 136, 128, QMVFThreads}, quant.Q6_K: {256, 210, 2048, QMVFThreads / 2},
 }
 
 // QMVFUnit is the weights of loom_qmvf's unit in format t, 0 for a format
 // without one.
 func QMVFUnit(t quant.Type) int { return int(qmvfUnits[t].weights) }
 
+// qmvfUnitPath says whether K allows format t's unit path.
+func qmvfUnitPath(t quant.Type, k int64) bool {
+	u, ok := qmvfUnits[t]
+	return ok && k%u.kstep == 0
+}
+
 // QMVFPathFor is the path loom_qmvf takes for format t, K weights a row
 // and a weight aligned to 16 bytes or not, on target: by units where t has
-// one, K is a multiple of it and the weight is aligned; staged where,
+// one, K is a multiple of its KSTEP and the weight is aligned; staged where,
 // besides, the target is NVIDIA sm_80 or newer (cp.async) and
 // QMVFStageBytes fits in QMVFMaxShared; else by chunks.
 func QMVFPathFor(t quant.Type, k int64, aligned16 bool, target codegen.Target) int {
-	uv := int64(QMVFUnit(t))
-	if uv == 0 || k%uv != 0 || !aligned16 {
+	if !qmvfUnitPath(t, k) || !aligned16 {
 		return QMVFChunks
 	}
 	if target.Platform != codegen.NVIDIA || QMVFStageBytes(t, k) > QMVFMaxShared {
@@ -380,15 +389,24 @@ func QMVFPathFor(t quant.Type, k int64, aligned16 bool, target codegen.Target) i
 	return QMVFStaged
 }
 
+// QMVFThreadsFor is the block size of a loom_qmvf launch on path for
+// format t: QMVFThreads, or fewer where t's staged path needs it.
+func QMVFThreadsFor(t quant.Type, path int) int {
+	if u, ok := qmvfUnits[t]; ok && path == QMVFStaged {
+		return int(u.threads)
+	}
+	return QMVFThreads
+}
+
 // QMVFRowsPerGroup is the weight rows a group of 32 lanes of loom_qmvf
 // takes at once on path for format t and K weights a row: QMVFRows by
 // chunks; by units 32/P, P the lanes of a row (the power of two at or
 // above the row's units, at most 32; quant.hip's qu_lanes).
 func QMVFRowsPerGroup(t quant.Type, k int64, path int) int {
-	uv := int64(QMVFUnit(t))
-	if path == QMVFChunks || uv == 0 || k%uv != 0 {
+	if path == QMVFChunks || !qmvfUnitPath(t, k) {
 		return QMVFRows
 	}
+	uv := int64(QMVFUnit(t))
 	p := int64(1)
 	for p < k/uv && p < 32 {
 		p <<= 1
@@ -398,13 +416,13 @@ func QMVFRowsPerGroup(t quant.Type, k int64, path int) int {
 
 // QMVFStageBytes is the shared memory loom_qmvf's staged path needs (the
 // activations' K·5/4 bytes, then 32 units for each group of lanes), or 0
-// where t has no unit or K is not a multiple of it.
+// where t has no unit path for K.
 func QMVFStageBytes(t quant.Type, k int64) int64 {
-	uv := int64(QMVFUnit(t))
-	if uv == 0 || k%uv != 0 {
+	if !qmvfUnitPath(t, k) {
 		return 0
 	}
-	return k/4*5 + QMVFThreads/32*32*qmvfUnits[t].bytes
+	u := qmvfUnits[t]
+	return k/4*5 + u.threads/32*32*u.bytes
 }
 
 // QMVFShared is the dynamic shared memory a loom_qmvf launch on path asks

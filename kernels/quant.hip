@@ -1708,7 +1708,8 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 //
 // Where K is a multiple of a format's unit (UV weights: Q4_0 8 blocks and
 // Q4_K one super-block, 256 weights in 144 bytes; Q8_0 4 blocks, 128 in
-// 136) and the weight 16-byte aligned, loom_qmvf gives each lane whole
+// 136; Q6_K one super-block, 256 in 210, with K a multiple of 2,048) and
+// the weight 16-byte aligned, loom_qmvf gives each lane whole
 // units instead of 32-weight chunks: a unit starts on a 16-byte (Q8_0:
 // 8-byte) boundary, so a lane reads it with 9 (17) plain vector loads and
 // takes its blocks apart at offsets known when the kernel is compiled —
@@ -1747,6 +1748,11 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // cost about 2 µs of the 12 (ncu, staged: 3 blocks of 8 groups
 // resident, limited by registers (80) and shared memory (42 KB), DRAM 47%
 // of peak with the profiler's cold L2).
+//
+// Q6_K by units (session 35, H200, W13, three rounds alternating with
+// the chunk path in one call): 0.018 ms, 62–64% of copy, against 0.026,
+// 44–45%. Its 32 units a group are 6,720 bytes, so its staged blocks are
+// 4 groups (kernels.QMVFThreadsFor), not 8, to stay within 48 KB.
 //
 // Tried (same session, each against the chunk path in one call): asking L2
 // for each group's first rows (prefetch.global.L2, a line a lane) before
@@ -1808,7 +1814,7 @@ LOOM_DEV void qu_load(const unsigned char* p, unsigned int* w) {
 // 9j/2 with d in its low half (j even) or at word (9j − 1)/2 with d in its
 // high half and the quants word-aligned after it (j odd).
 struct qu_q4_0 {
-  static constexpr int UV = 256, UB = 144;
+  static constexpr int UV = 256, UB = 144, KSTEP = 256;
   unsigned int w[36];
   LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
@@ -1844,7 +1850,7 @@ struct qu_q4_0 {
 // 128 quant bytes): quant words 8j … 8j + 7 hold sub-block 2j in their
 // low nibbles and 2j + 1 in their high ones (weights 64j …).
 struct qu_q4_k {
-  static constexpr int UV = 256, UB = 144;
+  static constexpr int UV = 256, UB = 144, KSTEP = 256;
   unsigned int w[36];
   LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
@@ -1879,7 +1885,7 @@ struct qu_q4_k {
 // block j starts at word 17j/2, d in the low half (j even, quants
 // funnelled) or the high half (j odd, quants word-aligned).
 struct qu_q8_0 {
-  static constexpr int UV = 128, UB = 136;
+  static constexpr int UV = 128, UB = 136, KSTEP = 128;
   unsigned int w[34];
   LOOM_DEV void load(const unsigned char* p) { qu_load<17, 8>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4*, int u, int U) const {
@@ -1901,6 +1907,66 @@ struct qu_q8_0 {
       }
       const int s = qu_dot4(q + 4, qa[(2 * j + 1) * U + u], qu_dot4(q, qa[2 * j * U + u], 0));
       v = fmaf(d * qu_at(D, j), (float)s, v);
+    }
+    return v;
+  }
+};
+
+// Q6_K unit: one super-block, 210 bytes (ql[128]: the quants' low 4 bits;
+// qh[64]: their high 2 bits; 16 signed 8-bit scales; d), so every other
+// unit starts 2 bytes past a 4-byte boundary. A lane reads the 53 aligned
+// words from the boundary at or below its unit and shifts them down by
+// its misalignment. An aligned unit's 53rd word holds the next unit's
+// first 2 bytes: inside the weight, because the path asks K to be a
+// multiple of 2,048 (KSTEP: 8 units, a row of 16-byte multiples), so a
+// row's last unit is an odd one, never aligned; the stage buffers hold
+// whole rows or runs of 32 units, so the same holds there.
+//
+// The quants q (0…63) become q − 32 as signed bytes in registers
+// (qu_off32), so that a 16-weight sub-block is one integer sum with no
+// activation sum to take off; each sub-block's sum is scaled by d, its
+// scale and its 32 activations' step, in order (q1…q4 of each half, as
+// GGML's dequantize_row_q6_K lays the weights out: weight 128h + 32j + l
+// is quant j of byte l of half h).
+LOOM_DEV unsigned int qu_off32(unsigned int q) { return (q + 0x60606060u) ^ 0x80808080u; }
+
+struct qu_q6_k {
+  static constexpr int UV = 256, UB = 210, KSTEP = 2048;
+  unsigned int w[53];
+  LOOM_DEV void load(const unsigned char* p) {
+    const unsigned int off = (unsigned int)((unsigned long long)p & 2);
+    const unsigned int* r = reinterpret_cast<const unsigned int*>(p - off);
+    unsigned int t[53];
+#pragma unroll
+    for (int i = 0; i < 53; ++i) t[i] = r[i];
+#pragma unroll
+    for (int i = 0; i < 52; ++i) w[i] = (unsigned int)((((unsigned long long)t[i + 1] << 32) | t[i]) >> (8 * off));
+    w[52] = t[52] >> (8 * off);
+  }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4*, int u, int U) const {
+    const float d = loom_f16_to_f32((unsigned short)(w[52] & 0xffffu));
+    float v = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4 D = dx[h * U + u];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int is = 0; is < 2; ++is) {
+          unsigned int q[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const unsigned int L = w[16 * h + 8 * (j & 1) + 4 * is + k], H = w[32 + 8 * h + 4 * is + k];
+            const unsigned int lo = j < 2 ? (L & 0x0F0F0F0Fu) : ((L >> 4) & 0x0F0F0F0Fu);
+            q[k] = qu_off32(lo | (((H >> (2 * j)) & 0x03030303u) << 4));
+          }
+          const int o = 128 * h + 32 * j + 16 * is;
+          const int sum = qu_dot4(q, qa[(o >> 4) * U + u], 0);
+          const int si = 8 * h + is + 2 * j; // scale byte
+          const float sc = (float)(signed char)((w[48 + (si >> 2)] >> (8 * (si & 3))) & 255u);
+          v = fmaf(d * sc * qu_at(D, j), (float)sum, v);
+        }
+      }
     }
     return v;
   }
@@ -1937,8 +2003,11 @@ LOOM_DEV int qu_lanes(int U) {
 template <int UB>
 LOOM_DEV void qu_issue(unsigned char* dst, const unsigned char* src, int units, int lane) {
 #if QU_STAGE
-  constexpr int V = UB % 16 == 0 ? 16 : 8;
-  const int pieces = units * (UB / V);
+  // Q8_0's 136-byte units in 8-byte pieces; Q6_K's 210-byte units come
+  // 8 or 32 at a time (whole rows of a multiple of 8 units), whole 16-byte
+  // pieces.
+  constexpr int V = UB % 16 != 0 && UB % 8 == 0 ? 8 : 16;
+  const int pieces = units * UB / V;
   for (int i = lane; i < pieces; i += QMV_GROUP) {
     const unsigned int d = (unsigned int)__cvta_generic_to_shared(dst + i * V);
     if (V == 16)
@@ -1974,7 +2043,7 @@ LOOM_DEV unsigned int qu_dynamic_shared() {
 }
 
 // qmvu: qmvf's product by units (above); the caller has checked that K is
-// a multiple of F::UV and w 16-byte aligned (rowBytes then is a multiple
+// a multiple of F::KSTEP and w 16-byte aligned (rowBytes then is a multiple
 // of 16, or for Q8_0 of 8). Staged (stage_it, and the block has the
 // shared memory for it: qu_issue), a group's first copy is issued before x
 // is quantized, and
@@ -2045,29 +2114,18 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 template <class F, class G, class X, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
-  if (path > 0 && K % G::UV == 0 && ((unsigned long long)w & 15) == 0)
+  if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0)
     qmvu<G, X>(w, x, K, N, rowBytes, path == 2, store);
   else
     qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
 }
 
-// qmv6: Q6_K's one-row product, by chunks whatever the path (Q6_K has no
-// unit: its 210-byte super-blocks start 2 bytes off a 4-byte boundary every
-// other one, and 32 of them, 6,720 bytes a group, would not leave room to
-// stage).
-template <class F, class X, class S>
-LOOM_DEV void qmv6(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
-                   long long rowBytes, int, S store) {
-  qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
-}
-
-// QMVF_CALL(FMT, V, X): the function a format's one-row entry calls
-// (qmv1 for the formats with a unit struct, qmvf for the rest).
+// QMVF_CALL(FMT, V, X): the function a format's one-row entry calls.
 #define QMVF_CALL(FMT, V, X) QMVF_CALL_##FMT(V, X)
 #define QMVF_CALL_q4_0(V, X) qmv1<qf_q4_0<V>, qu_q4_0, X>
 #define QMVF_CALL_q4_k(V, X) qmv1<qf_q4_k<V>, qu_q4_k, X>
 #define QMVF_CALL_q8_0(V, X) qmv1<qf_q8_0<V>, qu_q8_0, X>
-#define QMVF_CALL_q6_k(V, X) qmv6<qf_q6_k<V>, X>
+#define QMVF_CALL_q6_k(V, X) qmv1<qf_q6_k<V>, qu_q6_k, X>
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \

@@ -44,11 +44,12 @@ func TestQMVFFusedRefuses(t *testing.T) {
 // 8192, K too large to stage (14336), K not a multiple of the unit, an
 // unaligned weight, AMD and an NVIDIA GPU without cp.async.
 func TestQMVFPaths(t *testing.T) {
-	units := map[string][2]int{}
-	for _, m := range regexp.MustCompile(`struct qu_(\w+) \{\n  static constexpr int UV = (\d+), UB = (\d+);`).FindAllStringSubmatch(quantHIP, -1) {
+	units := map[string][3]int{}
+	for _, m := range regexp.MustCompile(`struct qu_(\w+) \{\n  static constexpr int UV = (\d+), UB = (\d+), KSTEP = (\d+);`).FindAllStringSubmatch(quantHIP, -1) {
 		uv, _ := strconv.Atoi(m[2])
 		ub, _ := strconv.Atoi(m[3])
-		units[m[1]] = [2]int{uv, ub}
+		ks, _ := strconv.Atoi(m[4])
+		units[m[1]] = [3]int{uv, ub, ks}
 	}
 	calls := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^#define QMVF_CALL_(\w+)\(V, X\) qmv1<qf_\w+<V>, qu_(\w+), X>`).FindAllStringSubmatch(quantHIP, -1) {
@@ -59,8 +60,8 @@ func TestQMVFPaths(t *testing.T) {
 	}
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		u, ok := units[f.String()]
-		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes {
-			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes)
+		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes || int64(u[2]) != qmvfUnits[f].kstep {
+			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes, K a multiple of %d", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes, qmvfUnits[f].kstep)
 		}
 	}
 	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
@@ -72,24 +73,29 @@ func TestQMVFPaths(t *testing.T) {
 		path    int
 		rows    int
 		shared  int64
+		threads int
 	}{
-		{quant.Q4_0, 4096, true, h200, QMVFStaged, 2, 5120 + 8*32*144},
-		{quant.Q4_K, 2048, true, h200, QMVFStaged, 4, 2560 + 8*32*144},
-		{quant.Q4_K, 8192, true, h200, QMVFStaged, 1, 10240 + 8*32*144},
-		{quant.Q8_0, 4096, true, h200, QMVFStaged, 1, 5120 + 8*32*136},
-		{quant.Q8_0, 768, true, h200, QMVFStaged, 4, 960 + 8*32*136},
-		{quant.Q4_0, 14336, true, h200, QMVFUnits, 1, 14336 * 11 / 8},
-		{quant.Q4_0, 3072, true, h200, QMVFStaged, 2, 3840 + 8*32*144},
-		{quant.Q4_0, 800, true, h200, QMVFChunks, QMVFRows, 800 * 11 / 8},
-		{quant.Q4_0, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8},
-		{quant.Q6_K, 4096, true, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8},
-		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8},
-		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_75"}, QMVFUnits, 2, 4096 * 11 / 8},
+		{quant.Q4_0, 4096, true, h200, QMVFStaged, 2, 5120 + 8*32*144, 256},
+		{quant.Q4_K, 2048, true, h200, QMVFStaged, 4, 2560 + 8*32*144, 256},
+		{quant.Q4_K, 8192, true, h200, QMVFStaged, 1, 10240 + 8*32*144, 256},
+		{quant.Q8_0, 4096, true, h200, QMVFStaged, 1, 5120 + 8*32*136, 256},
+		{quant.Q8_0, 768, true, h200, QMVFStaged, 4, 960 + 8*32*136, 256},
+		{quant.Q4_0, 14336, true, h200, QMVFUnits, 1, 14336 * 11 / 8, 256},
+		{quant.Q4_0, 3072, true, h200, QMVFStaged, 2, 3840 + 8*32*144, 256},
+		{quant.Q4_0, 800, true, h200, QMVFChunks, QMVFRows, 800 * 11 / 8, 256},
+		{quant.Q4_0, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8, 256},
+		{quant.Q6_K, 4096, true, h200, QMVFStaged, 2, 5120 + 4*32*210, 128},
+		{quant.Q6_K, 14336, true, h200, QMVFStaged, 1, 17920 + 4*32*210, 128},
+		{quant.Q6_K, 3072, true, h200, QMVFChunks, QMVFRows, 3072 * 11 / 8, 256},
+		{quant.Q6_K, 2048, false, h200, QMVFChunks, QMVFRows, 2048 * 11 / 8, 256},
+		{quant.Q6_K, 2048, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 4, 2048 * 11 / 8, 256},
+		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
+		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_75"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
 	} {
 		path := QMVFPathFor(c.f, c.k, c.aligned, c.target)
-		rows, shared := QMVFRowsPerGroup(c.f, c.k, path), QMVFShared(c.f, c.k, path)
-		if path != c.path || rows != c.rows || shared != c.shared {
-			t.Errorf("%v K=%d aligned %v on %v: path %d, %d rows a group, %d bytes; want %d, %d, %d", c.f, c.k, c.aligned, c.target, path, rows, shared, c.path, c.rows, c.shared)
+		rows, shared, threads := QMVFRowsPerGroup(c.f, c.k, path), QMVFShared(c.f, c.k, path), QMVFThreadsFor(c.f, path)
+		if path != c.path || rows != c.rows || shared != c.shared || threads != c.threads {
+			t.Errorf("%v K=%d aligned %v on %v: path %d, %d rows a group, %d bytes, %d threads; want %d, %d, %d, %d", c.f, c.k, c.aligned, c.target, path, rows, shared, threads, c.path, c.rows, c.shared, c.threads)
 		}
 		if shared > QMVFMaxShared {
 			t.Errorf("%v K=%d: %d bytes of shared memory, over %d", c.f, c.k, shared, QMVFMaxShared)

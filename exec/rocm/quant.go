@@ -393,11 +393,12 @@ func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp
 		path = min(path, qmvfPath)
 	}
 	shared := kernels.QMVFShared(f, K, path)
-	resident, err := e.activeBlocks(fn, kernels.QMVFThreads, shared)
+	threads := kernels.QMVFThreadsFor(f, path)
+	resident, err := e.activeBlocks(fn, threads, shared)
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", step, err)
 	}
-	rows := int64(kernels.QMVFThreads / 32 * kernels.QMVFRowsPerGroup(f, K, path))
+	rows := int64(threads / 32 * kernels.QMVFRowsPerGroup(f, K, path))
 	grid := [3]uint32{uint32(max(1, min((N+rows-1)/rows, int64(resident)*int64(e.info.MultiProcessors), 65535))), 1, 1}
 	var a hip.Args
 	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes).I32(int32(path))
@@ -406,7 +407,7 @@ func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp
 	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fn, grid, [3]uint32{kernels.QMVFThreads, 1, 1}, uint32(shared), &a); err != nil {
+	if err := e.launchDep(fn, grid, [3]uint32{uint32(threads), 1, 1}, uint32(shared), &a); err != nil {
 		return fmt.Errorf("rocm: %s: launch %s: %w", step, name, err)
 	}
 	e.launches.Add(1)
