@@ -506,6 +506,9 @@ func TestEmulateDequant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if e.f == quant.Q4_K && count > 1024 {
+				specialQ4KHeaders(raw)
+			}
 			var spec *tensor.Tensor
 			switch e.out {
 			case dtype.F32:
@@ -537,7 +540,11 @@ func TestEmulateDequant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			gv, wv := emuValues(t, e.out, got), emuValues(t, e.out, want)
 			for i := 0; i < len(want); i += e.out.Size() {
+				if k := i / e.out.Size(); math.IsNaN(gv[k]) && math.IsNaN(wv[k]) {
+					continue // NaN's sign and payload are not kept (package quant's follows the host's arithmetic)
+				}
 				if string(got[i:i+e.out.Size()]) != string(want[i:i+e.out.Size()]) {
 					t.Fatalf("%s, %d values: value %d is %x, package quant's %x", e.name, count, i/e.out.Size(), got[i:i+e.out.Size()], want[i:i+e.out.Size()])
 				}
@@ -586,6 +593,23 @@ func TestEmulateQMVF32(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// specialQ4KHeaders gives super-blocks 1–4 of Q4_K data raw d and dmin
+// that are not finite (+Inf d; NaN dmin; −Inf d with +Inf dmin; zero d
+// with +Inf dmin), so that outputs are ±Inf and NaN (Inf·0, Inf − Inf):
+// the word-load kernel's narrowing without a NaN test must not take
+// them.
+func specialQ4KHeaders(raw []byte) {
+	for i, h := range [][2]uint16{{0x7C00, 0}, {0, 0x7E00}, {0xFC00, 0x7C00}, {0, 0x7C00}} {
+		b := raw[(i+1)*144:]
+		if h[0] != 0 || i == 3 {
+			binary.LittleEndian.PutUint16(b[0:], h[0])
+		}
+		if h[1] != 0 {
+			binary.LittleEndian.PutUint16(b[2:], h[1])
 		}
 	}
 }
