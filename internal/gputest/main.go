@@ -42,8 +42,14 @@ import (
 )
 
 // Manifest is the file in the binaries' folder that lists the packages: one
-// line each, "DIR BINARY" (DIR relative to the repository root), in the
-// order they are started.
+// line each, "DIR BINARY [SHARD …]" (DIR relative to the repository root),
+// in the order they are started. A package with shards runs as one process
+// per shard, its -test.run pattern, and one more for every test no shard
+// takes (-test.skip of them all), each process a row of its own, so that a
+// package longer than the others (tests: over 300 s on an H200 alone)
+// does not hold the whole run. Where the binaries' flags pick tests with
+// -test.run the package runs whole; their -test.skip applies to every
+// shard.
 const Manifest = "tests.txt"
 
 // cacheEnv is exec/rocm's kernel cache directory variable (CacheDirEnv).
@@ -91,6 +97,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gputest:", err)
 		os.Exit(2)
 	}
+	pkgs = r.shard(pkgs)
 	failed := r.runAll(pkgs, max(1, *jobs))
 	r.cleanup()
 	if failed {
@@ -109,9 +116,13 @@ type runner struct {
 	outMu sync.Mutex // one package's report at a time on stdout
 }
 
-// pkgRun is one package's binary and, once run, its results.
+// pkgRun is one package's binary (or one shard of it) and, once run, its
+// results.
 type pkgRun struct {
 	dir, bin string
+	shards   []string // the manifest's -test.run patterns (shard splits them)
+	shard    string   // this process's part: a pattern, "rest", or "" (all)
+	flags    []string // its own test flags (-test.run or -test.skip)
 
 	elapsed                 time.Duration
 	exitErr                 error
@@ -134,12 +145,61 @@ func readManifest(path string) ([]*pkgRun, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 2 {
+		if len(f) < 2 {
 			return nil, fmt.Errorf("%s: bad line %q", path, line)
 		}
-		pkgs = append(pkgs, &pkgRun{dir: f[0], bin: f[1]})
+		pkgs = append(pkgs, &pkgRun{dir: f[0], bin: f[1], shards: f[2:]})
 	}
 	return pkgs, nil
+}
+
+// shard replaces each package with shards by one run per shard and one
+// for the rest, unless the binaries' flags pick tests themselves.
+func (r *runner) shard(pkgs []*pkgRun) []*pkgRun {
+	var skips []string // the binaries' own -test.skip, kept in the rest's
+	for i, a := range r.args {
+		n, v, eq := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case n == "test.run":
+			return pkgs
+		case n == "test.skip" && eq:
+			skips = append(skips, v)
+		case n == "test.skip" && i+1 < len(r.args):
+			skips = append(skips, r.args[i+1])
+		}
+	}
+	var out []*pkgRun
+	for _, p := range pkgs {
+		if len(p.shards) == 0 {
+			out = append(out, p)
+			continue
+		}
+		for _, pat := range p.shards {
+			out = append(out, &pkgRun{dir: p.dir, bin: p.bin, shard: pat, flags: []string{"-test.run", pat}})
+		}
+		// The testing package takes a pattern's top-level | as
+		// alternatives, each then split at its slashes: A/x|A/y skips
+		// A's subtests x and y and nothing else.
+		out = append(out, &pkgRun{dir: p.dir, bin: p.bin, shard: "rest", flags: []string{"-test.skip", strings.Join(append(slices.Clone(skips), p.shards...), "|")}})
+	}
+	return out
+}
+
+// name is the run's label: its folder, and its shard where it has one.
+func (p *pkgRun) name() string {
+	if p.shard == "" {
+		return p.dir
+	}
+	return p.dir + " [" + p.shard + "]"
+}
+
+// logName is the run's log file.
+func (p *pkgRun) logName() string {
+	n := strings.TrimSuffix(p.bin, ".test")
+	if p.shard != "" {
+		n += "." + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(p.shard, "_")
+	}
+	return n + ".log"
 }
 
 func (r *runner) setCache(dir string) error {
@@ -168,7 +228,7 @@ func (r *runner) cleanup() {
 // runAll runs the packages, jobs at a time, in manifest order, and prints
 // the summary. It reports whether anything failed.
 func (r *runner) runAll(pkgs []*pkgRun, jobs int) bool {
-	fmt.Printf("gputest: %d packages, %d at a time, timeout %v each, kernel cache %s, logs in %s\n",
+	fmt.Printf("gputest: %d test processes (packages and their shards), %d at a time, timeout %v each, kernel cache %s, logs in %s\n",
 		len(pkgs), jobs, r.timeout, r.cacheDir, r.logs)
 	start := time.Now()
 	sem := make(chan struct{}, jobs)
@@ -190,10 +250,9 @@ func (r *runner) runAll(pkgs []*pkgRun, jobs int) bool {
 // run runs p's binary and collects its results.
 func (r *runner) run(p *pkgRun) {
 	p.results, p.output = map[string]string{}, map[string][]string{}
-	name := strings.TrimSuffix(p.bin, ".test")
 	t0 := time.Now()
 	defer func() { p.elapsed = time.Since(t0) }()
-	raw, err := os.Create(filepath.Join(r.logs, name+".log"))
+	raw, err := os.Create(filepath.Join(r.logs, p.logName()))
 	if err != nil {
 		p.exitErr = err
 		return
@@ -202,7 +261,9 @@ func (r *runner) run(p *pkgRun) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout+time.Minute)
 	defer cancel()
-	args := append([]string{"-test.v", "-test.timeout=" + r.timeout.String()}, r.args...)
+	// A shard's own flags come last, so that they win over the same flag
+	// among the binaries' (its -test.skip holds theirs).
+	args := append(append([]string{"-test.v", "-test.timeout=" + r.timeout.String()}, r.args...), p.flags...)
 	cmd := exec.CommandContext(ctx, filepath.Join(r.dir, p.bin), args...)
 	cmd.Dir = filepath.Join(r.root, p.dir)
 	cmd.Env = append(os.Environ(), cacheEnv+"="+r.cacheDir, "LD_LIBRARY_PATH="+libPath())
@@ -399,13 +460,13 @@ func (r *runner) report(p *pkgRun) {
 	if p.failed > 0 {
 		status = "FAIL"
 	}
-	fmt.Printf("%s %-20s %7.1fs  %d passed, %d failed, %d skipped\n", status, p.dir, p.elapsed.Seconds(), p.passed, p.failed, p.skipped)
+	fmt.Printf("%s %-30s %7.1fs  %d passed, %d failed, %d skipped\n", status, p.name(), p.elapsed.Seconds(), p.passed, p.failed, p.skipped)
 	for _, s := range p.skips {
 		fmt.Printf("     skip %s\n", s)
 	}
 	for i, n := range p.failures {
 		if i == maxReported {
-			fmt.Printf("     … %d more failed tests: see %s\n", len(p.failures)-i, filepath.Join(r.logs, strings.TrimSuffix(p.bin, ".test")+".log"))
+			fmt.Printf("     … %d more failed tests: see %s\n", len(p.failures)-i, filepath.Join(r.logs, p.logName()))
 			break
 		}
 		if n == "" {
@@ -431,10 +492,10 @@ func printIndented(lines []string) {
 func (r *runner) summary(pkgs []*pkgRun, elapsed time.Duration) bool {
 	var b strings.Builder
 	w := bufio.NewWriter(&b)
-	fmt.Fprintf(w, "\n%-20s %7s %7s %7s %9s\n", "package", "passed", "failed", "skipped", "time")
+	fmt.Fprintf(w, "\n%-30s %7s %7s %7s %9s\n", "package", "passed", "failed", "skipped", "time")
 	var passed, failed, skipped int
 	for _, p := range pkgs {
-		fmt.Fprintf(w, "%-20s %7d %7d %7d %8.1fs\n", p.dir, p.passed, p.failed, p.skipped, p.elapsed.Seconds())
+		fmt.Fprintf(w, "%-30s %7d %7d %7d %8.1fs\n", p.name(), p.passed, p.failed, p.skipped, p.elapsed.Seconds())
 		passed += p.passed
 		failed += p.failed
 		skipped += p.skipped

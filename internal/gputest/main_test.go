@@ -62,3 +62,32 @@ func TestVerboseParser(t *testing.T) {
 		t.Errorf("skips %q", p.skips)
 	}
 }
+
+func TestShard(t *testing.T) {
+	r := &runner{}
+	pkgs := r.shard([]*pkgRun{{dir: "tests", bin: "tests.test", shards: []string{"TestROCm$/^fused$", "TestROCm$/^unfused$"}}, {dir: "kernels", bin: "kernels.test"}})
+	var got []string
+	for _, p := range pkgs {
+		got = append(got, p.name()+" "+strings.Join(p.flags, " ")+" "+p.logName())
+	}
+	want := []string{
+		"tests [TestROCm$/^fused$] -test.run TestROCm$/^fused$ tests.TestROCm_fused_.log",
+		"tests [TestROCm$/^unfused$] -test.run TestROCm$/^unfused$ tests.TestROCm_unfused_.log",
+		"tests [rest] -test.skip TestROCm$/^fused$|TestROCm$/^unfused$ tests.rest.log",
+		"kernels  kernels.log",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("shards:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The binaries' own -test.skip: kept in every shard, and in the rest's.
+	r.args = []string{"-test.skip", "TestSlow$"}
+	pkgs = r.shard([]*pkgRun{{dir: "tests", bin: "tests.test", shards: []string{"A/x", "A/y"}}})
+	if len(pkgs) != 3 || !slices.Equal(pkgs[2].flags, []string{"-test.skip", "TestSlow$|A/x|A/y"}) {
+		t.Errorf("with -test.skip given: %d runs, the rest's flags %v", len(pkgs), pkgs[len(pkgs)-1].flags)
+	}
+	// The binaries' own -test.run: the package runs whole.
+	r.args = []string{"-test.run", "TestGPU"}
+	if pkgs := r.shard([]*pkgRun{{dir: "tests", bin: "tests.test", shards: []string{"A/x", "A/y"}}}); len(pkgs) != 1 || pkgs[0].flags != nil {
+		t.Errorf("with -test.run given: %d runs, flags %v", len(pkgs), pkgs[0].flags)
+	}
+}
