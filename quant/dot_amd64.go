@@ -110,6 +110,9 @@ func dotQ3_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
+func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
+
+//go:noescape
 func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
@@ -151,14 +154,23 @@ func dotQ4_0Q8_0x4Prep(x0, x1, x2, x3, y, yp []byte, nb, ahead int) [4]float32 {
 // step's products call it per chunk of rows).
 var prepBufs sync.Pool
 
-// dotRowsPrepared runs VecDotRows's Q4_0 rows [i, len(out)) four at a
-// time on the prepared-activation kernel where the CPU has it (the last
-// two or three rows as four, some twice), and returns the first row it
-// did not do (ok false: it has no such kernel).
+// dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
+// takes the activations prepared once for all the rows, where there is
+// one for w on this CPU, and returns the first row it did not do (ok
+// false: none).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
-	if w != Q4_0 || !hasDotAVX512 || len(out)-i < 2 || nb < 4 {
-		return i, false
+	switch {
+	case w == Q4_0 && hasDotAVX512 && len(out)-i >= 2 && nb >= 4:
+		return dotRowsQ4_0(rows, arow, rb, nb, i, out), true
+	case w == Q4_K && hasDotAVX2 && len(out)-i >= 2:
+		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
 	}
+	return i, false
+}
+
+// dotRowsQ4_0 runs Q4_0 rows [i, len(out)) four at a time on the AVX-512
+// kernel (the last two or three rows as four, some twice).
+func dotRowsQ4_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 	buf, _ := prepBufs.Get().(*[]byte) // the same pointer goes back: no allocation a call
 	if buf == nil {
 		buf = new([]byte)
@@ -178,7 +190,55 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		i += n
 	}
 	prepBufs.Put(buf)
-	return i, true
+	return i
+}
+
+// prepQ4_KY lays the quants of Q8_K activation row y (nb blocks) out as
+// dotQ4_KQ8_KAVX2P reads them, in buf if it holds them (else a new
+// buffer): per block 256 bytes, each 32 of them permuted as LANES32
+// permutes codes (VPERMD by permidx, then VPSHUFB by lanemask): byte 4p+i
+// of a 32 is element p+8i, so that dword p holds lane p's four elements.
+func prepQ4_KY(y []byte, nb int, buf []byte) []byte {
+	if cap(buf) < 256*nb {
+		buf = make([]byte, 256*nb)
+	}
+	buf = buf[:256*nb]
+	for b := range nb {
+		q8, d := y[b*292+4:b*292+260], buf[b*256:(b+1)*256]
+		for g := 0; g < 256; g += 32 {
+			for p := range 8 {
+				for i := range 4 {
+					d[g+4*p+i] = q8[g+p+8*i]
+				}
+			}
+		}
+	}
+	return buf
+}
+
+// dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotQ4_KQ8_KAVX2P, y's quants
+// prepared once.
+func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
+	if nb == 0 {
+		clear(out[i:])
+		return len(out)
+	}
+	buf, _ := prepBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = prepQ4_KY(arow, nb, *buf)
+	yp := *buf
+	for ; i < len(out); i++ {
+		var sums [8]float32
+		sumf := dotQ4_KQ8_KAVX2P(&rows[i*rb], &arow[0], &yp[0], nb, &sums)
+		for _, s := range sums {
+			sumf += s
+		}
+		out[i] = sumf
+	}
+	prepBufs.Put(buf)
+	return i
 }
 
 // blockAsm wraps a one-row assembly dot that returns its whole sum.

@@ -804,6 +804,67 @@ q4kloop:
 	VZEROUPPER
 	RET
 
+// Q4K64P is Q4K64 with the q8 bytes prepared (prepQ4_KY: each 32 in the
+// order LANES32 puts the codes in, at R12+ypoff) and the 32 code bytes
+// permuted once, before their nibbles are split: a byte's low and high
+// nibble are elements l and 32+l of the chunk, the same lane l&7, so one
+// permutation serves both. Two shuffles for 64 elements where Q4K64 takes
+// eight: shuffles, one a cycle, held the kernel (see dotQ4_KQ8_KAVX2).
+#define Q4K64P(qoff, ypoff, sc1, sc2) \
+	VMOVDQU      qoff(SI), Y0   \
+	VPERMD       Y0, Y14, Y0    \
+	VPSHUFB      Y13, Y0, Y0    \
+	VPSRLW       $4, Y0, Y1     \
+	VPAND        Y15, Y0, Y0    \
+	VPAND        Y15, Y1, Y1    \
+	VPMADDUBSW   ypoff(R12), Y0, Y0 \
+	VPBROADCASTD sc1, Y6        \
+	VPMADDWD     Y6, Y0, Y0     \
+	VPADDD       Y0, Y9, Y9     \
+	VPMADDUBSW   ypoff+32(R12), Y1, Y1 \
+	VPBROADCASTD sc2, Y6        \
+	VPMADDWD     Y6, Y1, Y1     \
+	VPADDD       Y1, Y9, Y9
+
+// func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
+//
+// dotQ4_KQ8_KAVX2 with y's quants prepared once for many rows (yp, 256
+// bytes a block: prepQ4_KY): the same lanes, integers, float operations
+// and bits.
+TEXT ·dotQ4_KQ8_KAVX2P(SB), NOSPLIT, $32-44
+	MOVQ    x+0(FP), SI
+	MOVQ    y+8(FP), DI
+	MOVQ    yp+16(FP), R12
+	MOVQ    nb+24(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VXORPS  Y10, Y10, Y10 // sums
+	VXORPS  X7, X7, X7    // sumf
+
+q4kploop:
+	K45HEAD
+
+	VPXOR Y9, Y9, Y9
+	Q4K64P(16, 0, scr-32(SP), scr-28(SP))
+	Q4K64P(48, 64, scr-24(SP), scr-20(SP))
+	Q4K64P(80, 128, scr-16(SP), scr-12(SP))
+	Q4K64P(112, 192, scr-8(SP), scr-4(SP))
+
+	K45TAIL
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $256, R12
+	DECQ CX
+	JNZ  q4kploop
+
+	MOVQ       sums+32(FP), AX
+	VMOVUPS    Y10, (AX)
+	VMOVSS     X7, ret+40(FP)
+	VZEROUPPER
+	RET
+
 // Q5K64 does the 64 elements of Q5_K chunk j: Q4K64's nibbles with each
 // code's fifth bit from qh (Y12, the block's 32 qh bytes; byte l holds
 // bit 2j of element 64j+l and bit 2j+1 of element 64j+32+l). SLO n and
