@@ -101,3 +101,19 @@ func BenchmarkQ4_0x4AVX512(b *testing.B) {
 		}
 	}
 }
+
+// TestPrepQ4_KY: the assembly layout of the Q4_K rows' prepared
+// activations is its Go spec's.
+func TestPrepQ4_KY(t *testing.T) {
+	if !hasDotAVX2 {
+		t.Skip("no AVX2 here: the Q4_K rows take no prepared activations")
+	}
+	for nb := 1; nb <= 5; nb++ {
+		y := fillCodes(Q8_K, nb, -1, uint64(nb))
+		want := make([]byte, 256*nb)
+		prepQ4_KYGo(y, nb, want)
+		if got := prepQ4_KY(y, nb, nil); !bytes.Equal(got, want) {
+			t.Fatalf("%d blocks: prepQ4_KYAsm's layout differs from prepQ4_KYGo's", nb)
+		}
+	}
+}

@@ -193,28 +193,38 @@ func dotRowsQ4_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 	return i
 }
 
-// prepQ4_KY lays the quants of Q8_K activation row y (nb blocks) out as
-// dotQ4_KQ8_KAVX2P reads them, in buf if it holds them (else a new
-// buffer): per block 256 bytes, each 32 of them permuted as LANES32
-// permutes codes (VPERMD by permidx, then VPSHUFB by lanemask): byte 4p+i
-// of a 32 is element p+8i, so that dword p holds lane p's four elements.
+// prepQ4_KY lays the quants of Q8_K activation row y (nb blocks, at
+// least one) out as dotQ4_KQ8_KAVX2P reads them, in
+// buf if it holds them (else a new buffer): per block 256 bytes, each 32
+// of them permuted as LANES32 permutes codes (prepQ4_KYAsm; prepQ4_KYGo
+// is its spec).
 func prepQ4_KY(y []byte, nb int, buf []byte) []byte {
 	if cap(buf) < 256*nb {
 		buf = make([]byte, 256*nb)
 	}
 	buf = buf[:256*nb]
+	prepQ4_KYAsm(&y[0], &buf[0], nb)
+	return buf
+}
+
+// prepQ4_KYGo is prepQ4_KYAsm in Go, into p (256·nb bytes): byte 4p+i of
+// each 32 is element p+8i of the 32 (VPERMD by permidx, then VPSHUFB by
+// lanemask), so that dword p holds lane p's four elements.
+func prepQ4_KYGo(y []byte, nb int, p []byte) {
 	for b := range nb {
-		q8, d := y[b*292+4:b*292+260], buf[b*256:(b+1)*256]
+		q8, d := y[b*292+4:b*292+260], p[b*256:(b+1)*256]
 		for g := 0; g < 256; g += 32 {
-			for p := range 8 {
+			for l := range 8 {
 				for i := range 4 {
-					d[g+4*p+i] = q8[g+p+8*i]
+					d[g+4*l+i] = q8[g+l+8*i]
 				}
 			}
 		}
 	}
-	return buf
 }
+
+//go:noescape
+func prepQ4_KYAsm(y, yp *byte, nb int)
 
 // dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotQ4_KQ8_KAVX2P, y's quants
 // prepared once.

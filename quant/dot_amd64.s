@@ -809,10 +809,14 @@ q4kloop:
 // permuted once, before their nibbles are split: a byte's low and high
 // nibble are elements l and 32+l of the chunk, the same lane l&7, so one
 // permutation serves both. Two shuffles for 64 elements where Q4K64 takes
-// eight, and four instructions fewer: 64 rows of 4,096 weights in cache
-// 11.7–12.0 µs against 64 × 200–208 ns one row at a time (2-core Zen 4
-// VM), about 10%. A block is still ~130 instructions, ~60 of them the
-// scales' unpacking, the minimums' sum and the float tail.
+// eight, and four instructions fewer: BenchmarkVecDotRows q4_k (64 rows
+// of 4,096 weights, in cache; 2-core Zen 4 VM, six rounds alternating
+// with the one-row kernel a row) 9.6–12.0 µs, median 10.9, against
+// 11.0–14.3, median 12.0. A block is still ~130 instructions, ~60 of them
+// the scales' unpacking, the minimums' sum and the float tail. The same
+// form for Q5_K (its qh bytes permuted once a block too) measured no
+// faster (12.1–15.8 µs, median 14.5, against 12.2–13.6, median 13.2) and
+// was not kept.
 #define Q4K64P(qoff, ypoff, sc1, sc2) \
 	VMOVDQU      qoff(SI), Y0   \
 	VPERMD       Y0, Y14, Y0    \
@@ -828,6 +832,37 @@ q4kloop:
 	VPBROADCASTD sc2, Y6        \
 	VPMADDWD     Y6, Y1, Y1     \
 	VPADDD       Y1, Y9, Y9
+
+// func prepQ4_KYAsm(y, yp *byte, nb int)
+//
+// prepQ4_KY's layout: each 32 quants of each Q8_K block of y permuted as
+// LANES32 permutes codes, 256 bytes a block into yp.
+TEXT ·prepQ4_KYAsm(SB), NOSPLIT, $0-24
+	MOVQ    y+0(FP), DI
+	MOVQ    yp+8(FP), SI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+
+q4kyblock:
+	MOVQ $0, AX
+
+q4kygroup:
+	VMOVDQU 4(DI)(AX*1), Y0
+	VPERMD  Y0, Y14, Y0
+	VPSHUFB Y13, Y0, Y0
+	VMOVDQU Y0, (SI)(AX*1)
+	ADDQ    $32, AX
+	CMPQ    AX, $256
+	JLT     q4kygroup
+
+	ADDQ $292, DI
+	ADDQ $256, SI
+	DECQ CX
+	JNZ  q4kyblock
+
+	VZEROUPPER
+	RET
 
 // func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
 //
