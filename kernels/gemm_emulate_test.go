@@ -30,10 +30,7 @@ struct gargs { const void* a; const void* b; void* c; int M, N, K; long long lda
 // usage: prog NAME M N K LDA LDB LDC GX GY A B OUTBYTES OUT
 int main(int argc, char** argv) {
   if (argc != 14) return 2;
-  void (*fn)(void*) = 0;
-  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
-    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn;
-  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
+  void (*fn)(void*) = loom_find(table, argv[1])->fn;
   gargs g;
   g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
   g.lda = atoll(argv[5]); g.ldb = atoll(argv[6]); g.ldc = atoll(argv[7]);
@@ -52,16 +49,17 @@ var gemmEmu = newEmuProg()
 // gemmEmuSource is GemmSource (AMD) with a wrapper and a table row for
 // every entry.
 func gemmEmuSource() (string, error) {
-	var w, rows strings.Builder
+	var w strings.Builder
+	var names []string
 	for _, d := range []struct{ name, t string }{{"f32", "float"}, {"f64", "double"}, {"f16", "gemm_f16"}, {"bf16", "gemm_bf16"}} {
 		for _, tt := range []string{"nn", "nt", "tn", "tt"} {
 			name := "loom_gemm_" + d.name + "_" + tt
 			fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->lda, g->ldb, g->ldc, 0, 0, 0, 1); }\n",
 				name, name, d.t, d.t, d.t)
-			fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
+			names = append(names, name)
 		}
 	}
-	fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+	w.WriteString(emuTable("table", "run_", names))
 	return hostemu.Shim + GemmSource(emuTarget) + hostemu.Helpers + strings.Replace(gemmEmuMain, "/*TABLE*/", w.String(), 1), nil
 }
 

@@ -32,10 +32,7 @@ struct gargs { const void* a; const void* b; void* c; int M, N, K; };
 // usage: prog NAME M N K GRID A B OUTBYTES OUT
 int main(int argc, char** argv) {
   if (argc != 10) return 2;
-  void (*fn)(void*) = 0;
-  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
-    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn;
-  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
+  void (*fn)(void*) = loom_find(table, argv[1])->fn;
   gargs g;
   g.M = atoi(argv[2]); g.N = atoi(argv[3]); g.K = atoi(argv[4]);
   g.a = loom_slurp(argv[6]);
@@ -53,14 +50,13 @@ var gemvEmu = newEmuProg()
 // gemvEmuSource is GemvSource (AMD) with a wrapper and a table row for
 // every GemvEntries entry.
 func gemvEmuSource() (string, error) {
-	var w, rows strings.Builder
+	var w strings.Builder
 	for _, name := range GemvEntries() {
 		ty := gemvTypes[strings.Split(strings.TrimPrefix(name, "loom_gemv_"), "_")[0]].t
 		fmt.Fprintf(&w, "static void run_%s(void* p) { gargs* g = (gargs*)p; %s((const %s*)g->a, (const %s*)g->b, (%s*)g->c, g->M, g->N, g->K, g->K, g->K, g->N, 0, 0, 0); }\n",
 			name, name, ty, ty, ty)
-		fmt.Fprintf(&rows, "  {\"%s\", run_%s},\n", name, name)
 	}
-	fmt.Fprintf(&w, "static const struct { const char* name; void (*fn)(void*); } table[] = {\n%s};\n", rows.String())
+	w.WriteString(emuTable("table", "run_", GemvEntries()))
 	return hostemu.Shim + GemvSource(emuTarget) + hostemu.Helpers + strings.Replace(gemvEmuMain, "/*TABLE*/", w.String(), 1), nil
 }
 

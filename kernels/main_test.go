@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,19 @@ import (
 	"github.com/loomgraph/loom/internal/hostemu"
 	"github.com/loomgraph/loom/tensor"
 )
+
+// emuTable is the C++ table name[] of {name, fn} rows that a program's
+// main looks its entries up in (hostemu's loom_find): one row an entry,
+// its function the wrapper prefix+entry.
+func emuTable(name, prefix string, entries []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "static const struct { const char* name; void (*fn)(void*); } %s[] = {\n", name)
+	for _, e := range entries {
+		fmt.Fprintf(&b, "  {\"%s\", %s%s},\n", e, prefix, e)
+	}
+	b.WriteString("};\n")
+	return b.String()
+}
 
 // emuBytes is values v stored as dt (rounded to it), the bytes an emulated
 // kernel reads.

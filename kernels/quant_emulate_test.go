@@ -62,10 +62,7 @@ static const struct { const char* name; void (*fn)(void*); int size; } table[] =
 /*DQ_TABLE*/
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
 static int dequant(char** argv) {
-  void (*fn)(void*) = 0;
-  for (size_t i = 0; i < sizeof(dq_table) / sizeof(dq_table[0]); ++i)
-    if (strcmp(dq_table[i].name, argv[2]) == 0) fn = dq_table[i].fn;
-  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[2]); return 2; }
+  void (*fn)(void*) = loom_find(dq_table, argv[2])->fn;
   dqargs a;
   a.n = atoll(argv[3]);
   a.src = (const unsigned char*)loom_slurp(argv[5]);
@@ -92,10 +89,7 @@ static const struct { const char* name; void (*fn)(void*); } qmvq_table[] = {
 };
 // usage: prog qmvq FORMAT M K N ROWBYTES GRID W X OUT
 static int qmvq(char** argv) {
-  void (*fn)(void*) = 0;
-  for (size_t i = 0; i < sizeof(qmvq_table) / sizeof(qmvq_table[0]); ++i)
-    if (strcmp(qmvq_table[i].name, argv[2]) == 0) fn = qmvq_table[i].fn;
-  if (!fn) { fprintf(stderr, "no format %s\n", argv[2]); return 2; }
+  void (*fn)(void*) = loom_find(qmvq_table, argv[2])->fn;
   const int M = atoi(argv[3]);
   const long long K = atoll(argv[4]), N = atoll(argv[5]), n = M * K;
   // Scratch as the host lays it out (Q8XBytes): qa, then dx, then sx.
@@ -111,10 +105,7 @@ static int qmvq(char** argv) {
 // usage: prog f32 NAME M K N ROWBYTES GRID THREADS W X OUT: a mat-vec that
 // multiplies in f32 (loom_qmv_*, loom_qmvw_*) from the table Go writes in.
 static int f32mv(char** argv) {
-  void (*fn)(void*) = 0;
-  for (size_t i = 0; i < sizeof(mv_table) / sizeof(mv_table[0]); ++i)
-    if (strcmp(mv_table[i].name, argv[2]) == 0) fn = mv_table[i].fn;
-  if (!fn) { fprintf(stderr, "no kernel %s\n", argv[2]); return 2; }
+  void (*fn)(void*) = loom_find(mv_table, argv[2])->fn;
   mvargs a;
   a.M = atoi(argv[3]); a.K = atoll(argv[4]); a.N = atoll(argv[5]); a.rb = atoll(argv[6]);
   a.w = (const unsigned char*)loom_slurp(argv[9]);
@@ -131,11 +122,9 @@ int main(int argc, char** argv) {
   if (argc == 12 && strcmp(argv[1], "f32") == 0) return f32mv(argv);
   if (argc == 11 && strcmp(argv[1], "qmvq") == 0) return qmvq(argv);
   if (argc != 10) return 2;
-  void (*fn)(void*) = 0;
-  int size = 0;
-  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); ++i)
-    if (strcmp(table[i].name, argv[1]) == 0) fn = table[i].fn, size = table[i].size;
-  if (!fn) { fprintf(stderr, "no format %s\n", argv[1]); return 2; }
+  const auto* e = loom_find(table, argv[1]);
+  void (*fn)(void*) = e->fn;
+  const int size = e->size;
   qargs a;
   a.K = atoll(argv[2]); a.N = atoll(argv[3]); a.rb = atoll(argv[4]); a.path = atoi(argv[5]);
   a.w = (const unsigned char*)loom_slurp(argv[7]);
@@ -160,18 +149,19 @@ func quantEmuSource() (string, error) {
 		return "", fmt.Errorf("quant.hip declares no qf_shared")
 	}
 	// A wrapper and a table row for every dequantization entry.
-	var dq, rows strings.Builder
+	var dq strings.Builder
+	var names []string
 	dq.WriteString("struct dqargs { const unsigned char* src; void* y; long long n; };\n")
 	for _, e := range dequantEntries() {
 		ct := map[dtype.DType]string{dtype.F32: "float", dtype.F16: "unsigned short", dtype.BF16: "unsigned short"}[e.out]
 		fmt.Fprintf(&dq, "static void dq_%s(void* p) { dqargs* a = (dqargs*)p; %s(a->src, (%s*)a->y, a->n); }\n", e.name, e.name, ct)
-		fmt.Fprintf(&rows, "  {\"%s\", dq_%s},\n", e.name, e.name)
+		names = append(names, e.name)
 	}
-	fmt.Fprintf(&dq, "static const struct { const char* name; void (*fn)(void*); } dq_table[] = {\n%s};\n", rows.String())
+	dq.WriteString(emuTable("dq_table", "dq_", names))
 	// And for every mat-vec that multiplies in f32, with f32 activations:
 	// the byte-wise kernels take (w, x, y, M, K, N, ldx, ldy), the
 	// word-load ones rowBytes before ldx.
-	rows.Reset()
+	names = nil
 	dq.WriteString("struct mvargs { const unsigned char* w; const float* x; float* y; int M; long long K, N, rb; };\n")
 	for _, e := range f32MatVecs() {
 		call := "a->w, a->x, a->y, a->M, a->K, a->N, a->K, a->N"
@@ -179,9 +169,9 @@ func quantEmuSource() (string, error) {
 			call = "a->w, a->x, a->y, a->M, a->K, a->N, a->rb, a->K, a->N"
 		}
 		fmt.Fprintf(&dq, "static void mv_%s(void* p) { mvargs* a = (mvargs*)p; %s(%s); }\n", e.name, e.name, call)
-		fmt.Fprintf(&rows, "  {\"%s\", mv_%s},\n", e.name, e.name)
+		names = append(names, e.name)
 	}
-	fmt.Fprintf(&dq, "static const struct { const char* name; void (*fn)(void*); } mv_table[] = {\n%s};\n", rows.String())
+	dq.WriteString(emuTable("mv_table", "mv_", names))
 	return hostemu.Shim + codegen.PreludeFor(emuTarget, quantHIP) + body +
 		hostemu.Helpers + strings.Replace(quantEmuMain, "/*DQ_TABLE*/", dq.String(), 1), nil
 }

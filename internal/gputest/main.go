@@ -193,11 +193,14 @@ func (p *pkgRun) name() string {
 	return p.dir + " [" + p.shard + "]"
 }
 
+// notWord matches what a shard's log name replaces with _.
+var notWord = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
 // logName is the run's log file.
 func (p *pkgRun) logName() string {
 	n := strings.TrimSuffix(p.bin, ".test")
 	if p.shard != "" {
-		n += "." + regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(p.shard, "_")
+		n += "." + notWord.ReplaceAllString(p.shard, "_")
 	}
 	return n + ".log"
 }

@@ -259,6 +259,15 @@ static void* loom_poisoned(size_t n) {
   memset(p, 0xA5, n);
   return p;
 }
+// loom_find(table, key): the row of a table of {name, …} rows whose name
+// is key; a message and exit status 2 where there is none.
+template <class T, size_t N>
+static const T* loom_find(const T (&table)[N], const char* key) {
+  for (size_t i = 0; i < N; ++i)
+    if (strcmp(table[i].name, key) == 0) return &table[i];
+  fprintf(stderr, "no entry %s\n", key);
+  exit(2);
+}
 static void loom_write(const char* path, const void* p, size_t n) {
   FILE* f = fopen(path, "wb");
   if (!f || (n && fwrite(p, 1, n, f) != n)) { perror(path); exit(2); }
