@@ -1029,6 +1029,15 @@ LOOM_QMVQ3(q6_k)
 // 0.039 against 0.031, Q4_K 0.021 both — the block-wide barriers cost more
 // than longer runs of bytes save.
 //
+// The first stage of each warp is issued before the kernel waits for the
+// one ahead (loom_grid_defer: the weight is a constant, and the kernel
+// ahead is always loom_q8t, which does not write it), so the weight's
+// first round trip overlaps loom_q8t's 2.7 µs (ncu) instead of following
+// it: W13 with 8 rows, three rounds alternating in one call (session 36,
+// H200), Q4_0 1,721–1,739 GB/s against 1,650–1,696, Q4_K 1,669–1,696
+// against 1,602–1,645, Q8_0 2,024–2,056 against 1,987–2,005 (0.019,
+// 0.020, 0.031 ms).
+//
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
 // gfx90a and later; none of that hardware is here to test a port on.)
@@ -1222,7 +1231,12 @@ struct qt_q4_k {
 // for odd r; the high nibble for r ≥ 2), qh bits 2r of byte 32hf + l, and
 // scale 8hf + 2r + l/16: one scale per 16 weights, so a k16 MMA each.
 // (Not staged: 210 bytes make 16-byte units only 8 super-blocks at a time,
-// 27 KB a warp.)
+// 27 KB a warp. Tried and taken back (session 36, H200, three rounds
+// alternating in one call): a super-block a stage, each row's 53 aligned
+// 4-byte words copied with 4-byte cp.async at the span's offset mod 4,
+// 6.8 KB a warp: W13 with 8 rows 0.037–0.038 ms against 0.033 read from
+// global memory — 27 copies a lane a stage cost more than the eight-line
+// fragment loads they replaced.)
 struct qt_q6_k {
   static const int STEP = 256, BYTES = 210, U = 0;
   static LOOM_DEV float scale(const unsigned int* sw, int k) {
@@ -1309,6 +1323,9 @@ LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __re
       qmvt_commit();
     };
     if (p0 < p1) issue(p0, 0);
+    // The weight is a constant the kernel ahead (loom_q8t) does not write:
+    // its first stage is in flight before the wait (loom_grid_defer).
+    loom_grid_entry();
     for (long long p = p0; p < p1; ++p) {
       const int k = (int)((p - p0) & 1);
       if (p + 1 < p1) {
@@ -1325,6 +1342,7 @@ LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __re
       __syncwarp();
     }
   } else {
+    loom_grid_entry();
     const unsigned char* w0 = w + min(n0 + g, N - 1) * rowBytes;
     const unsigned char* w1 = w + min(n0 + g + 8, N - 1) * rowBytes;
     const long long s0 = steps * warp / QMVT_WARPS, s1 = steps * (warp + 1) / QMVT_WARPS;
@@ -1351,7 +1369,7 @@ LOOM_DEV void qmvt(const unsigned char* __restrict__ w, const unsigned int* __re
       NAME(const unsigned char* __restrict__ w, const unsigned int* __restrict__ qt,                   \
            const float* __restrict__ dt, const float* __restrict__ st, X::T* __restrict__ y, int M,     \
            long long K, long long N, long long rowBytes, long long ldy) {                              \
-    loom_grid_entry();                                                                                 \
+    loom_grid_defer();                                                                                 \
     qmvt<qt_##FMT, X>(w, qt, dt, st, y, M, K, N, rowBytes, ldy);                                       \
   }
 #define LOOM_QMVT3(FMT)                                \

@@ -54,7 +54,9 @@ func (d *Device) CanLaunchDep() bool { return d.launchDep }
 // LaunchDep is Launch with programmatic dependence on the stream's previous
 // kernel, where the device has it (CanLaunchDep). f must begin with
 // codegen's loom_grid_entry(), before any memory access: a kernel without
-// the wait could read what the kernel ahead has not yet written.
+// the wait could read what the kernel ahead has not yet written. (The
+// exception, codegen's loom_grid_defer: a kernel that reads a constant the
+// kernel ahead does not write before it waits.)
 func (d *Device) LaunchDep(f Function, grid, block [3]uint32, sharedMem uint32, s Stream, args *Args) error {
 	return d.launch("LaunchDep", d.launchDep, f, grid, block, sharedMem, s, args)
 }
