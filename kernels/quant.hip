@@ -614,6 +614,11 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 // narrowed without the per-pair NaN test (QdwBF16::store8f). W13d-q4_k,
 // three rounds alternating in one call: 0.045 ms, 79–80% of copy, against
 // 0.054, 66%; the prefill product W13p-q4_k 0.137 against 0.146 ms.
+// Tried and taken back (session 36, three rounds alternating in one call):
+// 8 super-blocks a warp instead of 4 (more loads in flight a lane, half
+// the blocks): 0.048–0.049 ms, 74% of copy; streaming stores
+// (st.global.cs) of the outputs: 0.046 ms, 77%. The prefill product
+// followed each (0.139–0.140 and 0.138–0.139 against 0.137 ms).
 template <class O>
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long sbs = n / 256;
