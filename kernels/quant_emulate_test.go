@@ -499,6 +499,12 @@ func TestEmulateDequant(t *testing.T) {
 			if e.f == quant.Q4_K && count > 1024 {
 				specialQ4KHeaders(raw)
 			}
+			if e.f == quant.Q6_K && count > 1024 {
+				specialQ6KScales(raw)
+			}
+			if e.f == quant.Q4_0 && count > 1024 {
+				specialScales(raw, 18, 0)
+			}
 			var spec *tensor.Tensor
 			switch e.out {
 			case dtype.F32:
@@ -584,6 +590,24 @@ func TestEmulateQMVF32(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// specialQ6KScales gives super-blocks 1–4 of Q6_K data a d that is not
+// finite or zero (+Inf, NaN, −Inf, −0; super-block 1 with a zero scale
+// too, so Inf·0), so that outputs are ±Inf, NaN and ±0: the word-load
+// kernel's narrowing without a NaN test must not take them, and zeros
+// keep their signs.
+func specialQ6KScales(raw []byte) {
+	specialScales(raw, 210, 208)
+	raw[210+192] = 0
+}
+
+// specialScales sets the f16 scale at byte at of blocks 1–4 (of size bytes)
+// to +Inf, NaN, −Inf and −0.
+func specialScales(raw []byte, size, at int) {
+	for i, d := range []uint16{0x7C00, 0x7E00, 0xFC00, 0x8000} {
+		binary.LittleEndian.PutUint16(raw[(i+1)*size+at:], d)
 	}
 }
 

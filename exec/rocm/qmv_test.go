@@ -282,7 +282,7 @@ func randomQuantized(t *testing.T, r *rand.Rand, f quant.Type, n, k int) *tensor
 	return raw
 }
 
-// TestGPUDequantWord: the word-load Q4_K dequantization (loom_dequantw_*)
+// TestGPUDequantWord: the word-load Q4_K and Q6_K dequantizations (loom_dequantw_*)
 // and the other formats' 8-a-thread one (loom_dequant8_*) give the
 // byte-wise kernels' bits (and so the CPU twins', which the conformance
 // suite checks the byte-wise kernels against) for every output type, over
@@ -309,6 +309,21 @@ func TestGPUDequantWord(t *testing.T) {
 						for i, h := range [][2]uint16{{0x7C00, 0x3C00}, {0x3C00, 0x7E00}, {0xFC00, 0x7C00}, {0, 0x7C00}} {
 							binary.LittleEndian.PutUint16(sb[(2*i+1)*144:], h[0])
 							binary.LittleEndian.PutUint16(sb[(2*i+1)*144+2:], h[1])
+						}
+					}
+					if (f == quant.Q6_K || f == quant.Q4_0) && c.n > 1 {
+						// Blocks whose d is ±Inf, NaN or −0, and for Q6_K one
+						// with a zero scale too (Inf·0).
+						size, at := 18, 0
+						if f == quant.Q6_K {
+							size, at = 210, 208
+						}
+						sb := raw.Bytes()
+						for i, d := range []uint16{0x7C00, 0x7E00, 0xFC00, 0x8000} {
+							binary.LittleEndian.PutUint16(sb[(2*i+1)*size+at:], d)
+						}
+						if f == quant.Q6_K {
+							sb[210+192] = 0
 						}
 					}
 					g := graph.New()
