@@ -63,13 +63,13 @@ func DequantEntry(t quant.Type, out dtype.DType) (string, error) {
 }
 
 // DequantWordEntry names the word-load dequantization of t to out
-// (quant.hip's loom_dequantw_*: Q4_0, Q4_K and Q6_K, a group of 32
+// (quant.hip's loom_dequantw_*: Q4_0, Q8_0, Q4_K and Q6_K, a group of 32
 // threads 1024 outputs, 32 a thread; the source and the output 16-byte
 // aligned and the count a multiple of 256), and reports whether there is
 // one.
 func DequantWordEntry(t quant.Type, out dtype.DType) (string, bool) {
 	o, ok := halfName(out)
-	if t != quant.Q4_0 && t != quant.Q4_K && t != quant.Q6_K || !ok {
+	if t != quant.Q4_0 && t != quant.Q8_0 && t != quant.Q4_K && t != quant.Q6_K || !ok {
 		return "", false
 	}
 	q, _ := quantName(t)

@@ -670,10 +670,8 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
 // super-block, and whose scale (byte 192 + 8h + l/16 + 2r) is one. A
 // super-block is 210 bytes, so every other one lies 2 bytes off a 4-byte
 // boundary: each 8-byte run is read as the 3 aligned words from the
-// boundary at or below it and shifted by its misalignment (the words stay
-// in the data: they end by byte 196 of the super-block, and begin at most
-// 2 bytes before it only where it lies 2 bytes off, behind another; the
-// host passes 16-byte aligned data). The
+// boundary at or below it and shifted by its misalignment (qdw_run8: every
+// word read holds a byte of the run). The
 // arithmetic is dq_q6_k's, d·sc first, then times q − 32 (exact as a
 // float), so the results are bit-identical; with d finite every output is
 // (at most 65504·128·32 in magnitude) and is narrowed without the NaN
@@ -681,10 +679,13 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
 // single bytes (five loads an output). H200, W13d-q6_k, three rounds
 // alternating in one call (session 36): 0.052 ms, 76% of copy, against
 // 0.071–0.072, 55%.
+// qdw_run8(p, lo, hi): the 8 bytes at p (2-byte aligned) as two words,
+// from the aligned words that hold them (a third only where p lies off a
+// 4-byte boundary: every word read holds a byte of the run).
 LOOM_DEV void qdw_run8(const unsigned char* p, unsigned int* lo, unsigned int* hi) {
   const unsigned long long a = (unsigned long long)p;
   const unsigned int* w = reinterpret_cast<const unsigned int*>(a & ~3ull);
-  const unsigned int s = 8u * (unsigned int)(a & 3ull), w0 = w[0], w1 = w[1], w2 = w[2];
+  const unsigned int s = 8u * (unsigned int)(a & 3ull), w0 = w[0], w1 = w[1], w2 = w[s ? 2 : 1];
   *lo = (unsigned int)((((unsigned long long)w1 << 32) | w0) >> s);
   *hi = (unsigned int)((((unsigned long long)w2 << 32) | w1) >> s);
 }
@@ -728,10 +729,8 @@ LOOM_DEV void qdw_q6_k(const unsigned char* __restrict__ src, typename O::T* __r
 // qdw_q4_0: Q4_0 the same way (loom_dequantw_q4_0_<out>): a group of 32
 // threads takes 4 runs of 8 blocks (1024 outputs) at a time, thread i
 // outputs 8i … 8i + 7 of each run: block i/4, the low (i mod 4 < 2) or
-// high nibbles of its quant bytes 8(i mod 2) … + 7, read as qdw_run8's 3
-// aligned words (the 18-byte blocks lie 2 bytes off a 4-byte boundary
-// every other time; the last word may hold the next block's first 2
-// bytes, or, after the last block, bytes of the same aligned word). dq_q4_0's
+// high nibbles of its quant bytes 8(i mod 2) … + 7, read by qdw_run8 (the
+// 18-byte blocks lie 2 bytes off a 4-byte boundary every other time). dq_q4_0's
 // arithmetic: (q − 8)·d, q − 8 exact as a float. The loom_dequant8
 // kernel it replaces read a byte an output. H200, W13d-q4_0 (14336 × 4096
 // to bf16), three rounds alternating in one call (session 36): 0.043 ms,
@@ -768,6 +767,43 @@ LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __r
     }
   }
 }
+// qdw_q8_0: Q8_0 the same way (loom_dequantw_q8_0_<out>): thread i of a
+// group outputs 8i … 8i + 7 of each run of 8 blocks, block i/4's quants
+// 8(i mod 4) … + 7 (qdw_run8: the 34-byte blocks lie 2 bytes off a
+// 4-byte boundary every other time), each signed byte a float as
+// qmvw_f(q ^ 128) − 128 (exact); dq_q8_0's arithmetic q·d.
+template <class O>
+LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+  const long long runs = n / 256;
+  const int lane = threadIdx.x & 31, blk = lane >> 2, off = 2 + 8 * (lane & 3);
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 4; s0 < runs; s0 += 4 * warps) {
+    unsigned int Q[4][2], D[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned char* b = src + 34 * (8 * min(s0 + k, runs - 1) + blk);
+      qdw_run8(b + off, &Q[k][0], &Q[k][1]);
+      D[k] = qmvw_u16(b);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (s0 + k >= runs) break;
+      const float d = loom_f16_to_f32((unsigned short)D[k]);
+      float v[8];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const unsigned int q = Q[k][j] ^ 0x80808080u;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[4 * j + i] = (qmvw_f((q >> (8 * i)) & 255u) - 128.f) * d;
+      }
+      typename O::T* out = y + 256 * (s0 + k) + 8 * lane;
+      if ((D[k] & 0x7C00u) != 0x7C00u) // d finite
+        O::store8f(out, v);
+      else
+        O::store8(out, v);
+    }
+  }
+}
 #ifndef QMVF_FUSED
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF32>(src, y, n);
@@ -786,6 +822,15 @@ extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f16(const u
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_0<QdwBF16>(src, y, n);
+}
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
+  qdw_q8_0<QdwF32>(src, y, n);
+}
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+  qdw_q8_0<QdwF16>(src, y, n);
+}
+extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+  qdw_q8_0<QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q6_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q6_k<QdwF32>(src, y, n);

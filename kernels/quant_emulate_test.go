@@ -505,6 +505,9 @@ func TestEmulateDequant(t *testing.T) {
 			if e.f == quant.Q4_0 && count > 1024 {
 				specialScales(raw, 18, 0)
 			}
+			if e.f == quant.Q8_0 && count > 1024 {
+				specialScales(raw, 34, 0)
+			}
 			var spec *tensor.Tensor
 			switch e.out {
 			case dtype.F32:

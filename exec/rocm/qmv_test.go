@@ -311,12 +311,15 @@ func TestGPUDequantWord(t *testing.T) {
 							binary.LittleEndian.PutUint16(sb[(2*i+1)*144+2:], h[1])
 						}
 					}
-					if (f == quant.Q6_K || f == quant.Q4_0) && c.n > 1 {
+					if (f == quant.Q6_K || f == quant.Q4_0 || f == quant.Q8_0) && c.n > 1 {
 						// Blocks whose d is ±Inf, NaN or −0, and for Q6_K one
 						// with a zero scale too (Inf·0).
 						size, at := 18, 0
-						if f == quant.Q6_K {
+						switch f {
+						case quant.Q6_K:
 							size, at = 210, 208
+						case quant.Q8_0:
+							size = 34
 						}
 						sb := raw.Bytes()
 						for i, d := range []uint16{0x7C00, 0x7E00, 0xFC00, 0x8000} {
