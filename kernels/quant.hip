@@ -771,7 +771,9 @@ LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __r
 // group outputs 8i … 8i + 7 of each run of 8 blocks, block i/4's quants
 // 8(i mod 4) … + 7 (qdw_run8: the 34-byte blocks lie 2 bytes off a
 // 4-byte boundary every other time), each signed byte a float as
-// qmvw_f(q ^ 128) − 128 (exact); dq_q8_0's arithmetic q·d.
+// qmvw_f(q ^ 128) − 128 (exact); dq_q8_0's arithmetic q·d. H200,
+// W13d-q8_0, two rounds alternating in one call (session 36): 0.050 ms,
+// 86–87% of copy, against loom_dequant8's 0.054, 80%.
 template <class O>
 LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long runs = n / 256;
