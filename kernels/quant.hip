@@ -619,6 +619,12 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 // the blocks): 0.048–0.049 ms, 74% of copy; streaming stores
 // (st.global.cs) of the outputs: 0.046 ms, 77%. The prefill product
 // followed each (0.139–0.140 and 0.138–0.139 against 0.137 ms).
+// ncu (session 36, W13d, bf16): this kernel takes 60 registers a thread,
+// so 4 blocks of 256 fit a multiprocessor and 43% of its warps are
+// active, DRAM 59% of peak; qdw_b32's Q4_0 takes 32 (8 blocks, 82%
+// active, DRAM 65%, 83–84% of copy against this one's 79%). Fewer live
+// registers here (the four 16-byte headers held across the loads) is the
+// next thing to try for the prefill product.
 template <class O>
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long sbs = n / 256;
@@ -726,25 +732,40 @@ LOOM_DEV void qdw_q6_k(const unsigned char* __restrict__ src, typename O::T* __r
     }
   }
 }
-// qdw_q4_0: Q4_0 the same way (loom_dequantw_q4_0_<out>): a group of 32
-// threads takes 4 runs of 8 blocks (1024 outputs) at a time, thread i
-// outputs 8i … 8i + 7 of each run: block i/4, the low (i mod 4 < 2) or
-// high nibbles of its quant bytes 8(i mod 2) … + 7, read by qdw_run8 (the
-// 18-byte blocks lie 2 bytes off a 4-byte boundary every other time). dq_q4_0's
-// arithmetic: (q − 8)·d, q − 8 exact as a float. The loom_dequant8
-// kernel it replaces read a byte an output. H200, W13d-q4_0 (14336 × 4096
-// to bf16), three rounds alternating in one call (session 36): 0.043 ms,
-// 83–84% of copy, against 0.050, 70–71%.
-template <class O>
-LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+// qdw_b32<F, O>: Q4_0 and Q8_0 the same way (loom_dequantw_q4_0_<out>,
+// loom_dequantw_q8_0_<out>): a group of 32 threads takes 4 runs of 8
+// blocks (1024 outputs) at a time, thread i outputs 8i … 8i + 7 of each
+// run: block i/4's 8 quant bytes at F::off(i), read by qdw_run8 (the 18-
+// and 34-byte blocks lie 2 bytes off a 4-byte boundary every other time)
+// and made 4 bytes a word by F::bytes, each then a float as qmvw_f(b) −
+// F::BIAS, exact: the byte-wise kernels' arithmetic, (q − 8)·d for Q4_0
+// (its low nibbles for i mod 4 < 2, high ones after) and q·d for Q8_0 (a
+// signed byte q biased by 128). The loom_dequant8 kernels they replace
+// read a byte an output. H200, alternating in one call (session 36), to
+// bf16: W13d-q4_0 0.043 ms, 83–84% of copy, against 0.050, 70–71%;
+// W13d-q8_0 0.050 ms, 86–87%, against 0.054, 80%.
+struct qdw_f_q4_0 {
+  static const int BYTES = 18;
+  static constexpr float BIAS = 8.f;
+  static LOOM_DEV int off(int i) { return 2 + 8 * (i & 1); }
+  static LOOM_DEV unsigned int bytes(unsigned int w, int i) { return (w >> (4 * ((i >> 1) & 1))) & 0x0F0F0F0Fu; }
+};
+struct qdw_f_q8_0 {
+  static const int BYTES = 34;
+  static constexpr float BIAS = 128.f;
+  static LOOM_DEV int off(int i) { return 2 + 8 * (i & 3); }
+  static LOOM_DEV unsigned int bytes(unsigned int w, int) { return w ^ 0x80808080u; }
+};
+template <class F, class O>
+LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long runs = n / 256;
-  const int lane = threadIdx.x & 31, blk = lane >> 2, off = 2 + 8 * (lane & 1), nib = 4 * ((lane >> 1) & 1);
+  const int lane = threadIdx.x & 31, blk = lane >> 2, off = F::off(lane);
   const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
   for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 4; s0 < runs; s0 += 4 * warps) {
     unsigned int Q[4][2], D[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const unsigned char* b = src + 18 * (8 * min(s0 + k, runs - 1) + blk);
+      const unsigned char* b = src + F::BYTES * (8 * min(s0 + k, runs - 1) + blk);
       qdw_run8(b + off, &Q[k][0], &Q[k][1]);
       D[k] = qmvw_u16(b);
     }
@@ -755,51 +776,12 @@ LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __r
       float v[8];
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const unsigned int q = (Q[k][j] >> nib) & 0x0F0F0F0Fu;
+        const unsigned int q = F::bytes(Q[k][j], lane);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[4 * j + i] = (qmvw_f((q >> (8 * i)) & 255u) - 8.f) * d;
+        for (int i = 0; i < 4; ++i) v[4 * j + i] = (qmvw_f((q >> (8 * i)) & 255u) - F::BIAS) * d;
       }
       typename O::T* out = y + 256 * (s0 + k) + 8 * lane;
-      if ((D[k] & 0x7C00u) != 0x7C00u) // d finite
-        O::store8f(out, v);
-      else
-        O::store8(out, v);
-    }
-  }
-}
-// qdw_q8_0: Q8_0 the same way (loom_dequantw_q8_0_<out>): thread i of a
-// group outputs 8i … 8i + 7 of each run of 8 blocks, block i/4's quants
-// 8(i mod 4) … + 7 (qdw_run8: the 34-byte blocks lie 2 bytes off a
-// 4-byte boundary every other time), each signed byte a float as
-// qmvw_f(q ^ 128) − 128 (exact); dq_q8_0's arithmetic q·d. H200,
-// W13d-q8_0, two rounds alternating in one call (session 36): 0.050 ms,
-// 86–87% of copy, against loom_dequant8's 0.054, 80%.
-template <class O>
-LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
-  const long long runs = n / 256;
-  const int lane = threadIdx.x & 31, blk = lane >> 2, off = 2 + 8 * (lane & 3);
-  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-  for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 4; s0 < runs; s0 += 4 * warps) {
-    unsigned int Q[4][2], D[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const unsigned char* b = src + 34 * (8 * min(s0 + k, runs - 1) + blk);
-      qdw_run8(b + off, &Q[k][0], &Q[k][1]);
-      D[k] = qmvw_u16(b);
-    }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      if (s0 + k >= runs) break;
-      const float d = loom_f16_to_f32((unsigned short)D[k]);
-      float v[8];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const unsigned int q = Q[k][j] ^ 0x80808080u;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v[4 * j + i] = (qmvw_f((q >> (8 * i)) & 255u) - 128.f) * d;
-      }
-      typename O::T* out = y + 256 * (s0 + k) + 8 * lane;
-      if ((D[k] & 0x7C00u) != 0x7C00u) // d finite
+      if ((D[k] & 0x7C00u) != 0x7C00u) // d finite: so is every output
         O::store8f(out, v);
       else
         O::store8(out, v);
@@ -817,22 +799,22 @@ extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const 
   qdw_q4_k<QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_0<QdwF32>(src, y, n);
+  qdw_b32<qdw_f_q4_0, QdwF32>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_0<QdwF16>(src, y, n);
+  qdw_b32<qdw_f_q4_0, QdwF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_0<QdwBF16>(src, y, n);
+  qdw_b32<qdw_f_q4_0, QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q8_0<QdwF32>(src, y, n);
+  qdw_b32<qdw_f_q8_0, QdwF32>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q8_0<QdwF16>(src, y, n);
+  qdw_b32<qdw_f_q8_0, QdwF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q8_0<QdwBF16>(src, y, n);
+  qdw_b32<qdw_f_q8_0, QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q6_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q6_k<QdwF32>(src, y, n);
