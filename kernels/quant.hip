@@ -677,11 +677,10 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
 // super-block is 210 bytes, so every other one lies 2 bytes off a 4-byte
 // boundary: each 8-byte run is read as the 3 aligned words from the
 // boundary at or below it and shifted by its misalignment (qdw_run8: every
-// word read holds a byte of the run). The
-// arithmetic is dq_q6_k's, d·sc first, then times q − 32 (exact as a
-// float), so the results are bit-identical; with d finite every output is
-// (at most 65504·128·32 in magnitude) and is narrowed without the NaN
-// test. The loom_dequant8 kernel it replaces decoded every output from
+// word read holds a byte of the run). The arithmetic is dq_q6_k's, d·sc
+// first, then times q − 32 (exact as a float), so the results are
+// bit-identical; with d finite every output is (at most 65504·128·32 in
+// magnitude) and is narrowed without the NaN test. The loom_dequant8 kernel it replaces decoded every output from
 // single bytes (five loads an output). H200, W13d-q6_k, three rounds
 // alternating in one call (session 36): 0.052 ms, 76% of copy, against
 // 0.071–0.072, 55%.
