@@ -30,6 +30,12 @@ var Dense = []Workload{
 	{ID: "W13m8-q4_k", Desc: "8-row decode mat-vec, W in Q4_K", Build: w13(quant.Q4_K, 8)},
 	{ID: "W13m8-q6_k", Desc: "8-row decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 8)},
 	{ID: "W13m8-q8_0", Desc: "8-row decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 8)},
+	{ID: "W13x4-q4_0", Desc: "decode mat-vec with 4× W13's rows (W [57344, 4096] in Q4_0): beside W13, what a launch costs apart from the bytes it streams", Build: w13rows(quant.Q4_0, 1, 4*14336)},
+	{ID: "W13x4-q4_k", Desc: "decode mat-vec with 4× W13's rows, W in Q4_K", Build: w13rows(quant.Q4_K, 1, 4*14336)},
+	{ID: "W13x4-q6_k", Desc: "decode mat-vec with 4× W13's rows, W in Q6_K", Build: w13rows(quant.Q6_K, 1, 4*14336)},
+	{ID: "W13x4-q8_0", Desc: "decode mat-vec with 4× W13's rows, W in Q8_0", Build: w13rows(quant.Q8_0, 1, 4*14336)},
+	{ID: "W13x4m8-q4_0", Desc: "8-row decode mat-vec with 4× W13's rows, W in Q4_0", Build: w13rows(quant.Q4_0, 8, 4*14336)},
+	{ID: "W13x4m8-q4_k", Desc: "8-row decode mat-vec with 4× W13's rows, W in Q4_K", Build: w13rows(quant.Q4_K, 8, 4*14336)},
 	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13p-bf16", Desc: "prefill x[512,4096] · W[4096,14336], both bf16: the GEMM W13p-q4_k is held to (≥ 70% of its TFLOP/s)", Build: w13pbf16, Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K)},
@@ -120,10 +126,15 @@ func BlockMM(s BlockSize) (*graph.Graph, error) {
 // w13 is the quantized decode (m = 1) or prefill product of issue 14's W13:
 // x [m, 4096] bf16 · Wᵀ with W [14336, 4096] in format f. The weight is the
 // input "wq_<format>", which Inputs fills with valid quantized rows.
-func w13(f quant.Type, m int) func(Size) (*graph.Graph, error) {
+func w13(f quant.Type, m int) func(Size) (*graph.Graph, error) { return w13rows(f, m, 14336) }
+
+// w13rows is w13 with W [rows, 4096]. Timing the same product over 4× the
+// rows separates a launch's fixed cost from its streaming rate: with t(n)
+// = a + b·n, a = (4·t(1) − t(4))/3.
+func w13rows(f quant.Type, m, rows int) func(Size) (*graph.Graph, error) {
 	return func(Size) (*graph.Graph, error) {
 		g := graph.New()
-		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
+		w, err := g.QInput("wq_"+f.String(), f, rows, 4096)
 		if err != nil {
 			return nil, err
 		}
