@@ -499,14 +499,8 @@ func TestEmulateDequant(t *testing.T) {
 			if e.f == quant.Q4_K && count > 1024 {
 				specialQ4KHeaders(raw)
 			}
-			if e.f == quant.Q6_K && count > 1024 {
-				specialQ6KScales(raw)
-			}
-			if e.f == quant.Q4_0 && count > 1024 {
-				specialScales(raw, 18, 0)
-			}
-			if e.f == quant.Q8_0 && count > 1024 {
-				specialScales(raw, 34, 0)
+			if (e.f == quant.Q4_0 || e.f == quant.Q8_0 || e.f == quant.Q6_K) && count > 1024 {
+				specialScales(e.f, raw)
 			}
 			var spec *tensor.Tensor
 			switch e.out {
@@ -596,21 +590,23 @@ func TestEmulateQMVF32(t *testing.T) {
 	}
 }
 
-// specialQ6KScales gives super-blocks 1–4 of Q6_K data a d that is not
-// finite or zero (+Inf, NaN, −Inf, −0; super-block 1 with a zero scale
-// too, so Inf·0), so that outputs are ±Inf, NaN and ±0: the word-load
-// kernel's narrowing without a NaN test must not take them, and zeros
-// keep their signs.
-func specialQ6KScales(raw []byte) {
-	specialScales(raw, 210, 208)
-	raw[210+192] = 0
-}
-
-// specialScales sets the f16 scale at byte at of blocks 1–4 (of size bytes)
-// to +Inf, NaN, −Inf and −0.
-func specialScales(raw []byte, size, at int) {
+// specialScales gives blocks 1–4 of Q4_0, Q8_0 or Q6_K data (format f) a
+// d that is not finite or zero (+Inf, NaN, −Inf, −0; for Q6_K super-block
+// 1 a zero scale too, so Inf·0), so that outputs are ±Inf, NaN and ±0: the
+// word-load kernels' narrowing without a NaN test must not take them, and
+// zeros keep their signs. d is a block's first 2 bytes, a Q6_K
+// super-block's last 2.
+func specialScales(f quant.Type, raw []byte) {
+	tr, _ := f.Traits()
+	at := 0
+	if f == quant.Q6_K {
+		at = tr.Size - 2
+	}
 	for i, d := range []uint16{0x7C00, 0x7E00, 0xFC00, 0x8000} {
-		binary.LittleEndian.PutUint16(raw[(i+1)*size+at:], d)
+		binary.LittleEndian.PutUint16(raw[(i+1)*tr.Size+at:], d)
+	}
+	if f == quant.Q6_K {
+		raw[tr.Size+192] = 0
 	}
 }
 

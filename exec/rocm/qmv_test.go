@@ -167,13 +167,7 @@ func TestGPUQMVQ8(t *testing.T) {
 							xv[(c.m-1)*c.k+i] = 0
 						}
 						xt, _ := tensor.FromFloat64s(dt, xv, c.m, c.k)
-						g := graph.New()
-						q, _ := g.QInput("w", f, c.n, c.k)
-						g.Output("y", g.Input("x", dt, c.m, c.k).QMatmul(q))
-						p, err := g.Compile(graph.Options{})
-						if err != nil {
-							t.Fatal(err)
-						}
+						p := qmatmulProgram(t, f, dt, c.m, c.n, c.k)
 						q0, f0, t0 := qmvQ8Launches.Load(), qmvFLaunches.Load(), qmvTLaunches.Load()
 						out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
 						if err != nil {
@@ -314,19 +308,17 @@ func TestGPUDequantWord(t *testing.T) {
 					if (f == quant.Q6_K || f == quant.Q4_0 || f == quant.Q8_0) && c.n > 1 {
 						// Blocks whose d is ±Inf, NaN or −0, and for Q6_K one
 						// with a zero scale too (Inf·0).
-						size, at := 18, 0
-						switch f {
-						case quant.Q6_K:
-							size, at = 210, 208
-						case quant.Q8_0:
-							size = 34
+						tr, _ := f.Traits()
+						size, at := tr.Size, 0 // d: a block's first 2 bytes, a Q6_K super-block's last 2
+						if f == quant.Q6_K {
+							at = size - 2
 						}
 						sb := raw.Bytes()
 						for i, d := range []uint16{0x7C00, 0x7E00, 0xFC00, 0x8000} {
 							binary.LittleEndian.PutUint16(sb[(2*i+1)*size+at:], d)
 						}
 						if f == quant.Q6_K {
-							sb[210+192] = 0
+							sb[size+192] = 0
 						}
 					}
 					g := graph.New()
@@ -364,4 +356,18 @@ func TestGPUDequantWord(t *testing.T) {
 			}
 		}
 	}
+}
+
+// qmatmulProgram compiles y = x · Wᵀ for inputs x [m, k] of dtype dt and
+// w [n, k] in format f.
+func qmatmulProgram(t *testing.T, f quant.Type, dt dtype.DType, m, n, k int) *graph.Program {
+	t.Helper()
+	g := graph.New()
+	q, _ := g.QInput("w", f, n, k)
+	g.Output("y", g.Input("x", dt, m, k).QMatmul(q))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
-	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -39,13 +38,7 @@ func TestGPUQPrefillChunks(t *testing.T) {
 						xv[i] = r.Float64()*2 - 1
 					}
 					xt, _ := tensor.FromFloat64s(dt, xv, c.m, c.k)
-					g := graph.New()
-					q, _ := g.QInput("w", f, c.n, c.k)
-					g.Output("y", g.Input("x", dt, c.m, c.k).QMatmul(q))
-					p, err := g.Compile(graph.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
+					p := qmatmulProgram(t, f, dt, c.m, c.n, c.k)
 					out, err := p.Run(context.Background(), e, map[string]*tensor.Tensor{"w": raw, "x": xt})
 					if err != nil {
 						t.Fatal(err)
