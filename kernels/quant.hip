@@ -633,6 +633,16 @@ template <class O>
 #ifndef QDW_Q4K_SB
 #define QDW_Q4K_SB 2
 #endif
+// and at least QDW_Q4K_MINB blocks of 256 a multiprocessor (registers
+// capped to fit them).
+#ifndef QDW_Q4K_MINB
+#define QDW_Q4K_MINB 6
+#endif
+#if defined(LOOM_NVIDIA)
+#define QDW_Q4K_BOUNDS __launch_bounds__(256, QDW_Q4K_MINB)
+#else
+#define QDW_Q4K_BOUNDS __launch_bounds__(256)
+#endif
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
@@ -796,13 +806,13 @@ LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __re
   }
 }
 #ifndef QMVF_FUSED
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF32>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF16>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
