@@ -626,6 +626,23 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 // registers here (the four 16-byte headers held across the loads) is the
 // next thing to try for the prefill product.
 template <class O>
+// WIP (session 36, not measured): QDW_Q4K_SB super-blocks a warp at a
+// time (the host still launches a thread per 32 outputs; the grid-stride
+// loop takes the rest), 2 instead of 4 to halve the headers' live
+// registers (ncu: 60 a thread, 4 blocks a multiprocessor).
+#ifndef QDW_Q4K_SB
+#define QDW_Q4K_SB 2
+#endif
+// and at least QDW_Q4K_MINB blocks of 256 a multiprocessor (registers
+// capped to fit them).
+#ifndef QDW_Q4K_MINB
+#define QDW_Q4K_MINB 6
+#endif
+#if defined(LOOM_NVIDIA)
+#define QDW_Q4K_BOUNDS __launch_bounds__(256, QDW_Q4K_MINB)
+#else
+#define QDW_Q4K_BOUNDS __launch_bounds__(256)
+#endif
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
@@ -636,17 +653,17 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
   const bool hi = s >= 4;
   const int ia = s + 4, ip = s, iq = hi ? s - 4 : 0;
   const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
-  for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 4; s0 < sbs; s0 += 4 * warps) {
-    uint4 hd[4];
-    uint2 qw[4];
+  for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * QDW_Q4K_SB; s0 < sbs; s0 += QDW_Q4K_SB * warps) {
+    uint4 hd[QDW_Q4K_SB];
+    uint2 qw[QDW_Q4K_SB];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < QDW_Q4K_SB; ++k) {
       const unsigned char* b = src + 144 * min(s0 + k, sbs - 1);
       hd[k] = *reinterpret_cast<const uint4*>(b);
       qw[k] = *reinterpret_cast<const uint2*>(b + 16 + 32 * j + l);
     }
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < QDW_Q4K_SB; ++k) {
       if (s0 + k >= sbs) break;
       const float d = loom_f16_to_f32((unsigned short)(hd[k].x & 0xffffu)),
                   dmin = loom_f16_to_f32((unsigned short)(hd[k].x >> 16));
@@ -788,13 +805,13 @@ LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __re
   }
 }
 #ifndef QMVF_FUSED
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF32>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwF16>(src, y, n);
 }
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
+extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
   qdw_q4_k<QdwBF16>(src, y, n);
 }
 extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
