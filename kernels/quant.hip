@@ -619,22 +619,21 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 // the blocks): 0.048–0.049 ms, 74% of copy; streaming stores
 // (st.global.cs) of the outputs: 0.046 ms, 77%. The prefill product
 // followed each (0.139–0.140 and 0.138–0.139 against 0.137 ms).
-// ncu (session 36, W13d, bf16): this kernel takes 60 registers a thread,
-// so 4 blocks of 256 fit a multiprocessor and 43% of its warps are
-// active, DRAM 59% of peak; qdw_b32's Q4_0 takes 32 (8 blocks, 82%
-// active, DRAM 65%, 83–84% of copy against this one's 79%). Fewer live
-// registers here (the four 16-byte headers held across the loads) is the
-// next thing to try for the prefill product.
-template <class O>
-// WIP (session 36, not measured): QDW_Q4K_SB super-blocks a warp at a
-// time (the host still launches a thread per 32 outputs; the grid-stride
-// loop takes the rest), 2 instead of 4 to halve the headers' live
-// registers (ncu: 60 a thread, 4 blocks a multiprocessor).
+// ncu (session 36, W13d, bf16): this kernel took 60 registers a thread
+// with 4 super-blocks a warp at a time, so 4 blocks of 256 fitted a
+// multiprocessor and 43% of its warps were active, DRAM 59% of peak;
+// qdw_b32's Q4_0 takes 32 (8 blocks, 82% active, DRAM 65%). So a warp now
+// takes QDW_Q4K_SB = 2 super-blocks at a time (the host still launches a
+// thread per 32 outputs; the grid-stride loop takes the rest), half the
+// headers live, and on NVIDIA the registers are capped so that
+// QDW_Q4K_MINB = 6 blocks of 256 fit a multiprocessor. H200, three rounds
+// alternating in one call (session 37): W13d-q4_k 0.044 ms, 81–82% of copy,
+// against 0.045–0.046, 79–80%; the prefill product W13p-q4_k 0.135–0.136
+// ms (442–444 TFLOP/s) against 0.136–0.137 (439–442). The 2 super-blocks
+// without the register cap: 79–80%, no better than 4.
 #ifndef QDW_Q4K_SB
 #define QDW_Q4K_SB 2
 #endif
-// and at least QDW_Q4K_MINB blocks of 256 a multiprocessor (registers
-// capped to fit them).
 #ifndef QDW_Q4K_MINB
 #define QDW_Q4K_MINB 6
 #endif
@@ -643,6 +642,7 @@ template <class O>
 #else
 #define QDW_Q4K_BOUNDS __launch_bounds__(256)
 #endif
+template <class O>
 LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
@@ -1212,6 +1212,20 @@ LOOM_QMVQ3(q6_k)
 // H200), Q4_0 1,721–1,739 GB/s against 1,650–1,696, Q4_K 1,669–1,696
 // against 1,602–1,645, Q8_0 2,024–2,056 against 1,987–2,005 (0.019,
 // 0.020, 0.031 ms).
+//
+// Tried and taken back (session 37, H200, three rounds alternating in one
+// call): two stages a warp issued before the wait instead of one (the same
+// two buffers), and three buffers, all three issued before the wait, where
+// they fit 48 KiB (Q4_0, Q4_K): 8 rows Q4_0 0.021 ms both (1,559–1,620
+// GB/s against 1,721–1,727), Q4_K 0.020 and 0.025 against 0.020, Q8_0
+// 0.032 against 0.031 — more of the weight requested while loom_q8t runs
+// slows loom_q8t and the first stages more than it saves (as session 31's
+// L2 prefetches before the wait did the decode step). ncu (same session,
+// W13m8-q4_0): 17.8 µs, DRAM 40% of peak, registers limiting a
+// multiprocessor to 8 blocks (50% theoretical occupancy, 38% achieved),
+// 10.4 cycles between a warp's instructions, a third of them waiting on
+// L1 loads (the activation fragments, which every 16-row tile reads
+// again).
 //
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
@@ -1990,6 +2004,24 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // 44, Q4_K 53 against 55, the others equal; 4 rows a group: Q4_0 64
 // against 57, Q4_K 59 against 55, Q8_0 65 against 71 (the unit path
 // bettered it for all three).
+//
+// Also tried (session 37, H200, two rounds in one call): capping the
+// staged blocks a multiprocessor (fewer groups taking more steps each, so
+// that W13's 7,168 steps would spread more evenly) at 2, 3, 4 and 6: Q4_0
+// 62–64% of copy, Q4_K 62–63%, Q6_K 61–64%, the same as uncapped.
+//
+// Where this leaves the one-row products (session 37, H200, one call):
+// W13 over 4× the rows (W13x4-*) gives t = a + b·bytes, a launch's fixed
+// cost a = 4.8 µs (Q4_0), 5.0 (Q4_K), 6.9 (Q6_K), 7.1 (Q8_0) and a
+// streaming rate of 4,311, 4,257, 4,239 and 4,615 GB/s (copy: 4,196,
+// reads and writes counted). A kernel that only reads the same bytes
+// (scripts/read_floor.py: a Triton program per 32 KB, timed as loom bench
+// times a run) takes 11.7 µs for W13's 33.0 MB (67% of copy), 15.6 for
+// Q6_K's 48.2 MB (73%), 18.5 for Q8_0's 62.4 MB (81%), 31.3 for bf16's
+// 117.4 MB (89%): the launch's ramp and drain, ~4 µs, is most of what
+// holds the one-row products under issue 14's 80%, and Q4_0 and Q4_K
+// (12.4, 12.8 µs) are at 95% and 91% of that reader's time, Q6_K (18.2)
+// at 86%, Q8_0 (20.6) at 90%.
 
 // qu_quantize<X, UV>: qf_quantize with the unit layout above (U = K/UV
 // units, n4 = K/4); sx holds 32-value sums.

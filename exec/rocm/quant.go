@@ -242,6 +242,17 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 	// multiplied piece i. 0.148, 0.60 and 0.158 ms against 0.146 serial:
 	// cuBLAS's GEMM holds every multiprocessor's shared memory, so the
 	// dequantization's blocks waited for it and nothing overlapped.
+	//
+	// Also tried and taken back (session 37, H200, W13p-q4_k, three rounds
+	// alternating in one call, branch wip/qprefill-overlap): the weight's
+	// last ROWS rows dequantized on the whole device and multiplied by
+	// cuBLAS held to the other multiprocessors (cublasSetSmCountTarget),
+	// while a second stream dequantized the first rows on SMS
+	// multiprocessors (blocks of 1024 threads, one a multiprocessor), then
+	// those multiplied on the whole device: ROWS,SMS = 5888,40 0.155–0.156
+	// ms against 0.136–0.137 serial; 5888,24 0.195, 4096,40 0.168, 7168,48
+	// 0.176–0.178. The GEMM held to fewer multiprocessors loses more than
+	// the overlap saves.
 	chunk := max(1, min(N, qmatmulScratch/(int64(K)*size)))
 	if chunk < N && chunk > 64 {
 		chunk -= chunk % 64
