@@ -1225,7 +1225,13 @@ LOOM_QMVQ3(q6_k)
 // multiprocessor to 8 blocks (50% theoretical occupancy, 38% achieved),
 // 10.4 cycles between a warp's instructions, a third of them waiting on
 // L1 loads (the activation fragments, which every 16-row tile reads
-// again).
+// again). So the same session tried blocks of two 16-row tiles (Q4_0,
+// Q4_K, Q6_K; Q8_0's stages would pass 48 KiB), each warp's activation
+// fragments serving both (branch wip/qmvt-rt2; TestGPUQMVQ8 and the
+// suite passed): slower, three rounds alternating in one call — 8 rows
+// Q4_0 0.022 ms against 0.019–0.020, Q4_K 0.025 against 0.020, Q6_K
+// 0.034 against 0.032: half the blocks, each warp's stages twice as long,
+// fewer loads in flight.
 //
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
