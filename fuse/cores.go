@@ -16,8 +16,9 @@ import (
 // reads, and the chain that reads its output element for element becomes
 // its epilogue. A conv's bias and ReLU followed by a max pool is then the
 // conv and one kernel, and the pooled feature map is written once; a
-// decode step's down projection computes silu(gate)·up as it reads its
-// input and adds the residual as it writes, one kernel instead of three.
+// decode step's output and down projections add the residual as they
+// write. Products take no prologue (below: every group of output rows
+// would compute it again), so silu(gate)·up stays a kernel of its own.
 // A quantized product (qmatmul) takes an epilogue the same way: a
 // quantized model's decode step adds its 2 residuals a layer as the
 // one-row mat-vec stores (exec/rocm/quant.go), not in 2 launches of their
