@@ -2026,7 +2026,7 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // Q6_K's 48.2 MB (73%), 18.5 for Q8_0's 62.4 MB (81%), 31.3 for bf16's
 // 117.4 MB (89%): the launch's ramp and drain, ~4 µs, is most of what
 // holds the one-row products under issue 14's 80%, and Q4_0 and Q4_K
-// (12.4, 12.8 µs) are at 95% and 91% of that reader's time, Q6_K (18.2)
+// (12.4, 12.8 µs) are at 94% and 91% of that reader's speed, Q6_K (18.2)
 // at 86%, Q8_0 (20.6) at 90%.
 
 // qu_quantize<X, UV>: qf_quantize with the unit layout above (U = K/UV
