@@ -631,12 +631,8 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 // against 0.045–0.046, 79–80%; the prefill product W13p-q4_k 0.135–0.136
 // ms (442–444 TFLOP/s) against 0.136–0.137 (439–442). The 2 super-blocks
 // without the register cap: 79–80%, no better than 4.
-#ifndef QDW_Q4K_SB
 #define QDW_Q4K_SB 2
-#endif
-#ifndef QDW_Q4K_MINB
 #define QDW_Q4K_MINB 6
-#endif
 #if defined(LOOM_NVIDIA)
 #define QDW_Q4K_BOUNDS __launch_bounds__(256, QDW_Q4K_MINB)
 #else
@@ -804,43 +800,31 @@ LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __re
     }
   }
 }
+// LOOM_DEQUANTW3(FMT, BOUNDS, CALL): a format's word-load entries
+// loom_dequantw_<FMT>_<f32|f16|bf16>, each CALL<output>(src, y, n).
+#define LOOM_DEQUANTW(BOUNDS, CALL, O, NAME)                                                          \
+  extern "C" __global__ void BOUNDS NAME(const unsigned char* __restrict__ src, O::T* __restrict__ y, \
+                                         long long n) {                                               \
+    loom_grid_entry();                                                                                \
+    CALL<O>(src, y, n);                                                                               \
+  }
+#define LOOM_DEQUANTW3(FMT, BOUNDS, CALL)                               \
+  LOOM_DEQUANTW(BOUNDS, CALL, QdwF32, loom_dequantw_##FMT##_f32)        \
+  LOOM_DEQUANTW(BOUNDS, CALL, QdwF16, loom_dequantw_##FMT##_f16)        \
+  LOOM_DEQUANTW(BOUNDS, CALL, QdwBF16, loom_dequantw_##FMT##_bf16)
+template <class O>
+LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+  qdw_b32<qdw_f_q4_0, O>(src, y, n);
+}
+template <class O>
+LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+  qdw_b32<qdw_f_q8_0, O>(src, y, n);
+}
 #ifndef QMVF_FUSED
-extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_k<QdwF32>(src, y, n);
-}
-extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_k<QdwF16>(src, y, n);
-}
-extern "C" __global__ void QDW_Q4K_BOUNDS loom_dequantw_q4_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q4_k<QdwBF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q4_0, QdwF32>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q4_0, QdwF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q4_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q4_0, QdwBF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q8_0, QdwF32>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q8_0, QdwF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q8_0_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_b32<qdw_f_q8_0, QdwBF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q6_k_f32(const unsigned char* __restrict__ src, float* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q6_k<QdwF32>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q6_k_f16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q6_k<QdwF16>(src, y, n);
-}
-extern "C" __global__ void __launch_bounds__(256) loom_dequantw_q6_k_bf16(const unsigned char* __restrict__ src, unsigned short* __restrict__ y, long long n) { loom_grid_entry();
-  qdw_q6_k<QdwBF16>(src, y, n);
-}
+LOOM_DEQUANTW3(q4_k, QDW_Q4K_BOUNDS, qdw_q4_k)
+LOOM_DEQUANTW3(q4_0, __launch_bounds__(256), qdw_q4_0)
+LOOM_DEQUANTW3(q8_0, __launch_bounds__(256), qdw_q8_0)
+LOOM_DEQUANTW3(q6_k, __launch_bounds__(256), qdw_q6_k)
 #endif
 
 // ---- loom_q8x_<x> and loom_qmvq_<fmt>_<x>: the mat-vec on 8-bit activations ----

@@ -276,7 +276,7 @@ func randomQuantized(t *testing.T, r *rand.Rand, f quant.Type, n, k int) *tensor
 	return raw
 }
 
-// TestGPUDequantWord: the word-load Q4_K and Q6_K dequantizations (loom_dequantw_*)
+// TestGPUDequantWord: the word-load Q4_0, Q8_0, Q4_K and Q6_K dequantizations (loom_dequantw_*)
 // and the other formats' 8-a-thread one (loom_dequant8_*) give the
 // byte-wise kernels' bits (and so the CPU twins', which the conformance
 // suite checks the byte-wise kernels against) for every output type, over
