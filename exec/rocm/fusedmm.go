@@ -11,14 +11,18 @@ import (
 )
 
 // Fused matmul kernels (plan.MatmulAt: a matmul with the elementwise chain
-// applied to its output; fuse gives products no prologue). A skinny
-// product (decode: at most kernels.GemvMaxRows rows) runs as one launch of
-// the gemv kernel with the epilogue applied to every element of C it
-// stores (kernels.GemvFused): a decode step's output and down projections
-// add the residual as they store, and the LM head casts its logits. Anything
-// else — a GEMM for the vendor library or the portable kernel,
-// LOOM_GPU_GEMV=off, a C that is not contiguous — runs the parts
-// (exec.RunFusedParts): the GEMM, then the epilogue's kernel, as unfused.
+// applied to its output, and where fuse gave it one, a row prologue: an
+// RMSNorm). A skinny product (decode: at most kernels.GemvMaxRows rows)
+// runs as one launch of the gemv kernel with the epilogue applied to every
+// element of C it stores and the prologue computed by each block into its
+// shared memory (kernels.GemvFused): a decode step's output and down
+// projections add the residual as they store, its q/k/v and gate/up
+// products normalize their input as they start, and the LM head does both.
+// Anything else — a GEMM for the vendor library or the portable kernel,
+// LOOM_GPU_GEMV=off, a C that is not contiguous, a batched product with a
+// prologue, rows over kernels.RowPreMaxBytes — runs the parts
+// (exec.RunFusedParts): the prologue's kernel, the GEMM, then the
+// epilogue's kernel, as unfused.
 
 // fusedMatmulKey keys a fused matmul's prepared form in plan.Kernel.Cache.
 type fusedMatmulKey struct{ variant string }
@@ -34,7 +38,8 @@ type fusedMatmul struct {
 // one by one. aligned says whether A and B can take 16-byte loads.
 func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.GemmStep, aligned bool) (*fusedMatmul, kernels.GemmLaunch, bool, error) {
 	c := g.Call
-	if !gemvEnabled || parts.Pre != nil || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) {
+	if !gemvEnabled || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) ||
+		parts.Pre != nil && (c.Batch != 1 || parts.Pre.Out.Bytes() > kernels.RowPreMaxBytes) {
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
 	l, ok := kernels.PlanGemv(g.DType, c, aligned)
@@ -127,12 +132,11 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	size := g.DType.Size()
 	na, nb, _ := c.Extents()
-	if parts.Pre != nil {
-		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
-	}
-	a, err := e.span(mem, g.A, size, g.OffA, na)
-	if err != nil {
-		return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
+	var a hip.DevPtr // with a prologue, each block computes A itself
+	if parts.Pre == nil {
+		if a, err = e.span(mem, g.A, size, g.OffA, na); err != nil {
+			return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
+		}
 	}
 	b, err := e.span(mem, g.B, size, g.OffB, nb)
 	if err != nil {
