@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -86,7 +87,7 @@ func fuseCores(s *State) error {
 		rs := readers(pg.Root)
 		rowPre := false
 		switch {
-		case (wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul) && pg.RowAxes == 1:
+		case (wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul) && pg.RowAxes == 1 && rowPrologues:
 			why = rowPrologue(pg, wn, rs, outputs)
 			rowPre = why == ""
 		case wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul:
@@ -189,6 +190,11 @@ func fuseCores(s *State) error {
 // (plan.RowPrologue) from a few kilobytes, and the row kernel's launch —
 // 33 a 1B llama decode step — is gone.
 const RowPrologueMaxRows = 8
+
+// rowPrologues is false where LOOM_ROW_PROLOGUE=0: a product's row kernel
+// stays a kernel of its own, for fused runs with and without the join side
+// by side.
+var rowPrologues = os.Getenv("LOOM_ROW_PROLOGUE") != "0"
 
 // rowPrologue says why row kernel pg may not be the prologue of product
 // wn, or "" when it may: its rows are the product's K axis, there are at

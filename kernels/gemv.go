@@ -131,7 +131,7 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 			return "", "", err
 		}
 		b.WriteString(pre)
-		b.WriteString("#define GEMV_PRE_BLOCK(T) __shared__ __attribute__((aligned(16))) T gemv_h[LOOM_PRE_ELEMS]; a = loom_rowpre(gemv_h, M, K); lda = K; sa = 0;\n")
+		b.WriteString("#define GEMV_PRE_BLOCK(T) __shared__ __attribute__((aligned(16))) T gemv_h[LOOM_PRE_ELEMS]; a = LOOM_ROWPRE(gemv_h, M, K); lda = K; sa = 0;\n")
 	}
 	b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
 	if parts.Post != nil {

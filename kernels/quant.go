@@ -327,7 +327,7 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 			return "", "", err
 		}
 		b.WriteString(code)
-		pre = fmt.Sprintf("__shared__ __attribute__((aligned(16))) %s::T qmvf_h[LOOM_PRE_ELEMS];\n  x = loom_rowpre(qmvf_h, 1, K);\n  ", x)
+		pre = fmt.Sprintf("__shared__ __attribute__((aligned(16))) %s::T qmvf_h[LOOM_PRE_ELEMS];\n  x = LOOM_ROWPRE(qmvf_h, 1, K);\n  ", x)
 	}
 	b.WriteString(quantHIP)
 	fmt.Fprintf(&b, `

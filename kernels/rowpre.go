@@ -27,37 +27,40 @@ const RowPreMaxBytes = 16 << 10
 // Every thread of the block calls it; it returns h after a barrier.
 const rowPreHIP = `
 // loom_rowpre: the block computes its product's input, M rows of K values,
-// into h (plan.RowPrologue): each row's sum of LOOM_PRE_E over the row
-// (each thread's share in k order, a butterfly of xor-shuffles within each
-// wave, then the waves' sums in wave order, so every thread holds the same
-// bits), the row value LOOM_PRE_R of that sum, and LOOM_PRE_O of the row
-// value at every element.
-template <class T>
-LOOM_DEV const T* loom_rowpre(T* h, int M, long long K) {
+// into h (plan.RowPrologue): each row's sum of pe over the row (each
+// thread's share in k order, a butterfly of xor-shuffles within each wave,
+// then the waves' sums in wave order, so every thread holds the same
+// bits), the row value pr of that sum, and po of the row value at every
+// element. LOOM_ROWPRE(h, M, K) calls it with the parts (LOOM_PRE_*) as
+// lambdas over the kernel's operand pointers.
+template <class T, class PE, class PR, class PO>
+LOOM_DEV const T* loom_rowpre(T* h, int M, long long K, PE pe, PR pr, PO po) {
   __shared__ float part[1024 / 32];
   const int waves = (blockDim.x + LOOM_WAVE - 1) / LOOM_WAVE;
   for (int m = 0; m < M; ++m) {
     const unsigned long long base = (unsigned long long)m * (unsigned long long)K;
     float s = 0.f;
-    for (long long k = threadIdx.x; k < K; k += blockDim.x) s += LOOM_PRE_E(base + (unsigned long long)k);
+    for (long long k = threadIdx.x; k < K; k += blockDim.x) s += pe(base + (unsigned long long)k);
 #pragma unroll
     for (int o = 1; o < LOOM_WAVE; o <<= 1) s += loom_shfl_xor(s, o);
     if (threadIdx.x % LOOM_WAVE == 0) part[threadIdx.x / LOOM_WAVE] = s;
     __syncthreads();
     s = 0.f;
     for (int w = 0; w < waves; ++w) s += part[w];
-    const float r = LOOM_PRE_R(s, (unsigned long long)m);
-    for (long long k = threadIdx.x; k < K; k += blockDim.x) h[base + (unsigned long long)k] = LOOM_PRE_O(r, base + (unsigned long long)k);
+    const float r = pr(s, (unsigned long long)m);
+    for (long long k = threadIdx.x; k < K; k += blockDim.x) h[base + (unsigned long long)k] = po(r, base + (unsigned long long)k);
     __syncthreads();
   }
   return h;
 }
+#define LOOM_ROWPRE(h, M, K) loom_rowpre((h), (M), (K), [=](unsigned long long i) { return LOOM_PRE_E(i); }, \
+    [=](float s, unsigned long long m) { return LOOM_PRE_R(s, m); }, [=](float r, unsigned long long i) { return LOOM_PRE_O(r, i); })
 `
 
 // rowPre returns the device code of fused kernel k's row prologue (parts
 // from plan.SplitFused, k.PreRowAxes > 0): its three parts as functions of
 // the flat index (codegen.ScalarFunc), the LOOM_PRE_* macros over them —
-// LOOM_PRE_ELEMS, the prologue's values — and loom_rowpre. bytes is the
+// LOOM_PRE_ELEMS, the prologue's values — loom_rowpre and LOOM_ROWPRE. bytes is the
 // shared memory the rows take.
 func rowPre(k *plan.Kernel, parts *plan.FusedParts) (code string, bytes int, err error) {
 	if parts.Pre == nil || k.PreRowAxes == 0 {

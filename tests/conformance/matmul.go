@@ -34,6 +34,7 @@ func Matmul(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	t.Run("Mv", s.mmMv)
 	t.Run("Dot", s.mmDot)
 	t.Run("Linear", s.mmLinear)
+	t.Run("NormLinear", func(t *testing.T) { normLinear(t, newExec, opts) })
 	t.Run("Errors", mmErrors)
 }
 
