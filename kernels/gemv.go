@@ -131,7 +131,18 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 			return "", "", err
 		}
 		b.WriteString(pre)
-		b.WriteString("#define GEMV_PRE_BLOCK(T) __shared__ __attribute__((aligned(16))) T gemv_h[LOOM_PRE_ELEMS]; a = LOOM_ROWPRE(gemv_h, M, K); lda = K; sa = 0;\n")
+		// The block asks L2 for its first rows of B (a line a thread
+		// while they last) before it normalizes A, so that the weights
+		// stream in meanwhile.
+		if rowPrePrefetch {
+			b.WriteString("#define GEMV_PRE_FETCH(T, LANES) { const long long n0 = (long long)blockIdx.x * (GEMV_THREADS / (LANES)); " +
+				"const long long rows = N - n0 < GEMV_THREADS / (LANES) ? N - n0 : GEMV_THREADS / (LANES); " +
+				"const char* p = reinterpret_cast<const char*>(b + n0 * ldb); " +
+				"for (long long o = 128LL * threadIdx.x; o < rows * ldb * (long long)sizeof(T); o += 128LL * GEMV_THREADS) loom_prefetch_l2(p + o); }\n")
+		} else {
+			b.WriteString("#define GEMV_PRE_FETCH(T, LANES)\n")
+		}
+		b.WriteString("#define GEMV_PRE_BLOCK(T, LANES) GEMV_PRE_FETCH(T, LANES) __shared__ __attribute__((aligned(16))) T gemv_h[LOOM_PRE_ELEMS]; a = LOOM_ROWPRE(gemv_h); lda = K; sa = 0;\n")
 	}
 	b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
 	if parts.Post != nil {

@@ -310,7 +310,7 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	var b strings.Builder
 	b.WriteString("#define QMVF_FUSED 1\n")
 	x := "qmvw_x_" + xd
-	store, pre := x+"::st(v)", ""
+	store, pre, prefn := x+"::st(v)", "", ""
 	if parts.Post != nil {
 		fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 		if err != nil {
@@ -327,15 +327,16 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 			return "", "", err
 		}
 		b.WriteString(code)
-		pre = fmt.Sprintf("__shared__ __attribute__((aligned(16))) %s::T qmvf_h[LOOM_PRE_ELEMS];\n  x = LOOM_ROWPRE(qmvf_h, 1, K);\n  ", x)
+		pre = fmt.Sprintf("__shared__ __attribute__((aligned(16))) %s::T qmvf_h[LOOM_PRE_ELEMS];\n  %s::T* qmvf_hp = qmvf_h;\n  ", x, x)
+		prefn = fmt.Sprintf(", [=](const %s::T*) { return LOOM_ROWPRE(qmvf_hp); }", x)
 	}
 	b.WriteString(quantHIP)
 	fmt.Fprintf(&b, `
 extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
     const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes, int path%s) { loom_grid_entry();
-  %sQMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = %s; });
+  %sQMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = %s; }%s);
 }
-`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), pre, format, vec, x, store)
+`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), pre, format, vec, x, store, prefn)
 	body := b.String()
 	name, code = fusedUnit(t, body, entry)
 	return name, code, nil
