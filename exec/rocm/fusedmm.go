@@ -3,6 +3,7 @@ package rocm
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
@@ -23,6 +24,11 @@ import (
 // prologue, rows over kernels.RowPreMaxBytes — runs the parts
 // (exec.RunFusedParts): the prologue's kernel, the GEMM, then the
 // epilogue's kernel, as unfused.
+
+// rowPreWave is false where LOOM_ROWPRE_WAVE=0: a skinny product with a
+// row prologue takes the gemv's own grid, not one wave of blocks (for runs
+// with and without side by side).
+var rowPreWave = os.Getenv("LOOM_ROWPRE_WAVE") != "0"
 
 // fusedMatmulKey keys a fused matmul's prepared form in plan.Kernel.Cache.
 type fusedMatmulKey struct{ variant string }
@@ -164,9 +170,20 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	for _, p := range ops {
 		args.Ptr(p)
 	}
+	grid := l.Grid
+	if parts.Pre != nil && rowPreWave {
+		// With a prologue, one wave of blocks: each normalizes A once and
+		// walks its rows (the kernel's grid-stride loop), rather than a
+		// block per group of rows each doing it again.
+		resident, err := e.activeBlocks(fm.fn, int(l.Block[0]), 0)
+		if err != nil {
+			return fmt.Errorf("rocm: %s: %w", k.Name, err)
+		}
+		grid[0] = uint32(min(int64(grid[0]), int64(resident)*int64(e.info.MultiProcessors)))
+	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fm.fn, l.Grid, l.Block, 0, &args); err != nil {
+	if err := e.launchDep(fm.fn, grid, l.Block, 0, &args); err != nil {
 		return fmt.Errorf("rocm: launch %s (grid %v): %w", fm.name, l.Grid, err)
 	}
 	e.launches.Add(1)
