@@ -178,49 +178,22 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
-	// The same with an RMSNorm before the product (its row prologue:
-	// kernels/rowpre.go), as a decode step's q/k/v, gate/up and LM head
-	// products have it.
-	rmsNorm := func(g *graph.Graph, dt dtype.DType, m int) *graph.Tensor {
-		x32 := g.Input("x", dt, m, 256).Cast(dtype.F32)
-		inv := x32.Sqr().Mean(true, -1).Add(graph.Scalar(1e-5)).Sqrt().Recip()
-		return x32.Mul(inv).Cast(dt).Mul(g.Input("nw", dt, 256))
-	}
-	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
-		for _, m := range []int{1, 3} {
-			if err := addFused(fmt.Sprintf("skinny product with RMSNorm %v M=%d", dt, m), func(g *graph.Graph) *graph.Tensor {
-				y := rmsNorm(g, dt, m).Matmul(g.Input("w", dt, 40, 256).T())
-				return y.Add(g.Input("r", dt, m, 40)).Cast(dtype.F32)
-			}); err != nil {
-				return nil, err
-			}
-		}
-	}
 	// One-row quantized products fused with the chain after them (a
-	// quantized decode step's residual add, its LM head's cast), and with
-	// an RMSNorm before them, for every format with the one-launch
-	// mat-vec.
+	// quantized decode step's residual add, its LM head's cast), for every
+	// format with the one-launch mat-vec.
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
-			for _, norm := range []bool{false, true} {
-				var qerr error
-				label := fmt.Sprintf("fused quantized mat-vec %v %v", f, dt)
-				if norm {
-					label += " with RMSNorm"
+			var qerr error
+			if err := addFused(fmt.Sprintf("fused quantized mat-vec %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", f, 40, 256)
+				if err != nil {
+					qerr = err
+					return g.Input("x", dt, 1, 40)
 				}
-				if err := addFused(label, func(g *graph.Graph) *graph.Tensor {
-					w, err := g.QInput("w", f, 40, 256)
-					if err != nil {
-						qerr = err
-						return g.Input("x", dt, 1, 40)
-					}
-					if norm {
-						return rmsNorm(g, dt, 1).QMatmul(w)
-					}
-					return g.Input("x", dt, 1, 256).QMatmul(w).Add(g.Input("r", dt, 1, 40)).Cast(dtype.F32)
-				}); err != nil || qerr != nil {
-					return nil, errors.Join(err, qerr)
-				}
+				y := g.Input("x", dt, 1, 256).QMatmul(w)
+				return y.Add(g.Input("r", dt, 1, 40)).Cast(dtype.F32)
+			}); err != nil || qerr != nil {
+				return nil, errors.Join(err, qerr)
 			}
 		}
 	}

@@ -2,11 +2,9 @@ package fuse
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
-	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 )
@@ -60,6 +58,10 @@ func fuseCores(s *State) error {
 	}
 	// readers lists the nodes reading n, through views, with whether each
 	// read is direct (n itself, or a reshape the kernel reads in place).
+	type read struct {
+		node   *ir.Node
+		direct bool
+	}
 	readers := func(n *ir.Node) []read {
 		var rs []read
 		for _, c := range consumers[n.ID] {
@@ -84,18 +86,28 @@ func fuseCores(s *State) error {
 			continue // an input, or a view of a stored value: nothing to fuse
 		}
 		why := ""
-		rs := readers(pg.Root)
-		rowPre := false
-		switch {
-		case (wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul) && pg.RowAxes == 1 && rowPrologues:
-			why = rowPrologue(pg, wn, rs, outputs)
-			rowPre = why == ""
+		switch rs := readers(pg.Root); {
 		case wn.Op == ir.OpMatmul || wn.Op == ir.OpQMatmul:
 			// Every group of output rows of a product reads the whole
 			// input: a decode step's down projection recomputing
 			// silu(gate)·up per row took 41 µs instead of 13 + 5 (H200).
 			// A quantized product quantizes its input first (to 8 bits,
 			// once per block on the GPU).
+			//
+			// Nor does an RMSNorm join the product after it. Tried
+			// (session 38, branch wip/rowpre): each block of the skinny
+			// product or the one-row quantized mat-vec summed x² over the
+			// row and wrote the normalized row into its shared memory
+			// (runs of 8 a thread, one wave of blocks), then ran the
+			// product from there — 33 launches fewer in a 1B decode step
+			// (173 → 140). Slower on the H200 (TestGPUSpeed1B, alternating
+			// in one call): bf16 median step 1.000 ms against 0.943, Q4_K
+			// 0.694 against 0.677–0.679. Under programmatic dependent
+			// launch the product's blocks already wait resident while the
+			// RMSNorm runs, and start streaming weights the moment it
+			// ends; inside the product, the norm delays every block's
+			// first weight loads instead (an L2 prefetch of those rows
+			// before it made bf16 slower still: 1.04 ms).
 			why = "a product reads its input once per output row: computed once and stored"
 		case wn.Op == ir.OpConv || wn.Op == ir.OpConvTranspose:
 			// A conv reads each input element once per tap, and the
@@ -116,12 +128,7 @@ func fuseCores(s *State) error {
 			s.Log.Add("core-fusion", wn.ID, "%s reads its input %%%d from memory: %s", wn.Op, pg.Root.ID, why)
 			continue
 		}
-		if rowPre {
-			s.Log.Add("core-fusion", wn.ID, "%s computes its input's rows (%s) in every block, once", wn.Op, opChain(pg.Members))
-			wg.PreRowAxes = 1
-		} else {
-			s.Log.Add("core-fusion", wn.ID, "%s computes its input (%s) at every element it reads", wn.Op, opChain(pg.Members))
-		}
+		s.Log.Add("core-fusion", wn.ID, "%s computes its input (%s) at every element it reads", wn.Op, opChain(pg.Members))
 		wg.Members = append(slices.Clone(pg.Members), wn)
 		removed[pg] = true
 	}
@@ -177,65 +184,10 @@ func fuseCores(s *State) error {
 		// epilogue's in their order: every epilogue value is over the
 		// output shape, so none is needed before the window.
 		eg.Members = append(slices.Clone(wg.Members), eg.Members...)
-		eg.PreRowAxes = wg.PreRowAxes
 		removed[wg] = true
 	}
 	s.Groups = slices.DeleteFunc(s.Groups, func(gr *Group) bool { return removed[gr] })
 	return nil
-}
-
-// RowPrologueMaxRows is the most rows a product's input may have for a row
-// kernel before it (an RMSNorm) to join it: a decode step's products, where
-// each block of the product computes the normalized rows it reads
-// (plan.RowPrologue) from a few kilobytes, and the row kernel's launch —
-// 33 a 1B llama decode step — is gone.
-const RowPrologueMaxRows = 8
-
-// rowPrologues is false where LOOM_ROW_PROLOGUE=0: a product's row kernel
-// stays a kernel of its own, for fused runs with and without the join side
-// by side.
-var rowPrologues = os.Getenv("LOOM_ROW_PROLOGUE") != "0"
-
-// rowPrologue says why row kernel pg may not be the prologue of product
-// wn, or "" when it may: its rows are the product's K axis, there are at
-// most RowPrologueMaxRows of them, its one reduction is a float32 sum
-// (plan.SplitRowPrologue, which executors take it apart with, checks the
-// rest) and the product alone reads it, straight.
-func rowPrologue(pg *Group, wn *ir.Node, rs []read, outputs map[*ir.Node]bool) string {
-	in := wn.Args[0].Shape
-	sums := 0
-	for _, m := range pg.Members {
-		if m.Info().Class == ir.ClassReduce {
-			if m.Op != ir.OpSum || m.DType != dtype.F32 {
-				return fmt.Sprintf("its row kernel reduces with %s %v: a product's prologue sums in float32", m.Op, m.DType)
-			}
-			sums++
-		} else if !fusable(m) {
-			return fmt.Sprintf("its row kernel computes %s", m.Op)
-		}
-	}
-	switch {
-	case outputs[pg.Root]:
-		return "it is a graph output"
-	case len(rs) != 1 || !rs[0].direct:
-		return fmt.Sprintf("it has %d readers, or is read through a view", len(rs))
-	case sums != 1:
-		return fmt.Sprintf("its row kernel has %d reductions: a product's prologue has one", sums)
-	case !slices.Equal(pg.Shape, in) || len(in) == 0 || in[len(in)-1] < 2:
-		return fmt.Sprintf("its rows (%v) are not the product's input rows %v", pg.Shape, in)
-	case ir.Numel(in)/in[len(in)-1] > RowPrologueMaxRows:
-		return fmt.Sprintf("the product has %d rows: a row prologue joins products of at most %d", ir.Numel(in)/in[len(in)-1], RowPrologueMaxRows)
-	case operandCount(append(slices.Clone(pg.Members), wn)) > MaxKernelInputs:
-		return fmt.Sprintf("the kernel would read more than %d operands", MaxKernelInputs)
-	}
-	return ""
-}
-
-// read is a node reading a value, and whether it reads it directly (the
-// value itself, or a reshape a kernel reads in place).
-type read struct {
-	node   *ir.Node
-	direct bool
 }
 
 // plainElementwise reports whether members are elementwise ops only (no

@@ -13,9 +13,6 @@ type Group struct {
 	// trailing RowAxes dims; members are whole-shape values or row values.
 	Shape   []int
 	RowAxes int
-	// PreRowAxes > 0: a fused product's prologue is a row kernel over its
-	// first argument's shape (plan.Kernel.PreRowAxes).
-	PreRowAxes int
 }
 
 // newGroup starts a group rooted at n with n's natural domain.

@@ -95,18 +95,15 @@ func inlineView(v *ir.Node) bool {
 // shape with the row dims at 1, such as a reduction's output).
 func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 	out := gr.Root
-	k := &plan.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, PreRowAxes: gr.PreRowAxes, Out: bufOf[out.ID]}
+	k := &plan.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, Out: bufOf[out.ID]}
 	index := map[*ir.Node]int{}
-	// dom is the domain of the members being read in: k's, or a row
-	// prologue's (the core's first argument's shape, PreRowAxes).
-	dom := k
 	ref := func(a *ir.Node) (plan.Ref, error) {
 		base, layout := a.Base()
 		if i, ok := index[base]; ok {
 			switch {
 			case a.Op != ir.OpView || inlineView(a):
 				return plan.Ref{Index: i}, nil
-			case rowBroadcast(dom, base, a):
+			case rowBroadcast(k, base, a):
 				return plan.Ref{Index: i, Broadcast: true}, nil
 			}
 		}
@@ -132,23 +129,16 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 			}
 		}
 	}
-	preDom := k
-	if pre > 0 {
-		preDom = &plan.Kernel{Shape: slices.Clone(gr.Members[w].Args[0].Shape), RowAxes: gr.PreRowAxes}
-	}
 	for i, n := range gr.Members {
-		dom = k
 		if i < pre {
-			dom = preDom
-		}
-		if !slices.Equal(n.Shape, dom.Shape) && !dom.IsRowValue(n) {
-			if i < pre {
-				return nil, fmt.Errorf("node %v before core %v is not over its input shape %v (row axes %d)", n, gr.Members[w], dom.Shape, dom.RowAxes)
+			if want := gr.Members[w].Args[0].Shape; !slices.Equal(n.Shape, want) {
+				return nil, fmt.Errorf("node %v before core %v is not over its input shape %v", n, gr.Members[w], want)
 			}
+		} else if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {
 			return nil, fmt.Errorf("node %v in a kernel of shape %v (row axes %d)", n, k.Shape, k.RowAxes)
 		}
-		if n.Info().Class == ir.ClassReduce && (!slices.Equal(n.Args[0].Shape, dom.Shape) || n.ReduceAxes() != dom.RowAxes) {
-			return nil, fmt.Errorf("reduction %v does not match its kernel's rows (shape %v, row axes %d)", n, dom.Shape, dom.RowAxes)
+		if n.Info().Class == ir.ClassReduce && (!slices.Equal(n.Args[0].Shape, k.Shape) || n.ReduceAxes() != k.RowAxes) {
+			return nil, fmt.Errorf("reduction %v does not match its kernel's rows (shape %v, row axes %d)", n, k.Shape, k.RowAxes)
 		}
 		in := plan.Instr{Node: n}
 		for _, a := range n.Args {

@@ -90,14 +90,12 @@ var gemvTypes = map[string]struct{ t, ld16, ld1, vec, st string }{
 
 // GemvFused returns the translation unit and entry name of skinny product
 // variant (an entry of GemvEntries, as PlanGemv names it) fused with the
-// prologue and epilogue of fused matmul kernel k (parts from
-// plan.SplitFused): C's elements stored through the epilogue at their flat
-// index in C's shape; A, where k has a row prologue (k.PreRowAxes), computed
-// by each block into its shared memory (rowPre; the A argument is not
-// read). The entry takes GemvSource's parameters — A, B, C (k's output),
-// sizes, leading dimensions, batch strides — then one pointer per operand
-// of k, in k.Ins order. C must be contiguous (ldc = N, batch stride M·N),
-// and with a prologue the batch one; the caller checks.
+// epilogue of fused matmul kernel k (parts from plan.SplitFused): C's
+// elements stored through the epilogue at their flat index in C's shape.
+// The entry takes GemvSource's parameters — A, B, C (k's output), sizes,
+// leading dimensions, batch strides — then one pointer per operand of k,
+// in k.Ins order. C must be contiguous (ldc = N, batch stride M·N); the
+// caller checks.
 func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.FusedParts) (name, code string, err error) {
 	rest, ok := strings.CutPrefix(variant, "loom_gemv_")
 	if !ok {
@@ -124,25 +122,9 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 	b.WriteString("#define GEMV_FUSED 1\n")
 	fmt.Fprintf(&b, "#define GEMV_EXTRA %s\n", operandParams(k))
 	if parts.Pre != nil {
-		// fuse gives a product a row prologue only (an RMSNorm): each
-		// block computes A into its shared memory, for one batch item.
-		pre, _, err := rowPre(k, parts)
-		if err != nil {
-			return "", "", err
-		}
-		b.WriteString(pre)
-		// The block asks L2 for its first rows of B (a line a thread
-		// while they last) before it normalizes A, so that the weights
-		// stream in meanwhile.
-		if rowPrePrefetch {
-			b.WriteString("#define GEMV_PRE_FETCH(T, LANES) { const long long n0 = (long long)blockIdx.x * (GEMV_THREADS / (LANES)); " +
-				"const long long rows = N - n0 < GEMV_THREADS / (LANES) ? N - n0 : GEMV_THREADS / (LANES); " +
-				"const char* p = reinterpret_cast<const char*>(b + n0 * ldb); " +
-				"for (long long o = 128LL * threadIdx.x; o < rows * ldb * (long long)sizeof(T); o += 128LL * GEMV_THREADS) loom_prefetch_l2(p + o); }\n")
-		} else {
-			b.WriteString("#define GEMV_PRE_FETCH(T, LANES)\n")
-		}
-		b.WriteString("#define GEMV_PRE_BLOCK(T, LANES) GEMV_PRE_FETCH(T, LANES) __shared__ __attribute__((aligned(16))) T gemv_h[LOOM_PRE_ELEMS]; a = LOOM_ROWPRE(gemv_h); lda = K; sa = 0;\n")
+		// fuse never gives a product a prologue: every group of output rows
+		// reads the whole input, so it is computed once and stored.
+		return "", "", fmt.Errorf("kernels: %s: a skinny product with a prologue", k.Name)
 	}
 	b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
 	if parts.Post != nil {

@@ -44,11 +44,6 @@
 #define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))
 #define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)
 #endif
-// GEMV_PRE_BLOCK(T, LANES): a row prologue (kernels/rowpre.go) computes A
-// into the block's shared memory before the product reads it there.
-#ifndef GEMV_PRE_BLOCK
-#define GEMV_PRE_BLOCK(T, LANES)
-#endif
 
 LOOM_DEV void gemv_ld1_f32(float* d, const float* p) { d[0] = *p; }
 LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_to_f32(*p); }
@@ -60,7 +55,6 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
       NAME(const T* __restrict__ a, const T* __restrict__ b, GEMV_CTYPE(T)* __restrict__ c, int M,    \
            int N, int K, long long lda, long long ldb, long long ldc, long long sa, long long sb,      \
            long long sc GEMV_EXTRA) { loom_grid_entry();                                                                 \
-    GEMV_PRE_BLOCK(T, LANES)                                                                          \
     const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
     const int groups = GEMV_THREADS / LANES;                                                          \
     a += (long long)blockIdx.y * sa;                                                                  \

@@ -281,15 +281,13 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4}
 
 // QMVFFused returns the translation unit and entry name of the one-row
-// mat-vec entry (a QMVFEntry name) fused with the prologue and epilogue of
-// fused quantized matmul kernel k (parts from plan.SplitFused): row n's
-// result, rounded to the activations' dtype as entry stores it, goes
+// mat-vec entry (a QMVFEntry name) fused with the epilogue of fused
+// quantized matmul kernel k (parts from plan.SplitFused, no prologue): row
+// n's result, rounded to the activations' dtype as entry stores it, goes
 // through the epilogue at flat index n of k's output, which k.Out's dtype
-// then holds; a row prologue (k.PreRowAxes) computes x in each block's
-// shared memory (rowPre; the x argument is not read). A quantized model's
-// decode step adds the residual as its output and down projections store,
-// normalizes the q/k/v and gate/up products' input as they start, and its
-// LM head does both, without launches of their own. The entry takes QMVFEntry's arguments —
+// then holds. A quantized model's decode step adds the residual as its
+// output and down projections store, and its LM head casts its logits,
+// without launches of their own. The entry takes QMVFEntry's arguments —
 // w, x, y (k's output), K, N, rowBytes, path — then one pointer per operand of
 // k, in k.Ins order, and the launch QMVFEntry's does. It is for one
 // activation row: the flat index of row n of the output is n.
@@ -304,39 +302,25 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	if _, ok2 := gemvTypes[xd]; !ok || !ok2 {
 		return "", "", fmt.Errorf("kernels: %q is not a one-row quantized mat-vec", entry)
 	}
-	if parts.Pre == nil && parts.Post == nil {
-		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec with neither prologue nor epilogue", k.Name)
+	if parts.Pre != nil || parts.Post == nil {
+		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue and no prologue", k.Name)
+	}
+	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
+	if err != nil {
+		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
 	}
 	var b strings.Builder
 	b.WriteString("#define QMVF_FUSED 1\n")
-	x := "qmvw_x_" + xd
-	store, pre, prefn := x+"::st(v)", "", ""
-	if parts.Post != nil {
-		fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
-		if err != nil {
-			return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
-		}
-		b.WriteString(fn)
-		store = "loom_post(" + strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ") + ")"
-	}
-	if parts.Pre != nil {
-		// A row prologue (an RMSNorm): each block computes x into its
-		// shared memory, then quantizes it from there.
-		code, _, err := rowPre(k, parts)
-		if err != nil {
-			return "", "", err
-		}
-		b.WriteString(code)
-		pre = fmt.Sprintf("__shared__ __attribute__((aligned(16))) %s::T qmvf_h[LOOM_PRE_ELEMS];\n  %s::T* qmvf_hp = qmvf_h;\n  ", x, x)
-		prefn = fmt.Sprintf(", [=](const %s::T*) { return LOOM_ROWPRE(qmvf_hp); }", x)
-	}
+	b.WriteString(fn)
 	b.WriteString(quantHIP)
+	x := "qmvw_x_" + xd
+	post := strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ")
 	fmt.Fprintf(&b, `
 extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
     const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes, int path%s) { loom_grid_entry();
-  %sQMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = %s; }%s);
+  QMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = loom_post(%s); });
 }
-`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), pre, format, vec, x, store, prefn)
+`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), format, vec, x, post)
 	body := b.String()
 	name, code = fusedUnit(t, body, entry)
 	return name, code, nil
@@ -459,12 +443,6 @@ func QMVFShared(t quant.Type, k int64, path int) int64 {
 func QMVFSharedBytes(k int64) int64 { return Q8XBytes(k) }
 
 const QMVFMaxShared = 48 << 10
-
-// QMVFPreFits reports whether loom_qmvf with a row prologue whose rows take
-// pre bytes (kernels.rowPre) stays within QMVFMaxShared on every path.
-func QMVFPreFits(t quant.Type, k int64, pre int) bool {
-	return pre <= RowPreMaxBytes && QMVFShared(t, k, QMVFStaged)+int64(pre)+128 <= QMVFMaxShared
-}
 
 // QuantEntries lists every entry point of QuantSource.
 func QuantEntries() []string {

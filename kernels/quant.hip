@@ -1890,15 +1890,6 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
   });
 }
 
-// qmv_nopre is the x of a one-row product without a prologue. A fused
-// kernel with a row prologue (QMVFFused) passes, as pre, a function that
-// computes x in the block's shared memory and returns it there: the chunk
-// path calls it first, the unit path once its first copy is issued.
-struct qmv_nopre {
-  template <class T>
-  LOOM_DEV const T* operator()(const T* x) const { return x; }
-};
-
 // qmvf: y [N] = x [K] · Wᵀ, one activation row. Blocks of QMVF_THREADS
 // threads quantize x into shared memory, then each group of 32 lanes
 // (any wave size: the shuffles stay in aligned groups of 32) takes
@@ -1910,10 +1901,9 @@ struct qmv_nopre {
 // store(n, v) stores row n's sum v (f32): X::st(v) into y, or, in a fused
 // kernel (QMVFFused, kernels/quant.go), the epilogue of X::st(v) at flat
 // index n of the output.
-template <class F, class X, int R, class S, class PRE = qmv_nopre>
+template <class F, class X, int R, class S>
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
-                   long long K, long long N, long long rowBytes, S store, PRE pre = PRE()) {
-  x = pre(x);
+                   long long K, long long N, long long rowBytes, S store) {
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
@@ -2310,9 +2300,9 @@ LOOM_DEV unsigned int qu_dynamic_shared() {
 // is quantized, and
 // each later one as soon as the lanes have read the stage before it into
 // registers, so that the copy is in flight while they multiply.
-template <class F, class X, class S, class PRE = qmv_nopre>
+template <class F, class X, class S>
 LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
-                   long long rowBytes, bool stage_it, S store, PRE pre = PRE()) {
+                   long long rowBytes, bool stage_it, S store) {
   const int U = (int)(K / F::UV);
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
@@ -2333,7 +2323,6 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
   long long g = (long long)blockIdx.x * groups + group;
   int ub = 0;
   if (staged && g * RG < N) issue(g, 0);
-  x = pre(x); // a row prologue runs while the first copy is in flight
   qu_quantize<X, F::UV>(x, qa, dx, sx, K / 4, U);
   __syncthreads();
   const int4* qa4 = reinterpret_cast<const int4*>(qa);
@@ -2373,13 +2362,13 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 // memory, 2 by units staged in shared memory (qmvu). A unit path K or w
 // do not allow falls back to chunks, and staging without the shared
 // memory for it to reading units from global memory.
-template <class F, class G, class X, class S, class PRE = qmv_nopre>
+template <class F, class G, class X, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
-                   long long rowBytes, int path, S store, PRE pre = PRE()) {
+                   long long rowBytes, int path, S store) {
   if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0)
-    qmvu<G, X>(w, x, K, N, rowBytes, path == 2, store, pre);
+    qmvu<G, X>(w, x, K, N, rowBytes, path == 2, store);
   else
-    qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store, pre);
+    qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
 }
 
 // QMVF_CALL(FMT, V, X): the function a format's one-row entry calls.

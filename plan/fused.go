@@ -12,9 +12,7 @@ import (
 // elementwise chains before and after it in one kernel:
 //
 //	Instrs[:c]   the prologue: elementwise instructions over the shape of
-//	             the core's first argument, Instrs[c-1] its value; or,
-//	             where PreRowAxes > 0, a row kernel's instructions over
-//	             that shape (a product's RMSNorm: see RowPrologue);
+//	             the core's first argument, Instrs[c-1] its value;
 //	Instrs[c]    the core op, reading Instrs[c-1] as its first argument or,
 //	             with no prologue, an operand (a packed array for a window,
 //	             a GEMM operand for a matmul); any other argument (a
@@ -181,12 +179,8 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 	}
 	// sub builds a part from instructions [lo, hi): refs to instructions
 	// before lo are allowed only for the value that becomes operand val.
-	// With rowAxes > 0 the part is a row kernel: its instructions are
-	// whole-row values (shape) or row values, reductions over the rows
-	// among them, and whole-row values read row values through broadcast
-	// refs.
-	sub := func(lo, hi int, shape []int, rowAxes int, valueOf int, value *Buffer, out *Buffer) (*Kernel, []int, int, error) {
-		sk := &Kernel{Shape: slices.Clone(shape), RowAxes: rowAxes, Out: out}
+	sub := func(lo, hi int, shape []int, valueOf int, value *Buffer, out *Buffer) (*Kernel, []int, int, error) {
+		sk := &Kernel{Shape: slices.Clone(shape), Out: out}
 		var from []int
 		valueIdx := -1
 		opnd := func(fused int) int {
@@ -199,23 +193,17 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 		}
 		for j := lo; j < hi; j++ {
 			in := k.Instrs[j]
-			reduce := in.Node != nil && in.Node.Info().Class == ir.ClassReduce
-			if in.Node == nil || in.Node.Info().Class == ir.ClassWindow || reduce && rowAxes == 0 {
+			if in.Node == nil || in.Node.Info().Class == ir.ClassWindow || in.Node.Info().Class == ir.ClassReduce {
 				return nil, nil, 0, fmt.Errorf("instruction %d (%v) is not elementwise", j, in.Node)
 			}
-			if reduce && (in.Node.ReduceAxes() != rowAxes || !slices.Equal(in.Node.Args[0].Shape, shape)) {
-				return nil, nil, 0, fmt.Errorf("instruction %d (%s) does not reduce the part's rows", j, in.Node.Op)
-			}
-			if !slices.Equal(in.Node.Shape, shape) && !sk.IsRowValue(in.Node) {
+			if !slices.Equal(in.Node.Shape, shape) {
 				return nil, nil, 0, fmt.Errorf("instruction %d (%s) has shape %v, its part %v", j, in.Node.Op, in.Node.Shape, shape)
 			}
 			ni := Instr{Node: in.Node}
 			for _, r := range in.Args {
 				switch {
-				case r.Broadcast && (rowAxes == 0 || r.Operand || r.Index < lo || r.Index >= j || !sk.IsRowValue(k.Instrs[r.Index].Node)):
-					return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads a row value", j, in.Node.Op)
 				case r.Broadcast:
-					ni.Args = append(ni.Args, Ref{Index: r.Index - lo, Broadcast: true})
+					return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads a row value", j, in.Node.Op)
 				case r.Operand && r.Index >= 0 && r.Index < len(k.Ins):
 					if !slices.Equal(k.Ins[r.Index].Layout.Dims, shape) {
 						return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads operand %d through %v, its part is %v", j, in.Node.Op, r.Index, k.Ins[r.Index].Layout, shape)
@@ -255,11 +243,8 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 			}
 			coreIns, coreFrom = append(coreIns, op), append(coreFrom, r.Index)
 		case i == 0 && !r.Operand && w > 0 && r.Index == w-1 && !r.Broadcast:
-			if !slices.Equal(k.Instrs[w-1].Node.Shape, inShape) {
-				return bad("prologue: its value has shape %v, not the core's input %v", k.Instrs[w-1].Node.Shape, inShape)
-			}
 			t := newTemp(k.Instrs[w-1].Node)
-			pre, from, _, err := sub(0, w, inShape, k.PreRowAxes, -1, nil, t)
+			pre, from, _, err := sub(0, w, inShape, -1, nil, t)
 			if err != nil {
 				return bad("prologue: %v", err)
 			}
@@ -281,7 +266,7 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 	parts.Core.Name = k.Name + "/core"
 	parts.CoreIns = coreFrom
 	if w < len(k.Instrs)-1 {
-		post, from, vi, err := sub(w+1, len(k.Instrs), k.Shape, 0, w, out, k.Out)
+		post, from, vi, err := sub(w+1, len(k.Instrs), k.Shape, w, out, k.Out)
 		if err != nil {
 			return bad("epilogue: %v", err)
 		}

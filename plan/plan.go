@@ -101,15 +101,9 @@ type Kernel struct {
 	Name    string
 	Shape   []int
 	RowAxes int
-	// PreRowAxes > 0 marks a fused kernel (CoreAt) whose prologue is a
-	// row kernel over the core's first argument: that shape's trailing
-	// PreRowAxes dims form a row (a product's K axis), and the prologue's
-	// instructions are whole-row values or row values as in a row kernel
-	// (fuse's "core-fusion" pass: RMSNorm before a decode step's product).
-	PreRowAxes int
-	Ins        []Operand
-	Instrs     []Instr
-	Out        *Buffer
+	Ins     []Operand
+	Instrs  []Instr
+	Out     *Buffer
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor (KeyOf, weakly), so they live as long as both the plan and
 	// the executor.

@@ -3,7 +3,6 @@ package rocm
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
@@ -12,23 +11,14 @@ import (
 )
 
 // Fused matmul kernels (plan.MatmulAt: a matmul with the elementwise chain
-// applied to its output, and where fuse gave it one, a row prologue: an
-// RMSNorm). A skinny product (decode: at most kernels.GemvMaxRows rows)
-// runs as one launch of the gemv kernel with the epilogue applied to every
-// element of C it stores and the prologue computed by each block into its
-// shared memory (kernels.GemvFused): a decode step's output and down
-// projections add the residual as they store, its q/k/v and gate/up
-// products normalize their input as they start, and the LM head does both.
-// Anything else — a GEMM for the vendor library or the portable kernel,
-// LOOM_GPU_GEMV=off, a C that is not contiguous, a batched product with a
-// prologue, rows over kernels.RowPreMaxBytes — runs the parts
-// (exec.RunFusedParts): the prologue's kernel, the GEMM, then the
-// epilogue's kernel, as unfused.
-
-// rowPreWave is false where LOOM_ROWPRE_WAVE=0: a skinny product with a
-// row prologue takes the gemv's own grid, not one wave of blocks (for runs
-// with and without side by side).
-var rowPreWave = os.Getenv("LOOM_ROWPRE_WAVE") != "0"
+// applied to its output; fuse gives products no prologue). A skinny
+// product (decode: at most kernels.GemvMaxRows rows) runs as one launch of
+// the gemv kernel with the epilogue applied to every element of C it
+// stores (kernels.GemvFused): a decode step's output and down projections
+// add the residual as they store, and the LM head casts its logits. Anything
+// else — a GEMM for the vendor library or the portable kernel,
+// LOOM_GPU_GEMV=off, a C that is not contiguous — runs the parts
+// (exec.RunFusedParts): the GEMM, then the epilogue's kernel, as unfused.
 
 // fusedMatmulKey keys a fused matmul's prepared form in plan.Kernel.Cache.
 type fusedMatmulKey struct{ variant string }
@@ -44,8 +34,7 @@ type fusedMatmul struct {
 // one by one. aligned says whether A and B can take 16-byte loads.
 func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.GemmStep, aligned bool) (*fusedMatmul, kernels.GemmLaunch, bool, error) {
 	c := g.Call
-	if !gemvEnabled || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) ||
-		parts.Pre != nil && (c.Batch != 1 || parts.Pre.Out.Bytes() > kernels.RowPreMaxBytes) {
+	if !gemvEnabled || parts.Pre != nil || (c.Batch > 1 && c.StrideC != c.M*c.N) || (c.M > 1 && c.LDC != c.N) {
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
 	l, ok := kernels.PlanGemv(g.DType, c, aligned)
@@ -138,11 +127,12 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	}
 	size := g.DType.Size()
 	na, nb, _ := c.Extents()
-	var a hip.DevPtr // with a prologue, each block computes A itself
-	if parts.Pre == nil {
-		if a, err = e.span(mem, g.A, size, g.OffA, na); err != nil {
-			return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
-		}
+	if parts.Pre != nil {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	a, err := e.span(mem, g.A, size, g.OffA, na)
+	if err != nil {
+		return fmt.Errorf("rocm: %s operand a: %w", k.Name, err)
 	}
 	b, err := e.span(mem, g.B, size, g.OffB, nb)
 	if err != nil {
@@ -170,20 +160,9 @@ func (e *Executor) runFusedMatmul(ctx context.Context, k *plan.Kernel, mem []exe
 	for _, p := range ops {
 		args.Ptr(p)
 	}
-	grid := l.Grid
-	if parts.Pre != nil && rowPreWave {
-		// With a prologue, one wave of blocks: each normalizes A once and
-		// walks its rows (the kernel's grid-stride loop), rather than a
-		// block per group of rows each doing it again.
-		resident, err := e.activeBlocks(fm.fn, int(l.Block[0]), 0)
-		if err != nil {
-			return fmt.Errorf("rocm: %s: %w", k.Name, err)
-		}
-		grid[0] = uint32(min(int64(grid[0]), int64(resident)*int64(e.info.MultiProcessors)))
-	}
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
-	if err := e.launchDep(fm.fn, grid, l.Block, 0, &args); err != nil {
+	if err := e.launchDep(fm.fn, l.Grid, l.Block, 0, &args); err != nil {
 		return fmt.Errorf("rocm: launch %s (grid %v): %w", fm.name, l.Grid, err)
 	}
 	e.launches.Add(1)

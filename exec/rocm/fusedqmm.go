@@ -5,24 +5,20 @@ import (
 	"fmt"
 
 	"github.com/loomgraph/loom/exec"
-	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
 )
 
 // Fused quantized matmul kernels (plan.QMatmulAt: a qmatmul with the
-// elementwise chain applied to its output, and where fuse gave it one, a
-// row prologue: an RMSNorm). A one-row product on the one-launch mat-vec
-// (qmvfFor: a decode step with one sequence) runs as that launch with the
-// epilogue applied to every element it stores and the prologue computed by
-// each block into its shared memory (kernels.QMVFFused): a quantized
-// model's output and down projections add the residual as they store, and
-// its q/k/v and gate/up products normalize their input as they start, 64
-// launches fewer a 1B decode step. Anything else — more rows, the other
-// mat-vecs, a prefill's dequantize-and-GEMM — runs the parts
-// (exec.RunFusedParts): the prologue's kernel, the product, then the
-// epilogue's kernel, as unfused.
+// elementwise chain applied to its output; fuse gives it no prologue). A
+// one-row product on the one-launch mat-vec (qmvfFor: a decode step with
+// one sequence) runs as that launch with the epilogue applied to every
+// element it stores (kernels.QMVFFused): a quantized model's output and
+// down projections add the residual as they store, 32 launches fewer a 1B
+// decode step. Anything else — more rows, the other mat-vecs, a prefill's
+// dequantize-and-GEMM — runs the parts (exec.RunFusedParts): the product,
+// then the epilogue's kernel, as unfused.
 
 // fusedQMVKey keys a fused quantized mat-vec's compiled form in
 // plan.Kernel.Cache.
@@ -80,21 +76,10 @@ func (e *Executor) prepareFusedQMatmul(k *plan.Kernel, buffers int) error {
 		}
 	}
 	n, M := fusedQMatmulRows(parts.Core)
-	if fname, ok := qmvfFor(n, M, 0); ok && fusedQMVFits(n, parts) {
+	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil {
 		_, err = e.fusedQMV(k, parts, fname)
 	}
 	return err
-}
-
-// fusedQMVFits reports whether the one-launch mat-vec can take a fused
-// kernel's parts: an epilogue or a prologue (or both), the prologue's row
-// within the shared memory that the mat-vec leaves.
-func fusedQMVFits(n *ir.Node, parts *plan.FusedParts) bool {
-	if parts.Pre == nil {
-		return parts.Post != nil
-	}
-	f, K := n.QuantFormat()
-	return kernels.QMVFPreFits(f, int64(K), parts.Pre.Out.Bytes())
 }
 
 // runFusedQMatmul queues a fused quantized matmul: one mat-vec launch with
@@ -106,7 +91,7 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	}
 	core := parts.Core
 	n, M := fusedQMatmulRows(core)
-	if M != 1 || n.Numel() == 0 || !fusedQMVFits(n, parts) || len(core.Ins) != 2 {
+	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	if err := e.prepareQuant(core); err != nil {
@@ -126,11 +111,9 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	if !ok {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
-	var xp hip.DevPtr // with a prologue, each block computes x itself
-	if parts.Pre == nil {
-		if xp, err = e.span(mem, core.Ins[0].Buf, n.DType.Size(), core.Ins[0].Layout.Offset, K); err != nil {
-			return fmt.Errorf("rocm: %s activations: %w", k.Name, err)
-		}
+	xp, err := e.span(mem, core.Ins[0].Buf, n.DType.Size(), core.Ins[0].Layout.Offset, K)
+	if err != nil {
+		return fmt.Errorf("rocm: %s activations: %w", k.Name, err)
 	}
 	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
 	if err != nil {

@@ -15,13 +15,14 @@ import (
 
 // A decode step's RMSNorm before its products: h = cast(x·(mean(x²) +
 // eps)^−½, dt)·g, as Hugging Face's LlamaRMSNorm (x in float32), then h·Wᵀ
-// plus a residual. With fusion, a product of at most 8 rows computes the
-// norm itself (fuse's row prologue: each GPU block normalizes the rows it
-// reads; the CPU runs the parts), so the values are checked against a
-// float64 reference that rounds h as the graph does, and fused against
-// unfused on the same executor. The norm's sum is a float32 sum whose
-// order differs between the kernels, so an element of h may round to
-// its neighbour: the tolerance allows each h its rounding step.
+// plus a residual: a row kernel, then a skinny product (or the one-row
+// quantized mat-vec) with the residual add as its epilogue. The values are
+// checked against a float64 reference that rounds h as the graph does,
+// and the fused run against the unfused one on the same executor (op by
+// op, with other kernels and another sum order). The norm's sum is a
+// float32 sum whose order differs between executors, so an element of h
+// may round to its neighbour: the tolerance allows each h its rounding
+// step. (The RMSNorm stays a kernel of its own: fuse/cores.go says why.)
 
 const normEps = 1e-5
 
@@ -130,9 +131,9 @@ func checkNorm(t *testing.T, dt dtype.DType, c normCase, got, plain, h, step, w,
 	}
 }
 
-// normLinear: rmsnorm(x)·Wᵀ + r for f32, f16 and bf16 — 1, 3 and 8 rows
-// (a row prologue) and 9 (the norm's own kernel), K of 100 (the scalar
-// skinny product) to 2048, x narrowed from wider rows.
+// normLinear: rmsnorm(x)·Wᵀ + r for f32, f16 and bf16 — 1 to 8 rows (the
+// skinny product) and 9, K of 100 (the scalar skinny product) to 2048, x
+// narrowed from wider rows.
 func normLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
@@ -166,8 +167,8 @@ func normLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 
 // quantNormMatmul: rmsnorm(x)·Wᵀ + r for a quantized W (Q4_K and Q8_0, the
 // formats of a quantized llama), one row (the one-launch mat-vec with the
-// row prologue on the GPU) and 3, within quantMatmul's tolerance for the
-// 8-bit activations besides normLinear's.
+// residual add inside, on the GPU) and 3, within quantMatmul's tolerance
+// for the 8-bit activations besides normLinear's.
 func quantNormMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
 	r := rand.New(rand.NewPCG(43, 44))
 	for _, f := range []quant.Type{quant.Q4_K, quant.Q8_0} {
