@@ -22,7 +22,9 @@
 //	Formulas     known points of gelu, normcdf, round, casts …
 //	Large        300k-element cases: many tiles, all workers
 //	Matmul       matmul/mv/dot/linear × float dtypes × batch broadcasts ×
-//	             operand views (in place and copied), empty dims, K = 16384
+//	             operand views (in place and copied), empty dims, K = 16384;
+//	             RMSNorm then linear (a decode step's chain), float and
+//	             quantized (the Quant group's QNormMatmul)
 //	Conv         conv1d/2d, conv_transpose1d/2d × stride, padding, dilation,
 //	             groups, output padding × float dtypes × operand views,
 //	             empty and degenerate shapes, the fused epilogue, Candle's
