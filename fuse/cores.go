@@ -143,10 +143,11 @@ func fuseCores(s *State) error {
 		}
 		var eg *Group
 		why := ""
+		pair := pairReads(wn, consumers[wn.ID])
 		for _, r := range rs {
 			gs := groupsOf[r.node]
 			switch {
-			case !r.direct:
+			case !r.direct && !pair:
 				why = fmt.Sprintf("%%%d reads it through a view", r.node.ID)
 			case len(gs) != 1:
 				why = fmt.Sprintf("%%%d is computed in %d kernels", r.node.ID, len(gs))
@@ -167,7 +168,9 @@ func fuseCores(s *State) error {
 				why = "its reader's kernel is the prologue of another core"
 			case eg.RowAxes != 0 || !plainElementwise(eg.Members):
 				why = "its reader is not a plain elementwise kernel"
-			case !slices.Equal(eg.Shape, wn.Shape):
+			case pair && !slices.Equal(eg.Shape, plan.PairShape(wn.Shape)):
+				why = fmt.Sprintf("its reader's kernel shape %v is not the output's pairs %v", eg.Shape, plan.PairShape(wn.Shape))
+			case !pair && !slices.Equal(eg.Shape, wn.Shape):
 				why = fmt.Sprintf("its reader's kernel shape %v is not the output's %v", eg.Shape, wn.Shape)
 			case slices.ContainsFunc(eg.Members, func(m *ir.Node) bool { return slices.Contains(wg.Members, m) }):
 				why = "both sides compute a common value"
@@ -179,7 +182,12 @@ func fuseCores(s *State) error {
 			s.Log.Add("core-fusion", wn.ID, "%s stores its output: %s", wn.Op, why)
 			continue
 		}
-		s.Log.Add("core-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
+		if pair {
+			s.Log.Add("core-fusion", wn.ID, "%s applies %s to every pair of elements it writes", wn.Op, opChain(eg.Members))
+			eg.PairEpilogue = true
+		} else {
+			s.Log.Add("core-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
+		}
 		// The window's members first (its prologue and itself), then the
 		// epilogue's in their order: every epilogue value is over the
 		// output shape, so none is needed before the window.
@@ -188,6 +196,25 @@ func fuseCores(s *State) error {
 	}
 	s.Groups = slices.DeleteFunc(s.Groups, func(gr *Group) bool { return removed[gr] })
 	return nil
+}
+
+// pairReads reports whether a product's output is read only in pairs:
+// every reader a view of its even or odd elements along the last dim
+// (plan.PairLayout), as silu(gate)·up reads a product whose weight
+// interleaves the gate and up rows. Such an epilogue joins the product
+// with its last dim halved (plan.Kernel.PairEpilogue).
+func pairReads(wn *ir.Node, cs []*ir.Node) bool {
+	n := len(wn.Shape)
+	if (wn.Op != ir.OpMatmul && wn.Op != ir.OpQMatmul) || n == 0 || wn.Shape[n-1]%2 != 0 || len(cs) == 0 {
+		return false
+	}
+	for _, c := range cs {
+		if c.Op != ir.OpView || c.Layout == nil ||
+			!c.Layout.Equal(plan.PairLayout(wn.Shape, 0)) && !c.Layout.Equal(plan.PairLayout(wn.Shape, 1)) {
+			return false
+		}
+	}
+	return true
 }
 
 // plainElementwise reports whether members are elementwise ops only (no

@@ -13,6 +13,9 @@ type Group struct {
 	// trailing RowAxes dims; members are whole-shape values or row values.
 	Shape   []int
 	RowAxes int
+	// PairEpilogue: a fused product's epilogue reads its output in pairs
+	// (plan.Kernel.PairEpilogue).
+	PairEpilogue bool
 }
 
 // newGroup starts a group rooted at n with n's natural domain.

@@ -143,8 +143,31 @@ type FusedParts struct {
 	Temps                    []*Buffer
 	PreIns, CoreIns, PostIns []int
 	// PostValue is the index of Post's operand that holds the core's
-	// value (-1 without an epilogue).
+	// value (-1 without an epilogue, or with a pair epilogue).
 	PostValue int
+	// PostPair are the indices of a pair epilogue's operands that read the
+	// core's even and odd values (PairLayout; -1 where it reads none).
+	PostPair [2]int
+}
+
+// PairShape is shape with its last dim halved: a pair epilogue's.
+func PairShape(shape []int) []int {
+	s := slices.Clone(shape)
+	if n := len(s); n > 0 {
+		s[n-1] /= 2
+	}
+	return s
+}
+
+// PairLayout reads the even (odd = 0) or odd (odd = 1) elements of the last
+// dim of a contiguous value of shape: PairShape(shape), the last stride 2.
+func PairLayout(shape []int, odd int) ir.Layout {
+	l := ir.Contiguous(shape)
+	n := len(shape)
+	l.Dims[n-1] /= 2
+	l.Strides[n-1] = 2
+	l.Offset = odd
+	return l
 }
 
 // SplitFused takes fused kernel k apart. The temporaries get IDs firstID,
@@ -168,10 +191,14 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 		return bad("no output buffer")
 	}
 	inShape := wn.Args[0].Shape
-	if !slices.Equal(wn.Shape, k.Shape) {
+	if k.PairEpilogue {
+		if !slices.Equal(k.Shape, PairShape(wn.Shape)) || w == len(k.Instrs)-1 {
+			return bad("a pair epilogue's shape %v is not %s output %v halved", k.Shape, wn.Op, wn.Shape)
+		}
+	} else if !slices.Equal(wn.Shape, k.Shape) {
 		return bad("%s output %v is not the kernel's shape %v", wn.Op, wn.Shape, k.Shape)
 	}
-	parts := &FusedParts{PostValue: -1}
+	parts := &FusedParts{PostValue: -1, PostPair: [2]int{-1, -1}}
 	newTemp := func(n *ir.Node) *Buffer {
 		b := &Buffer{ID: firstID + len(parts.Temps), DType: n.DType, Shape: slices.Clone(n.Shape), Kind: BufTemp, Node: n, Slot: -1}
 		parts.Temps = append(parts.Temps, b)
@@ -211,7 +238,25 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 					ni.Args = append(ni.Args, Ref{Operand: true, Index: opnd(r.Index)})
 				case !r.Operand && r.Index >= lo && r.Index < j:
 					ni.Args = append(ni.Args, Ref{Index: r.Index - lo})
+				case !r.Operand && r.Index == valueOf && value != nil && r.Pair != 0:
+					// A pair epilogue reads the core's value through the
+					// even or odd elements of its last dim.
+					if !k.PairEpilogue {
+						return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads a pair outside a pair epilogue", j, in.Node.Op)
+					}
+					l := PairLayout(value.Shape, int(r.Pair)-1)
+					at := slices.IndexFunc(sk.Ins, func(o Operand) bool { return o.Buf == value && o.Layout.Equal(l) })
+					if at < 0 {
+						sk.Ins = append(sk.Ins, Operand{Buf: value, Layout: l})
+						from = append(from, -1)
+						at = len(sk.Ins) - 1
+						parts.PostPair[r.Pair-1] = at
+					}
+					ni.Args = append(ni.Args, Ref{Operand: true, Index: at})
 				case !r.Operand && r.Index == valueOf && value != nil:
+					if k.PairEpilogue {
+						return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads the core's value whole in a pair epilogue", j, in.Node.Op)
+					}
 					if valueIdx < 0 {
 						sk.Ins = append(sk.Ins, Operand{Buf: value, Layout: ir.Contiguous(value.Shape)})
 						from = append(from, -1)
@@ -270,7 +315,7 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 		if err != nil {
 			return bad("epilogue: %v", err)
 		}
-		if vi < 0 {
+		if vi < 0 && parts.PostPair == [2]int{-1, -1} {
 			return bad("the epilogue does not read the window's value")
 		}
 		parts.Post, parts.PostIns, parts.PostValue = post, from, vi

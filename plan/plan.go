@@ -68,6 +68,10 @@ type Ref struct {
 	// Broadcast marks a row value (one per row) read by a whole-row
 	// instruction: every element of the row sees its row's value.
 	Broadcast bool
+	// Pair, in a pair epilogue (Kernel.PairEpilogue), reads the core's
+	// value at 2j (1) or 2j+1 (2) of its last dim for the epilogue's
+	// element j.
+	Pair int8
 }
 
 func (r Ref) String() string {
@@ -77,6 +81,12 @@ func (r Ref) String() string {
 	}
 	if r.Broadcast {
 		s += "[row]"
+	}
+	switch r.Pair {
+	case 1:
+		s += "[even]"
+	case 2:
+		s += "[odd]"
 	}
 	return s
 }
@@ -101,9 +111,14 @@ type Kernel struct {
 	Name    string
 	Shape   []int
 	RowAxes int
-	Ins     []Operand
-	Instrs  []Instr
-	Out     *Buffer
+	// PairEpilogue marks a fused matmul kernel (CoreAt) whose epilogue is
+	// over the core's output shape with its last dim halved, reading the
+	// core's values in pairs (Ref.Pair): silu(gate)·up from a product whose
+	// weight interleaves gate and up rows, as each pair is stored.
+	PairEpilogue bool
+	Ins          []Operand
+	Instrs       []Instr
+	Out          *Buffer
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor (KeyOf, weakly), so they live as long as both the plan and
 	// the executor.

@@ -35,6 +35,7 @@ func Matmul(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	t.Run("Dot", s.mmDot)
 	t.Run("Linear", s.mmLinear)
 	t.Run("NormLinear", func(t *testing.T) { normLinear(t, newExec, opts) })
+	t.Run("PairLinear", func(t *testing.T) { pairLinear(t, newExec, opts) })
 	t.Run("Errors", mmErrors)
 }
 

@@ -1,0 +1,147 @@
+package conformance
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/graph"
+	"github.com/loomgraph/loom/quant"
+	"github.com/loomgraph/loom/tensor"
+)
+
+// SwiGLU over a product whose weight interleaves the gate and up rows (a
+// llama layer's stacked gate/up projection as Loom loads it): y = x·Wᵀ
+// [M, 2N], then silu(y[:, 2j])·y[:, 2j+1] — the product's output read in
+// pairs, which fusion joins as a pair epilogue (plan.Kernel.PairEpilogue).
+// Checked against the float64 SwiGLU of the exact products, within the
+// products' sums (and, for a quantized weight, the 8-bit activations) and
+// the roundings to dt of y, silu and the product; and fused against
+// unfused on the same executor.
+
+// pairCase is M rows of K, 2N product outputs, N pairs.
+type pairCase struct{ m, k, n int }
+
+var pairCases = []pairCase{{1, 256, 40}, {1, 2048, 300}, {3, 512, 64}, {8, 256, 17}, {9, 128, 8}, {1, 100, 13}}
+
+// pairGraph builds silu(y[:, even])·y[:, odd] (f32 out) for y = p(x).
+func pairGraph(dt dtype.DType, c pairCase, p func(g *graph.Graph, x *graph.Tensor) *graph.Tensor) *graph.Graph {
+	g := graph.New()
+	y := p(g, g.Input("x", dt, c.m, c.k)).Reshape(c.m, c.n, 2)
+	gate := y.Narrow(2, 0, 1).Reshape(c.m, c.n)
+	up := y.Narrow(2, 1, 1).Reshape(c.m, c.n)
+	g.Output("y", gate.Silu().Mul(up).Cast(dtype.F32))
+	return g
+}
+
+// checkPairs compares got (and plain, the unfused run) with the float64
+// SwiGLU of w [2N, K] and xs; act(i, row) is the error of the product's
+// activations for row (0 for float weights).
+func checkPairs(t *testing.T, dt dtype.DType, c pairCase, got, plain, w, xs []float64, act func(i, row int) float64) {
+	t.Helper()
+	u := map[dtype.DType]float64{dtype.F32: 1.0 / (1 << 23), dtype.F16: 1.0 / 2048, dtype.BF16: 1.0 / 256}[dt]
+	silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
+	for i := range c.m {
+		for j := range c.n {
+			var gv, uv, gs, us float64
+			for k := range c.k {
+				x := xs[i*c.k+k]
+				gv += x * w[(2*j)*c.k+k]
+				uv += x * w[(2*j+1)*c.k+k]
+				gs += math.Abs(x * w[(2*j)*c.k+k])
+				us += math.Abs(x * w[(2*j+1)*c.k+k])
+			}
+			want := silu(gv) * uv
+			// The errors of gate and up as stored: their sums, the
+			// activations' quantization and one rounding to dt.
+			eg := 2e-6*gs + act(i, 2*j) + u*math.Abs(gv)
+			eu := 2e-6*us + act(i, 2*j+1) + u*math.Abs(uv)
+			tol := 1.1*eg*(math.Abs(uv)+eu) + math.Abs(silu(gv))*eu + 3*u*(math.Abs(silu(gv))*math.Abs(uv)+math.Abs(want)) + 1e-6
+			if g := got[i*c.n+j]; !(math.Abs(g-want) <= tol) {
+				t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, want, tol)
+			}
+			if p := plain[i*c.n+j]; !(math.Abs(got[i*c.n+j]-p) <= 2*tol) {
+				t.Fatalf("y[%d][%d] = %v, and %v compiled without fusion", i, j, got[i*c.n+j], p)
+			}
+		}
+	}
+}
+
+// pairLinear: SwiGLU over an interleaved float product for f32, f16 and
+// bf16, 1 to 9 rows, K of 100 (the scalar skinny product) to 2048.
+func pairLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(45, 46))
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		for _, c := range pairCases {
+			t.Run(fmt.Sprintf("%v/M%dK%dN%d", dt, c.m, c.k, c.n), func(t *testing.T) {
+				vals := func(rows int, scale float64) *tensor.Tensor {
+					v := make([]float64, rows*c.k)
+					for i := range v {
+						v[i] = (r.Float64()*2 - 1) * scale
+					}
+					tt, err := tensor.FromFloat64s(dt, v, rows, c.k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tt
+				}
+				xt := vals(c.m, 1)
+				wt := vals(2*c.n, 4/math.Sqrt(float64(c.k)))
+				in := map[string]*tensor.Tensor{"x": xt, "w": wt}
+				build := func() *graph.Graph {
+					return pairGraph(dt, c, func(g *graph.Graph, x *graph.Tensor) *graph.Tensor {
+						return graph.Linear(x, g.Input("w", dt, 2*c.n, c.k), nil)
+					})
+				}
+				got := runOne(t, newExec(0x3C), build(), opts, in)
+				unfused := opts
+				unfused.NoFusion = true
+				plain := runOne(t, newExec(0x5A), build(), unfused, in)
+				checkPairs(t, dt, c, got, plain, wt.Float64s(), xt.Float64s(), func(int, int) float64 { return 0 })
+			})
+		}
+	}
+}
+
+// quantPairMatmul: the same over a quantized weight (Q4_K and Q8_0), one
+// row and three, within quantMatmul's bound for the 8-bit activations.
+func quantPairMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, f := range []quant.Type{quant.Q4_K, quant.Q8_0} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+			for _, c := range []pairCase{{1, 2048, 300}, {1, 256, 40}, {3, 512, 20}} {
+				t.Run(fmt.Sprintf("%v/%v/M%dK%dN%d", f, dt, c.m, c.k, c.n), func(t *testing.T) {
+					xv := make([]float64, c.m*c.k)
+					for i := range xv {
+						xv[i] = r.Float64()*2 - 1
+					}
+					xt, err := tensor.FromFloat64s(dt, xv, c.m, c.k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					raw := quantized(t, r, f, 2*c.n, c.k)
+					in := map[string]*tensor.Tensor{"x": xt, "w": raw}
+					build := func() *graph.Graph {
+						return pairGraph(dt, c, func(g *graph.Graph, x *graph.Tensor) *graph.Tensor {
+							q, _ := g.QInput("w", f, 2*c.n, c.k)
+							return x.QMatmul(q)
+						})
+					}
+					got := runOne(t, newExec(0x3C), build(), opts, in)
+					unfused := opts
+					unfused.NoFusion = true
+					plain := runOne(t, newExec(0x5A), build(), unfused, in)
+					w := dequantRef(t, f, dtype.F32, raw.Bytes(), 2*c.n*c.k)
+					xs := xt.Float64s()
+					checkPairs(t, dt, c, got, plain, w, xs, func(i, row int) float64 {
+						_, abs, amax := rowProduct(w[row*c.k:(row+1)*c.k], xs[i*c.k:(i+1)*c.k])
+						return abs * amax / 127
+					})
+				})
+			}
+		}
+	}
+}
