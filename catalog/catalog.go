@@ -178,6 +178,19 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
+	// A skinny product whose weight interleaves gate and up rows, with
+	// SwiGLU as its pair epilogue (plan.Kernel.PairEpilogue), for one and
+	// three rows.
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		for _, m := range []int{1, 3} {
+			if err := addFused(fmt.Sprintf("skinny product with a pair epilogue %v M=%d", dt, m), func(g *graph.Graph) *graph.Tensor {
+				y := g.Input("x", dt, m, 256).Matmul(g.Input("w", dt, 80, 256).T()).Reshape(m, 40, 2)
+				return y.Narrow(2, 0, 1).Reshape(m, 40).Silu().Mul(y.Narrow(2, 1, 1).Reshape(m, 40)).Cast(dtype.F32)
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// One-row quantized products fused with the chain after them (a
 	// quantized decode step's residual add, its LM head's cast), for every
 	// format with the one-launch mat-vec.

@@ -52,6 +52,56 @@ func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, erro
 	return b.String(), nil
 }
 
+// ScalarFuncPair renders elementwise kernel k as ScalarFunc does, with two
+// value operands: v0 and v1 (either may be -1), whose elements at i are
+// passed as storage values, whatever their layouts:
+//
+//	LOOM_DEV <out storage> name(const T0* __restrict__ p0, …, V0 v0, V1 v1, I i)
+//
+// A pair epilogue (plan.Kernel.PairEpilogue) takes its product's even and
+// odd values so: the product holds both when it stores a pair.
+func ScalarFuncPair(k *plan.Kernel, name string, v0, v1 int, wide bool) (string, error) {
+	g, err := scalarGen(k, name, -1, wide)
+	if err != nil {
+		return "", err
+	}
+	if v0 >= len(k.Ins) || v1 >= len(k.Ins) || v0 >= 0 && v0 == v1 {
+		return "", fmt.Errorf("codegen: function %s (kernel %s): value operands %d and %d of %d", name, k.Name, v0, v1, len(k.Ins))
+	}
+	I, _ := g.idx()
+	var b w
+	b.line(0, "")
+	b.line(0, "// %s: kernel %s (%s) as a function of a pair of values and the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
+	g.renderNamespace(&b, name)
+	var params []string
+	for i, o := range k.Ins {
+		if i != v0 && i != v1 {
+			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
+		}
+	}
+	for j, v := range []int{v0, v1} {
+		t := "float"
+		if v >= 0 {
+			t = storageType(k.Ins[v].Buf.DType)
+		}
+		params = append(params, fmt.Sprintf("%s v%d", t, j))
+	}
+	params = append(params, I+" i")
+	args := g.argsAt(func(i int) string {
+		switch i {
+		case v0:
+			return "v0"
+		case v1:
+			return "v1"
+		}
+		return fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)
+	})
+	b.line(0, "LOOM_DEV %s %s(%s) {", storageType(k.Out.DType), name, strings.Join(params, ", "))
+	b.line(1, "return %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
+	b.line(0, "}")
+	return b.String(), nil
+}
+
 // ScalarFunc8 renders elementwise kernel k as ScalarFunc does, for a run of
 // eight consecutive flat indices i, i+1, …, i+7 at once:
 //

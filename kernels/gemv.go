@@ -127,7 +127,30 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		return "", "", fmt.Errorf("kernels: %s: a skinny product with a prologue", k.Name)
 	}
 	b.WriteString("#define GEMV_LDA(LD, x, a, m, lda, k) LD(x, (a) + (m) * (lda) + (k))\n")
-	if parts.Post != nil {
+	if k.PairEpilogue {
+		// A pair epilogue: groups 2g and 2g+1 of a block own rows 2j and
+		// 2j+1; lane 0 of each puts its sums in shared memory, and the
+		// even group's stores the pair's epilogue at j.
+		if lanes > gemvThreads/2 || parts.Post == nil {
+			return "", "", fmt.Errorf("kernels: %s: a pair epilogue needs two groups a block, not %d lanes", k.Name, lanes)
+		}
+		fn, err := codegen.ScalarFuncPair(parts.Post, "loom_post", parts.PostPair[0], parts.PostPair[1], true)
+		if err != nil {
+			return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
+		}
+		b.WriteString(fn)
+		fmt.Fprintf(&b, "#define GEMV_CTYPE(T) %s\n", ctypes[k.Out.DType].storage)
+		b.WriteString("#define GEMV_STC(c, m, ldc, n, v) (void)0\n")
+		fmt.Fprintf(&b, "#define GEMV_STORE(valid, lane, group, acc, ST, MAXM, LANES) { "+
+			"__shared__ float gemv_pair[GEMV_THREADS / (LANES)][MAXM]; "+
+			"if (lane == 0) { _Pragma(\"unroll\") for (int m = 0; m < MAXM; ++m) gemv_pair[group][m] = acc[m]; } "+
+			"__syncthreads(); "+
+			"if (valid && lane == 0 && (group & 1) == 0) { _Pragma(\"unroll\") for (int m = 0; m < MAXM; ++m) { if (m < M) { "+
+			"const unsigned long long at = (unsigned long long)m * (unsigned long long)(N / 2) + (unsigned long long)(n / 2); "+
+			"c[at] = loom_post(%s); } } } "+
+			"__syncthreads(); }\n",
+			strings.Join(append(partPointers(parts.PostIns), "ST(acc[m])", "ST(gemv_pair[group + 1][m])", "at"), ", "))
+	} else if parts.Post != nil {
 		fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 		if err != nil {
 			return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
@@ -143,6 +166,19 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 	body := b.String() + gemvHIP + fmt.Sprintf("\nLOOM_GEMV(%s, %s, %s, %s, %d, %s, %s)\n", ty.t, ld, vec, ty.st, lanes, maxm, namePlaceholder)
 	name, code = fusedUnit(t, body, variant)
 	return name, code, nil
+}
+
+// GemvPairs reports whether skinny product variant (a PlanGemv name) can
+// take a pair epilogue (GemvFused): groups of at most half a block, so
+// that the groups owning rows 2j and 2j+1 share one.
+func GemvPairs(variant string) bool {
+	rest, ok := strings.CutPrefix(variant, "loom_gemv_")
+	f := strings.Split(rest, "_")
+	if !ok || len(f) < 2 || len(f[1]) < 2 {
+		return false
+	}
+	lanes, err := strconv.Atoi(f[1][1:])
+	return err == nil && lanes <= gemvThreads/2
 }
 
 // gemvFill is the number of threads that keeps every multiprocessor of a

@@ -45,6 +45,17 @@
 #define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)
 #endif
 
+// GEMV_STORE: lane 0 of each valid group stores its rows' sums (through
+// GEMV_STC); a pair epilogue (GemvFused) replaces it.
+#ifndef GEMV_STORE
+#define GEMV_STORE(valid, lane, group, acc, ST, MAXM, LANES)                                      \
+  if (valid && lane == 0) {                                                                      \
+    _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                           \
+      if (m < M) GEMV_STC(c, m, ldc, n, ST(acc[m]));                                             \
+    }                                                                                            \
+  }
+#endif
+
 LOOM_DEV void gemv_ld1_f32(float* d, const float* p) { d[0] = *p; }
 LOOM_DEV void gemv_ld1_f16(float* d, const unsigned short* p) { d[0] = loom_f16_to_f32(*p); }
 LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf16_to_f32(*p); }
@@ -101,11 +112,7 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
         }                                                                                             \
         __syncthreads();                                                                              \
       }                                                                                               \
-      if (valid && lane == 0) {                                                                       \
-        _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                            \
-          if (m < M) GEMV_STC(c, m, ldc, n, ST(acc[m]));                                              \
-        }                                                                                             \
-      }                                                                                               \
+      GEMV_STORE(valid, lane, group, acc, ST, MAXM, LANES)                                             \
     }                                                                                                 \
   }
 

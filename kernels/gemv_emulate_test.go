@@ -20,7 +20,9 @@ import (
 
 	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -128,5 +130,129 @@ func TestEmulateGemv(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// gemvPairMain launches one fused skinny product with a pair epilogue:
+// A, B, C, sizes, leading dimensions, batch strides 0, then the fused
+// kernel's operands (x and the weight: the epilogue reads only the pairs).
+const gemvPairMain = `
+struct pargs { const void* a; const void* b; void* c; int M, N, K; };
+static void run(void* p) {
+  pargs* g = (pargs*)p;
+  ENTRY((const T*)g->a, (const T*)g->b, (C*)g->c, g->M, g->N, g->K, g->K, g->K, g->N, 0, 0, 0, (const T*)g->a, (const T*)g->b);
+}
+// usage: prog M N K GRID A B OUTBYTES OUT
+int main(int argc, char** argv) {
+  if (argc != 9) return 2;
+  pargs g;
+  g.M = atoi(argv[1]); g.N = atoi(argv[2]); g.K = atoi(argv[3]);
+  g.a = loom_slurp(argv[5]);
+  g.b = loom_slurp(argv[6]);
+  const size_t ob = (size_t)atoll(argv[7]);
+  g.c = loom_poisoned(ob);
+  loom_launch((unsigned int)atoi(argv[4]), GEMV_THREADS, run, &g);
+  loom_write(argv[8], g.c, ob);
+  return 0;
+}
+`
+
+// TestEmulateGemvPair runs the skinny product fused with SwiGLU as its pair
+// epilogue (GemvFused, plan.Kernel.PairEpilogue: rows 2j and 2j+1 of an
+// interleaved gate/up weight, silu(gate)·up stored at j) on AMD's waves of
+// 64, with fewer blocks than the rows need (the grid-stride walk, and its
+// barriers), against the float64 SwiGLU of the products rounded to the
+// dtype as the unfused kernels store them.
+func TestEmulateGemvPair(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	dir := t.TempDir()
+	for _, c := range []struct {
+		d       dtype.DType
+		m, k, n int // n pairs
+	}{{dtype.BF16, 1, 256, 40}, {dtype.F32, 3, 512, 24}, {dtype.F16, 8, 1024, 9}, {dtype.BF16, 1, 100, 13}} {
+		t.Run(fmt.Sprintf("%v/M%dK%dN%d", c.d, c.m, c.k, c.n), func(t *testing.T) {
+			g := graph.New()
+			y := g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, 2*c.n, c.k).T()).Reshape(c.m, c.n, 2)
+			g.Output("y", y.Narrow(2, 0, 1).Reshape(c.m, c.n).Silu().Mul(y.Narrow(2, 1, 1).Reshape(c.m, c.n)))
+			p, err := g.Compile(graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := p.Plan().Steps[0].Kernel
+			if !k.PairEpilogue || len(p.Plan().Steps) != 1 {
+				t.Fatalf("want one fused kernel with a pair epilogue, have %d steps (%s)", len(p.Plan().Steps), k.Name)
+			}
+			parts, err := plan.SplitFused(k, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs, err := plan.Gemm(parts.Core)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, ok := PlanGemv(c.d, gs.Call, c.k%8 == 0)
+			if !ok || !GemvPairs(l.Name) {
+				t.Fatalf("PlanGemv: %s, pairs %v", l.Name, GemvPairs(l.Name))
+			}
+			name, code, err := GemvFused(emuTarget, l.Name, k, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ty := ctypes[c.d].storage
+			main := strings.NewReplacer("ENTRY", name, "(const T*)", "(const "+ty+"*)", "(C*)", "("+ty+"*)").Replace(gemvPairMain)
+			prog, err := hostemu.Build("", hostemu.Shim+code+hostemu.Helpers+main)
+			if err != nil {
+				if strings.HasPrefix(err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+					t.Skipf("host emulation skipped: %v", err)
+				}
+				t.Fatal(firstLines(err.Error(), 30))
+			}
+			vals := func(rows int, scale float64) []float64 {
+				v := make([]float64, rows*c.k)
+				for i := range v {
+					v[i] = (r.Float64()*2 - 1) * scale
+				}
+				return v
+			}
+			xv, wv := vals(c.m, 1), vals(2*c.n, 4/math.Sqrt(float64(c.k)))
+			ap, bp, out := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+			xb, wb := emuBytes(t, c.d, xv), emuBytes(t, c.d, wv)
+			if err := os.WriteFile(ap, xb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(bp, wb, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			xs, ws := emuValues(t, c.d, xb), emuValues(t, c.d, wb)
+			grid := min(int(l.Grid[0]), 3)
+			ob := c.m * c.n * c.d.Size()
+			if err := hostemu.Run(prog, fmt.Sprint(c.m), fmt.Sprint(2*c.n), fmt.Sprint(c.k), fmt.Sprint(grid), ap, bp, fmt.Sprint(ob), out); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gv := emuValues(t, c.d, raw)
+			u := map[dtype.DType]float64{dtype.F32: 1.0 / (1 << 23), dtype.F16: 1.0 / 2048, dtype.BF16: 1.0 / 256}[c.d]
+			silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
+			for m := range c.m {
+				for j := range c.n {
+					var gate, up, gsum, usum float64
+					for k := range c.k {
+						gate += xs[m*c.k+k] * ws[2*j*c.k+k]
+						up += xs[m*c.k+k] * ws[(2*j+1)*c.k+k]
+						gsum += math.Abs(xs[m*c.k+k] * ws[2*j*c.k+k])
+						usum += math.Abs(xs[m*c.k+k] * ws[(2*j+1)*c.k+k])
+					}
+					want := silu(gate) * up
+					eg, eu := 1e-5*gsum+u*math.Abs(gate), 1e-5*usum+u*math.Abs(up)
+					tol := 1.1*eg*(math.Abs(up)+eu) + math.Abs(silu(gate))*eu + 3*u*(math.Abs(silu(gate)*up)+math.Abs(want)) + 1e-30
+					if y := gv[m*c.n+j]; math.IsNaN(y) || math.Abs(y-want) > tol {
+						t.Fatalf("y[%d][%d] = %v, want %v ± %.3g (%s)", m, j, y, want, tol, l.Name)
+					}
+				}
+			}
+		})
 	}
 }

@@ -302,8 +302,8 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	if _, ok2 := gemvTypes[xd]; !ok || !ok2 {
 		return "", "", fmt.Errorf("kernels: %q is not a one-row quantized mat-vec", entry)
 	}
-	if parts.Pre != nil || parts.Post == nil {
-		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue and no prologue", k.Name)
+	if parts.Pre != nil || parts.Post == nil || k.PairEpilogue {
+		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue (not a pair epilogue) and no prologue", k.Name)
 	}
 	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 	if err != nil {

@@ -38,7 +38,7 @@ func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.Gemm
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
 	l, ok := kernels.PlanGemv(g.DType, c, aligned)
-	if !ok {
+	if !ok || k.PairEpilogue && (c.Batch != 1 || c.N%2 != 0 || !kernels.GemvPairs(l.Name)) {
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
 	key := plan.KeyOf(e, fusedMatmulKey{l.Name})

@@ -76,7 +76,7 @@ func (e *Executor) prepareFusedQMatmul(k *plan.Kernel, buffers int) error {
 		}
 	}
 	n, M := fusedQMatmulRows(parts.Core)
-	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil {
+	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil && !k.PairEpilogue {
 		_, err = e.fusedQMV(k, parts, fname)
 	}
 	return err
@@ -91,7 +91,7 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	}
 	core := parts.Core
 	n, M := fusedQMatmulRows(core)
-	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 {
+	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 || k.PairEpilogue {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	if err := e.prepareQuant(core); err != nil {
