@@ -200,7 +200,19 @@ func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.T
 }
 
 // mlp is the residual stream x plus SwiGLU of h: x + down(silu(gate(h))·up(h)).
+// Where the gate and up weights are one interleaved matrix (pairedFusion),
+// the product's output [..., 2I] is read in pairs, gate at 2j and up at
+// 2j+1, through strided views: its pair epilogue.
 func (f *fwd) mlp(x, h *graph.Tensor, p string) *graph.Tensor {
+	if _, ok := f.m.fused[pairedName(p+pairedFusion+".weight")]; ok {
+		y := f.product(h, p+pairedFusion)
+		s := y.Shape()
+		lead, half := s[:len(s)-1:len(s)-1], s[len(s)-1]/2
+		pairs := y.Reshape(append(lead, half, 2)...)
+		gate := f.addBias(pairs.Narrow(len(s), 0, 1).Reshape(append(lead, half)...), p+"ffn_gate")
+		up := f.addBias(pairs.Narrow(len(s), 1, 1).Reshape(append(lead, half)...), p+"ffn_up")
+		return f.residual(x, gate.Silu().Mul(up), p+"ffn_down")
+	}
 	gu := f.linears(h, p+"ffn_gate_up", p+"ffn_gate", p+"ffn_up")
 	return f.residual(x, gu[0].Silu().Mul(gu[1]), p+"ffn_down")
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/loomgraph/loom/dtype"
@@ -123,6 +124,21 @@ type part struct {
 // query's. Each output element is the same dot product as before. The
 // matrices are stacked only when they are stored alike (all float, or all
 // in one block format); biases stay separate and are added per part.
+// pairedFusion is the fusion whose parts are interleaved row by row rather
+// than stacked: a layer's gate and up projections, so that the product's
+// neighbouring outputs are a (gate, up) pair and SwiGLU joins it as a pair
+// epilogue (fuse's core-fusion, plan.Kernel.PairEpilogue) — stored as each
+// pair is computed, not by a kernel of its own (16 launches a 1B decode
+// step). pairedName returns name itself for such a fused weight, "" else.
+const pairedFusion = "ffn_gate_up"
+
+func pairedName(name string) string {
+	if strings.HasSuffix(name, "."+pairedFusion+".weight") {
+		return name
+	}
+	return ""
+}
+
 var fusions = []struct {
 	name  string
 	parts []string
@@ -392,7 +408,11 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			if len(pending[fu]) < len(m.fused[fu]) {
 				continue
 			}
-			if t, err = stackRows(pending[fu]); err != nil {
+			combine := stackRows
+			if fu == pairedName(fu) {
+				combine = interleaveRows
+			}
+			if t, err = combine(pending[fu]); err != nil {
 				return fmt.Errorf("tensor %q: %w", fu, err)
 			}
 			delete(pending, fu)
@@ -639,6 +659,34 @@ func (g ggufMetadata) Uint32(key string) (uint32, error) {
 
 // stackRows concatenates row-major 2-D tensors of one dtype and row length
 // along their rows.
+// interleaveRows is the rows of two matrices alike in shape and dtype taken
+// in turn: a's row i at 2i, b's at 2i+1. A layer's gate and up projections
+// are stacked so (see pairedFusion), the row bytes moved whole, so a block
+// format's rows interleave as its values would.
+func interleaveRows(ts []*tensor.Tensor) (*tensor.Tensor, error) {
+	if len(ts) != 2 || !slices.Equal(ts[0].Shape(), ts[1].Shape()) || len(ts[0].Shape()) != 2 || ts[0].DType() != ts[1].DType() {
+		return nil, fmt.Errorf("cannot interleave %d matrices of shapes %v", len(ts), func() [][]int {
+			var s [][]int
+			for _, t := range ts {
+				s = append(s, t.Shape())
+			}
+			return s
+		}())
+	}
+	rows, cols := ts[0].Shape()[0], ts[0].Shape()[1]
+	out, err := tensor.Zeros(ts[0].DType(), 2*rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	rb := len(ts[0].Bytes()) / max(rows, 1)
+	dst, a, b := out.Bytes(), ts[0].Bytes(), ts[1].Bytes()
+	for i := range rows {
+		copy(dst[(2*i)*rb:(2*i+1)*rb], a[i*rb:(i+1)*rb])
+		copy(dst[(2*i+1)*rb:(2*i+2)*rb], b[i*rb:(i+1)*rb])
+	}
+	return out, nil
+}
+
 func stackRows(ts []*tensor.Tensor) (*tensor.Tensor, error) {
 	rows, cols := 0, ts[0].Shape()[1]
 	for _, t := range ts {
