@@ -191,6 +191,24 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
+	// One-row quantized products with SwiGLU as their pair epilogue, for
+	// every format with the one-launch mat-vec.
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
+			var qerr error
+			if err := addFused(fmt.Sprintf("quantized mat-vec with a pair epilogue %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", f, 80, 256)
+				if err != nil {
+					qerr = err
+					return g.Input("x", dt, 1, 40)
+				}
+				y := g.Input("x", dt, 1, 256).QMatmul(w).Reshape(1, 40, 2)
+				return y.Narrow(2, 0, 1).Reshape(1, 40).Silu().Mul(y.Narrow(2, 1, 1).Reshape(1, 40)).Cast(dtype.F32)
+			}); err != nil || qerr != nil {
+				return nil, errors.Join(err, qerr)
+			}
+		}
+	}
 	// One-row quantized products fused with the chain after them (a
 	// quantized decode step's residual add, its LM head's cast), for every
 	// format with the one-launch mat-vec.

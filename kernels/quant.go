@@ -302,10 +302,25 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	if _, ok2 := gemvTypes[xd]; !ok || !ok2 {
 		return "", "", fmt.Errorf("kernels: %q is not a one-row quantized mat-vec", entry)
 	}
-	if parts.Pre != nil || parts.Post == nil || k.PairEpilogue {
-		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue (not a pair epilogue) and no prologue", k.Name)
+	if parts.Pre != nil || parts.Post == nil {
+		return "", "", fmt.Errorf("kernels: %s: a fused quantized mat-vec takes an epilogue and no prologue", k.Name)
 	}
-	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
+	x := "qmvw_x_" + xd
+	var fn, call, store string
+	if k.PairEpilogue {
+		// A pair epilogue: rows 2j and 2j+1 (a lane's two rows by chunks,
+		// neighbouring rows of a group's step by units: the host checks
+		// kernels.QMVFRowsPerGroup) go through the epilogue at j.
+		fn, err = codegen.ScalarFuncPair(parts.Post, "loom_post", parts.PostPair[0], parts.PostPair[1], true)
+		call = fmt.Sprintf("qmv1<qf_%s<%d>, qu_%s, %s, true>", format, vec, format, x)
+		store = fmt.Sprintf("[=](long long j, float v0, float v1) { y[j] = loom_post(%s); }",
+			strings.Join(append(partPointers(parts.PostIns), x+"::st(v0)", x+"::st(v1)", "(unsigned long long)j"), ", "))
+	} else {
+		fn, err = codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
+		call = fmt.Sprintf("QMVF_CALL(%s, %d, %s)", format, vec, x)
+		store = fmt.Sprintf("[=](long long n, float v) { y[n] = loom_post(%s); }",
+			strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", "))
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
 	}
@@ -313,14 +328,12 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	b.WriteString("#define QMVF_FUSED 1\n")
 	b.WriteString(fn)
 	b.WriteString(quantHIP)
-	x := "qmvw_x_" + xd
-	post := strings.Join(append(partPointers(parts.PostIns), x+"::st(v)", "(unsigned long long)n"), ", ")
 	fmt.Fprintf(&b, `
 extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned char* __restrict__ w,
     const %s::T* __restrict__ x, %s* __restrict__ y, long long K, long long N, long long rowBytes, int path%s) { loom_grid_entry();
-  QMVF_CALL(%s, %d, %s)(w, x, K, N, rowBytes, path, [=](long long n, float v) { y[n] = loom_post(%s); });
+  %s(w, x, K, N, rowBytes, path, %s);
 }
-`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), format, vec, x, post)
+`, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), call, store)
 	body := b.String()
 	name, code = fusedUnit(t, body, entry)
 	return name, code, nil

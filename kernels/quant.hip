@@ -1901,9 +1901,10 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
 // store(n, v) stores row n's sum v (f32): X::st(v) into y, or, in a fused
 // kernel (QMVFFused, kernels/quant.go), the epilogue of X::st(v) at flat
 // index n of the output.
-template <class F, class X, int R, class S>
+template <class F, class X, int R, bool PAIR = false, class S>
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
                    long long K, long long N, long long rowBytes, S store) {
+  static_assert(!PAIR || R == 2, "a pair epilogue takes a group's two rows");
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
@@ -1932,7 +1933,14 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
       float v = acc[r];
 #pragma unroll
       for (int s = QMV_GROUP / 2; s > 0; s >>= 1) v += loom_shfl_xor(v, s);
-      if (g * R + r < N && lane == 0) store(g * R + r, v);
+      if constexpr (PAIR) {
+        acc[r] = v;
+      } else {
+        if (g * R + r < N && lane == 0) store(g * R + r, v);
+      }
+    }
+    if constexpr (PAIR) {
+      if (g * R < N && lane == 0) store(g, acc[0], acc[1]);
     }
   }
 }
@@ -2300,7 +2308,7 @@ LOOM_DEV unsigned int qu_dynamic_shared() {
 // is quantized, and
 // each later one as soon as the lanes have read the stage before it into
 // registers, so that the copy is in flight while they multiply.
-template <class F, class X, class S>
+template <class F, class X, bool PAIR = false, class S>
 LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, bool stage_it, S store) {
   const int U = (int)(K / F::UV);
@@ -2349,7 +2357,15 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
     ub += QMV_GROUP;
     if (ub >= U) {
       for (int s = P / 2; s > 0; s >>= 1) acc += loom_shfl_xor(acc, s);
-      if (u0 == 0 && sub < rows) store(r0 + sub, acc);
+      if constexpr (PAIR) {
+        // Rows r0 + sub and r0 + sub + 1 (sub even; the host gives a pair
+        // epilogue only where a group's step holds 2 rows or more) meet
+        // across the P lanes between them.
+        const float odd = loom_shfl_xor(acc, P);
+        if (u0 == 0 && (sub & 1) == 0 && sub < rows) store((r0 + sub) / 2, acc, odd);
+      } else {
+        if (u0 == 0 && sub < rows) store(r0 + sub, acc);
+      }
       acc = 0.f;
       ub = 0;
       g += stride;
@@ -2362,13 +2378,16 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 // memory, 2 by units staged in shared memory (qmvu). A unit path K or w
 // do not allow falls back to chunks, and staging without the shared
 // memory for it to reading units from global memory.
-template <class F, class G, class X, class S>
+//
+// PAIR: a pair epilogue (kernels.QMVFFused): store(j, v0, v1) takes rows 2j
+// and 2j+1 at once.
+template <class F, class G, class X, bool PAIR = false, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
   if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0)
-    qmvu<G, X>(w, x, K, N, rowBytes, path == 2, store);
+    qmvu<G, X, PAIR>(w, x, K, N, rowBytes, path == 2, store);
   else
-    qmvf<F, X, QMVF_ROWS>(w, x, K, N, rowBytes, store);
+    qmvf<F, X, QMVF_ROWS, PAIR>(w, x, K, N, rowBytes, store);
 }
 
 // QMVF_CALL(FMT, V, X): the function a format's one-row entry calls.

@@ -31,7 +31,9 @@ import (
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -624,5 +626,107 @@ func specialQ4KHeaders(raw []byte) {
 		if h[1] != 0 {
 			binary.LittleEndian.PutUint16(b[2:], h[1])
 		}
+	}
+}
+
+// qmvfPairMain launches one fused one-row mat-vec with a pair epilogue
+// (f32 activations and output): QMVFFused's arguments, then the fused
+// kernel's operands, named by the graph's inputs.
+const qmvfPairMain = `
+struct pargs { const unsigned char* w; const float* x; float* y; long long K, N, rb; int path; };
+static void run(void* p) {
+  pargs* a = (pargs*)p;
+  ENTRY(a->w, a->x, a->y, a->K, a->N, a->rb, a->path OPERANDS);
+}
+// usage: prog K N RB PATH GRID W X OUT
+int main(int argc, char** argv) {
+  if (argc != 9) return 2;
+  pargs a;
+  a.K = atoll(argv[1]); a.N = atoll(argv[2]); a.rb = atoll(argv[3]); a.path = atoi(argv[4]);
+  a.w = (const unsigned char*)loom_slurp(argv[6]);
+  a.x = (const float*)loom_slurp(argv[7]);
+  a.y = (float*)loom_poisoned(a.N / 2 * 4);
+  loom_launch((unsigned int)atoi(argv[5]), QMVF_THREADS, run, &a);
+  loom_write(argv[8], a.y, a.N / 2 * 4);
+  return 0;
+}
+`
+
+// TestEmulateQMVFPair runs the one-row mat-vec fused with SwiGLU as its
+// pair epilogue (QMVFFused, plan.Kernel.PairEpilogue: rows 2j and 2j+1 of
+// an interleaved gate/up weight, silu(gate)·up stored at j) on the chunk
+// path (a lane's two rows) and the unit path (a group's step's
+// neighbouring rows, met by a shuffle), f32 activations, and compares each
+// output with silu(y[2j])·y[2j+1] of the unfused kernel's y on the same
+// path: the same sums, so only the epilogue's float32 arithmetic differs.
+func TestEmulateQMVFPair(t *testing.T) {
+	plain := quantEmu.get(t, quantEmuSource)
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, c := range []struct {
+		f          quant.Type
+		n, k, grid int // n pairs
+	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}} {
+		t.Run(fmt.Sprintf("%v/N%dK%d", c.f, c.n, c.k), func(t *testing.T) {
+			g := graph.New()
+			w, err := g.QInput("w", c.f, 2*c.n, c.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := g.Input("x", dtype.F32, 1, c.k).QMatmul(w).Reshape(1, c.n, 2)
+			g.Output("y", y.Narrow(2, 0, 1).Reshape(1, c.n).Silu().Mul(y.Narrow(2, 1, 1).Reshape(1, c.n)))
+			p, err := g.Compile(graph.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := p.Plan().Steps[0].Kernel
+			if !k.PairEpilogue || len(p.Plan().Steps) != 1 {
+				t.Fatalf("want one fused kernel with a pair epilogue, have %d steps (%s)", len(p.Plan().Steps), k.Name)
+			}
+			parts, err := plan.SplitFused(k, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry, ok := QMVFEntry(c.f, dtype.F32)
+			if !ok {
+				t.Fatalf("no one-row mat-vec for %v", c.f)
+			}
+			name, code, err := QMVFFused(emuTarget, entry, k, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
+			if body == code {
+				t.Fatal("the fused unit declares no qf_shared")
+			}
+			var ops strings.Builder
+			for _, o := range k.Ins {
+				fmt.Fprintf(&ops, ", (const %s*)a->%s", ctypes[o.Buf.DType].storage, o.Buf.Name)
+			}
+			main := strings.NewReplacer("ENTRY", name, "OPERANDS", ops.String()).Replace(qmvfPairMain)
+			prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
+			if err != nil {
+				t.Fatal(firstLines(err.Error(), 30))
+			}
+			_, _, _, wp, xp := emuQuantized(t, r, dir, c.f, 2*c.n, c.k, 1)
+			tr, _ := c.f.Traits()
+			rb := c.k / tr.Block * tr.Size
+			for path := range 2 {
+				if path == QMVFUnits && QMVFRowsPerGroup(c.f, int64(c.k), path)%2 != 0 {
+					continue // the host runs the parts there
+				}
+				ys := emuRun(t, plain, 2*c.n, c.f.String(), fmt.Sprint(c.k), fmt.Sprint(2*c.n), fmt.Sprint(rb),
+					fmt.Sprint(path), fmt.Sprint(c.grid), wp, xp, filepath.Join(dir, "y"))
+				got := emuRun(t, prog, c.n, fmt.Sprint(c.k), fmt.Sprint(2*c.n), fmt.Sprint(rb),
+					fmt.Sprint(path), fmt.Sprint(c.grid), wp, xp, filepath.Join(dir, "yp"))
+				for j := range c.n {
+					gate, up := float64(ys[2*j]), float64(ys[2*j+1])
+					want := gate / (1 + math.Exp(-gate)) * up
+					if d := math.Abs(float64(got[j]) - want); math.IsNaN(float64(got[j])) || d > 1e-6*math.Abs(want)+1e-7*(math.Abs(gate)+1)*math.Abs(up) {
+						t.Fatalf("path %d, pair %d: %v, silu(%v)·%v = %v", path, j, got[j], gate, up, want)
+					}
+				}
+			}
+		})
 	}
 }

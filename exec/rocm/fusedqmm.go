@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
@@ -47,6 +48,20 @@ func (e *Executor) fusedQMV(k *plan.Kernel, parts *plan.FusedParts, entry string
 	return v.(*fusedMatmul), nil
 }
 
+// qmvPairs reports whether fused kernel k's epilogue can run inside the
+// one-row mat-vec for weight pointer wp: always, but for a pair epilogue
+// (plan.Kernel.PairEpilogue) only where the path the launch takes gives a
+// lane or a group's step both rows of each pair (kernels.QMVFRowsPerGroup
+// even) and the rows come in pairs.
+func (e *Executor) qmvPairs(k *plan.Kernel, n *ir.Node, wp hip.DevPtr) bool {
+	if !k.PairEpilogue {
+		return true
+	}
+	f, K := n.QuantFormat()
+	rows := kernels.QMVFRowsPerGroup(f, int64(K), e.qmvfPathFor(f, int64(K), wp))
+	return rows >= 2 && rows%2 == 0 && n.Args[1].Shape[0]%2 == 0
+}
+
 // fusedQMatmulRows returns the qmatmul of a fused kernel's core part and
 // its activation rows.
 func fusedQMatmulRows(core *plan.Kernel) (*ir.Node, int64) {
@@ -76,7 +91,7 @@ func (e *Executor) prepareFusedQMatmul(k *plan.Kernel, buffers int) error {
 		}
 	}
 	n, M := fusedQMatmulRows(parts.Core)
-	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil && !k.PairEpilogue {
+	if fname, ok := qmvfFor(n, M, 0); ok && parts.Pre == nil && parts.Post != nil && e.qmvPairs(k, n, 0) {
 		_, err = e.fusedQMV(k, parts, fname)
 	}
 	return err
@@ -91,7 +106,7 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	}
 	core := parts.Core
 	n, M := fusedQMatmulRows(core)
-	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 || k.PairEpilogue {
+	if M != 1 || n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || len(core.Ins) != 2 {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	if err := e.prepareQuant(core); err != nil {
@@ -108,7 +123,7 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 		return fmt.Errorf("rocm: %s weight: %w", k.Name, err)
 	}
 	fname, ok := qmvfFor(n, M, wp)
-	if !ok {
+	if !ok || !e.qmvPairs(k, n, wp) {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	xp, err := e.span(mem, core.Ins[0].Buf, n.DType.Size(), core.Ins[0].Layout.Offset, K)

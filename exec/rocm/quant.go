@@ -399,10 +399,7 @@ func qmvfFor(n *ir.Node, M int64, wp hip.DevPtr) (string, bool) {
 // blocks as the device holds at once (hip.Device.ActiveBlocks, cached per
 // kernel), or fewer where the rows run out.
 func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp, out hip.DevPtr, K, N, rowBytes int64, extra []hip.DevPtr) error {
-	path := kernels.QMVFPathFor(f, K, uint64(wp)%16 == 0, e.target)
-	if qmvfPath >= 0 {
-		path = min(path, qmvfPath)
-	}
+	path := e.qmvfPathFor(f, K, wp)
 	shared := kernels.QMVFShared(f, K, path)
 	threads := kernels.QMVFThreadsFor(f, path)
 	resident, err := e.activeBlocks(fn, threads, shared)
@@ -424,6 +421,16 @@ func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp
 	e.launches.Add(1)
 	qmvFLaunches.Add(1)
 	return nil
+}
+
+// qmvfPathFor is the path a loom_qmvf launch takes for format f, K and
+// weight pointer wp (kernels.QMVFPathFor, capped by LOOM_QMVF_PATH).
+func (e *Executor) qmvfPathFor(f quant.Type, K int64, wp hip.DevPtr) int {
+	path := kernels.QMVFPathFor(f, K, uint64(wp)%16 == 0, e.target)
+	if qmvfPath >= 0 {
+		path = min(path, qmvfPath)
+	}
+	return path
 }
 
 // activeBlocks is hip.Device.ActiveBlocks, remembered per kernel and shared
