@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -18,11 +19,16 @@ import (
 // conv and one kernel, and the pooled feature map is written once; a
 // decode step's output and down projections add the residual as they
 // write. Products take no prologue (below: every group of output rows
-// would compute it again), so silu(gate)·up stays a kernel of its own.
-// A quantized product (qmatmul) takes an epilogue the same way: a
-// quantized model's decode step adds its 2 residuals a layer as the
-// one-row mat-vec stores (exec/rocm/quant.go), not in 2 launches of their
-// own.
+// would compute it again). silu(gate)·up joins the product that computes
+// gate and up instead, as a pair epilogue, where the model interleaves
+// the two weights' rows (model's pairedFusion): the epilogue reads the
+// product's output in pairs (2j, 2j+1) through strided views, over half
+// its last dim (plan.Kernel.PairEpilogue, pairReads), and a GPU product
+// holds both values of a pair when it stores (LOOM_PAIR_EPILOGUE=0 keeps
+// it a kernel of its own, for comparison). A quantized product (qmatmul)
+// takes an epilogue the same way: a quantized model's decode step adds its
+// 2 residuals a layer as the one-row mat-vec stores (exec/rocm/quant.go),
+// not in 2 launches of their own.
 //
 // The prologue is recomputed for each read of an element (2.25 times for
 // a 3×3 pool of stride 2, four times for a ×2 upsampling, once per group
@@ -143,7 +149,7 @@ func fuseCores(s *State) error {
 		}
 		var eg *Group
 		why := ""
-		pair := pairReads(wn, consumers[wn.ID])
+		pair := pairEpilogues && pairReads(wn, consumers[wn.ID])
 		for _, r := range rs {
 			gs := groupsOf[r.node]
 			switch {
@@ -197,6 +203,10 @@ func fuseCores(s *State) error {
 	s.Groups = slices.DeleteFunc(s.Groups, func(gr *Group) bool { return removed[gr] })
 	return nil
 }
+
+// pairEpilogues is false where LOOM_PAIR_EPILOGUE=0: a product read in
+// pairs stores its output, and the pairs' kernel runs on its own.
+var pairEpilogues = os.Getenv("LOOM_PAIR_EPILOGUE") != "0"
 
 // pairReads reports whether a product's output is read only in pairs:
 // every reader a view of its even or odd elements along the last dim

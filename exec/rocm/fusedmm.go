@@ -15,7 +15,11 @@ import (
 // product (decode: at most kernels.GemvMaxRows rows) runs as one launch of
 // the gemv kernel with the epilogue applied to every element of C it
 // stores (kernels.GemvFused): a decode step's output and down projections
-// add the residual as they store, and the LM head casts its logits. Anything
+// add the residual as they store, the LM head casts its logits, and the
+// gate/up product (its weight's rows interleaved) stores silu(gate)·up of
+// each pair of its rows (a pair epilogue, plan.Kernel.PairEpilogue:
+// neighbouring groups of a block meet in shared memory; groups of a whole
+// block, 256 lanes, take the parts). Anything
 // else — a GEMM for the vendor library or the portable kernel,
 // LOOM_GPU_GEMV=off, a C that is not contiguous — runs the parts
 // (exec.RunFusedParts): the GEMM, then the epilogue's kernel, as unfused.

@@ -17,7 +17,9 @@ import (
 // one sequence) runs as that launch with the epilogue applied to every
 // element it stores (kernels.QMVFFused): a quantized model's output and
 // down projections add the residual as they store, 32 launches fewer a 1B
-// decode step. Anything else — more rows, the other mat-vecs, a prefill's
+// decode step, and its gate/up product stores silu(gate)·up of each pair
+// of rows (a pair epilogue, where the launch's path gives a lane or a
+// group's step both rows of a pair: qmvPairs), 16 fewer. Anything else — more rows, the other mat-vecs, a prefill's
 // dequantize-and-GEMM — runs the parts (exec.RunFusedParts): the product,
 // then the epilogue's kernel, as unfused.
 
