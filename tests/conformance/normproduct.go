@@ -154,10 +154,7 @@ func normLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 						return graph.Linear(h, g.Input("w", dt, c.n, c.k), nil)
 					})
 				}
-				got := runOne(t, newExec(0x3C), build(), opts, in)
-				unfused := opts
-				unfused.NoFusion = true
-				plain := runOne(t, newExec(0x5A), build(), unfused, in)
+				got, plain := runBoth(t, newExec, build, opts, in)
 				h, step := normRef(t, dt, c, vs["x"], vs["g"])
 				checkNorm(t, dt, c, got, plain, h, step, wt.Float64s(), vs["r"], func(int, int) float64 { return 0 })
 			})
@@ -183,10 +180,7 @@ func quantNormMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.
 							return h.QMatmul(q)
 						})
 					}
-					got := runOne(t, newExec(0x3C), build(), opts, in)
-					unfused := opts
-					unfused.NoFusion = true
-					plain := runOne(t, newExec(0x5A), build(), unfused, in)
+					got, plain := runBoth(t, newExec, build, opts, in)
 					w := dequantRef(t, f, dtype.F32, in["w"].Bytes(), c.n*c.k)
 					h, step := normRef(t, dt, c, vs["x"], vs["g"])
 					checkNorm(t, dt, c, got, plain, h, step, w, vs["r"], func(i, j int) float64 {

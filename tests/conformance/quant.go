@@ -101,6 +101,17 @@ func runOne(t *testing.T, e exec.Executor, g *graph.Graph, opts graph.Options, i
 	return out["y"].Float64s()
 }
 
+// runBoth runs the graph build makes on a fresh executor with opts (got)
+// and compiled without fusion on another (plain), for cases that compare
+// a fused kernel with the unfused ones.
+func runBoth(t *testing.T, newExec func(byte) exec.Executor, build func() *graph.Graph, opts graph.Options, in map[string]*tensor.Tensor) (got, plain []float64) {
+	t.Helper()
+	got = runOne(t, newExec(0x3C), build(), opts, in)
+	unfused := opts
+	unfused.NoFusion = true
+	return got, runOne(t, newExec(0x5A), build(), unfused, in)
+}
+
 // quantDequantize: every format to f32, f16 and bf16, whole tables and a
 // narrowed row range (an offset view), bit-equal to package quant.
 func quantDequantize(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
@@ -266,10 +277,7 @@ func quantMatmulEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts gr
 						return g
 					}
 					in := map[string]*tensor.Tensor{"w": raw, "x": xt, "r": rt, "s": st}
-					got := runOne(t, newExec(0x3C), build(), opts, in)
-					unfused := opts
-					unfused.NoFusion = true
-					plain := runOne(t, newExec(0x5A), build(), unfused, in)
+					got, plain := runBoth(t, newExec, build, opts, in)
 					w := dequantRef(t, f, dtype.F32, raw.Bytes(), n*k)
 					round := map[dtype.DType]float64{dtype.F32: 1e-6, dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 					for i := range m {
