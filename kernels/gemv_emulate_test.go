@@ -157,6 +157,29 @@ int main(int argc, char** argv) {
 }
 `
 
+// swigluKernel compiles silu(y[:, 2j])·y[:, 2j+1] for y = product(g) [m,
+// 2n] and returns its one kernel, a product with SwiGLU as its pair
+// epilogue, and the kernel's parts.
+func swigluKernel(t *testing.T, m, n int, product func(g *graph.Graph) *graph.Tensor) (*plan.Kernel, *plan.FusedParts) {
+	t.Helper()
+	g := graph.New()
+	y := product(g).Reshape(m, n, 2)
+	g.Output("y", y.Narrow(2, 0, 1).Reshape(m, n).Silu().Mul(y.Narrow(2, 1, 1).Reshape(m, n)))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := p.Plan().Steps[0].Kernel
+	if !k.PairEpilogue || len(p.Plan().Steps) != 1 {
+		t.Fatalf("want one fused kernel with a pair epilogue, have %d steps (%s)", len(p.Plan().Steps), k.Name)
+	}
+	parts, err := plan.SplitFused(k, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, parts
+}
+
 // TestEmulateGemvPair runs the skinny product fused with SwiGLU as its pair
 // epilogue (GemvFused, plan.Kernel.PairEpilogue: rows 2j and 2j+1 of an
 // interleaved gate/up weight, silu(gate)·up stored at j) on AMD's waves of
@@ -171,21 +194,9 @@ func TestEmulateGemvPair(t *testing.T) {
 		m, k, n int // n pairs
 	}{{dtype.BF16, 1, 256, 40}, {dtype.F32, 3, 512, 24}, {dtype.F16, 8, 1024, 9}, {dtype.BF16, 1, 100, 13}} {
 		t.Run(fmt.Sprintf("%v/M%dK%dN%d", c.d, c.m, c.k, c.n), func(t *testing.T) {
-			g := graph.New()
-			y := g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, 2*c.n, c.k).T()).Reshape(c.m, c.n, 2)
-			g.Output("y", y.Narrow(2, 0, 1).Reshape(c.m, c.n).Silu().Mul(y.Narrow(2, 1, 1).Reshape(c.m, c.n)))
-			p, err := g.Compile(graph.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			k := p.Plan().Steps[0].Kernel
-			if !k.PairEpilogue || len(p.Plan().Steps) != 1 {
-				t.Fatalf("want one fused kernel with a pair epilogue, have %d steps (%s)", len(p.Plan().Steps), k.Name)
-			}
-			parts, err := plan.SplitFused(k, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k, parts := swigluKernel(t, c.m, c.n, func(g *graph.Graph) *graph.Tensor {
+				return g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, 2*c.n, c.k).T())
+			})
 			gs, err := plan.Gemm(parts.Core)
 			if err != nil {
 				t.Fatal(err)

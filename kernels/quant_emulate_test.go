@@ -33,7 +33,6 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/internal/hostemu"
-	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -668,25 +667,13 @@ func TestEmulateQMVFPair(t *testing.T) {
 		n, k, grid int // n pairs
 	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}} {
 		t.Run(fmt.Sprintf("%v/N%dK%d", c.f, c.n, c.k), func(t *testing.T) {
-			g := graph.New()
-			w, err := g.QInput("w", c.f, 2*c.n, c.k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			y := g.Input("x", dtype.F32, 1, c.k).QMatmul(w).Reshape(1, c.n, 2)
-			g.Output("y", y.Narrow(2, 0, 1).Reshape(1, c.n).Silu().Mul(y.Narrow(2, 1, 1).Reshape(1, c.n)))
-			p, err := g.Compile(graph.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			k := p.Plan().Steps[0].Kernel
-			if !k.PairEpilogue || len(p.Plan().Steps) != 1 {
-				t.Fatalf("want one fused kernel with a pair epilogue, have %d steps (%s)", len(p.Plan().Steps), k.Name)
-			}
-			parts, err := plan.SplitFused(k, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k, parts := swigluKernel(t, 1, c.n, func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", c.f, 2*c.n, c.k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g.Input("x", dtype.F32, 1, c.k).QMatmul(w)
+			})
 			entry, ok := QMVFEntry(c.f, dtype.F32)
 			if !ok {
 				t.Fatalf("no one-row mat-vec for %v", c.f)

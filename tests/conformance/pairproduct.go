@@ -96,10 +96,7 @@ func pairLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 						return graph.Linear(x, g.Input("w", dt, 2*c.n, c.k), nil)
 					})
 				}
-				got := runOne(t, newExec(0x3C), build(), opts, in)
-				unfused := opts
-				unfused.NoFusion = true
-				plain := runOne(t, newExec(0x5A), build(), unfused, in)
+				got, plain := runBoth(t, newExec, build, opts, in)
 				checkPairs(t, dt, c, got, plain, wt.Float64s(), xt.Float64s(), func(int, int) float64 { return 0 })
 			})
 		}
@@ -130,10 +127,7 @@ func quantPairMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.
 							return x.QMatmul(q)
 						})
 					}
-					got := runOne(t, newExec(0x3C), build(), opts, in)
-					unfused := opts
-					unfused.NoFusion = true
-					plain := runOne(t, newExec(0x5A), build(), unfused, in)
+					got, plain := runBoth(t, newExec, build, opts, in)
 					w := dequantRef(t, f, dtype.F32, raw.Bytes(), 2*c.n*c.k)
 					xs := xt.Float64s()
 					checkPairs(t, dt, c, got, plain, w, xs, func(i, row int) float64 {
