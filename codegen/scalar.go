@@ -30,26 +30,11 @@ func ScalarFunc(k *plan.Kernel, name string, value int, wide bool) (string, erro
 	if err != nil {
 		return "", err
 	}
-	I, _ := g.idx()
-	var b w
-	b.line(0, "")
-	b.line(0, "// %s: kernel %s (%s) as a function of the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
-	g.renderNamespace(&b, name)
-	params := scalarPointers(k, value)
+	vals := map[int]string{}
 	if value >= 0 {
-		params = append(params, storageType(k.Ins[value].Buf.DType)+" v")
+		vals[value] = "v"
 	}
-	params = append(params, I+" i")
-	args := g.argsAt(func(i int) string {
-		if i == value {
-			return "v"
-		}
-		return fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)
-	})
-	b.line(0, "LOOM_DEV %s %s(%s) {", storageType(k.Out.DType), name, strings.Join(params, ", "))
-	b.line(1, "return %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
-	b.line(0, "}")
-	return b.String(), nil
+	return renderScalar(g, k, name, "the flat index", vals, []int{value}), nil
 }
 
 // ScalarFuncPair renders elementwise kernel k as ScalarFunc does, with two
@@ -68,38 +53,51 @@ func ScalarFuncPair(k *plan.Kernel, name string, v0, v1 int, wide bool) (string,
 	if v0 >= len(k.Ins) || v1 >= len(k.Ins) || v0 >= 0 && v0 == v1 {
 		return "", fmt.Errorf("codegen: function %s (kernel %s): value operands %d and %d of %d", name, k.Name, v0, v1, len(k.Ins))
 	}
+	vals := map[int]string{}
+	for j, v := range []int{v0, v1} {
+		if v >= 0 {
+			vals[v] = fmt.Sprintf("v%d", j)
+		}
+	}
+	return renderScalar(g, k, name, "a pair of values and the flat index", vals, []int{v0, v1}), nil
+}
+
+// renderScalar writes ScalarFunc's and ScalarFuncPair's function: the
+// pointers of the operands not in vals, then a storage value parameter
+// for each of order (named by vals; an absent one, -1, still takes a float
+// parameter v<j> that nothing reads, so that callers pass the same
+// arguments), then the index.
+func renderScalar(g *gen, k *plan.Kernel, name, what string, vals map[int]string, order []int) string {
 	I, _ := g.idx()
 	var b w
 	b.line(0, "")
-	b.line(0, "// %s: kernel %s (%s) as a function of a pair of values and the flat index.", name, k.Name, strings.Join(k.OpNames(), " → "))
+	b.line(0, "// %s: kernel %s (%s) as a function of %s.", name, k.Name, strings.Join(k.OpNames(), " → "), what)
 	g.renderNamespace(&b, name)
 	var params []string
 	for i, o := range k.Ins {
-		if i != v0 && i != v1 {
+		if _, ok := vals[i]; !ok {
 			params = append(params, fmt.Sprintf("const %s* __restrict__ p%d", storageType(o.Buf.DType), i))
 		}
 	}
-	for j, v := range []int{v0, v1} {
-		t := "float"
-		if v >= 0 {
-			t = storageType(k.Ins[v].Buf.DType)
+	for j, v := range order {
+		switch {
+		case v >= 0:
+			params = append(params, storageType(k.Ins[v].Buf.DType)+" "+vals[v])
+		case len(order) > 1:
+			params = append(params, fmt.Sprintf("float v%d", j))
 		}
-		params = append(params, fmt.Sprintf("%s v%d", t, j))
 	}
 	params = append(params, I+" i")
 	args := g.argsAt(func(i int) string {
-		switch i {
-		case v0:
-			return "v0"
-		case v1:
-			return "v1"
+		if v, ok := vals[i]; ok {
+			return v
 		}
 		return fmt.Sprintf("p%d[%s_::at%d(i)]", i, name, i)
 	})
 	b.line(0, "LOOM_DEV %s %s(%s) {", storageType(k.Out.DType), name, strings.Join(params, ", "))
 	b.line(1, "return %s;", narrow(k.Out.DType, fmt.Sprintf("%s_::body(%s)", name, strings.Join(args, ", "))))
 	b.line(0, "}")
-	return b.String(), nil
+	return b.String()
 }
 
 // ScalarFunc8 renders elementwise kernel k as ScalarFunc does, for a run of
