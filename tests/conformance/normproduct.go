@@ -71,14 +71,7 @@ func normGraph(dt dtype.DType, c normCase, p func(g *graph.Graph, h *graph.Tenso
 // normRef returns h as the graph rounds it (float64 norm), and the
 // rounding step of each element of h (its dtype's half-ulp times 2: one
 // neighbour either way).
-func normRef(t *testing.T, dt dtype.DType, c normCase, xs, gs []float64) (h, step []float64) {
-	round := func(v []float64) []float64 {
-		tt, err := tensor.FromFloat64s(dt, v, len(v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tt.Float64s()
-	}
+func normRef(dt dtype.DType, c normCase, xs, gs []float64) (h, step []float64) {
 	rel := map[dtype.DType]float64{dtype.F32: 1.0 / (1 << 22), dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
 	w := c.k + c.pad
 	for m := range c.m {
@@ -88,18 +81,10 @@ func normRef(t *testing.T, dt dtype.DType, c normCase, xs, gs []float64) (h, ste
 			ss += v * v
 		}
 		inv := 1 / math.Sqrt(ss/float64(c.k)+normEps)
-		xn := make([]float64, c.k)
 		for k, v := range x {
-			xn[k] = v * inv
-		}
-		xn = round(xn)
-		for k := range xn {
-			xn[k] *= gs[k]
-		}
-		xn = round(xn)
-		h = append(h, xn...)
-		for _, v := range xn {
-			step = append(step, 2*rel*math.Abs(v)+1e-30)
+			hv := roundFloat(dt, roundFloat(dt, v*inv)*gs[k])
+			h = append(h, hv)
+			step = append(step, 2*rel*math.Abs(hv)+1e-30)
 		}
 	}
 	return h, step
@@ -155,7 +140,7 @@ func normLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 					})
 				}
 				got, plain := runBoth(t, newExec, build, opts, in)
-				h, step := normRef(t, dt, c, vs["x"], vs["g"])
+				h, step := normRef(dt, c, vs["x"], vs["g"])
 				checkNorm(t, dt, c, got, plain, h, step, wt.Float64s(), vs["r"], func(int, int) float64 { return 0 })
 			})
 		}
@@ -182,7 +167,7 @@ func quantNormMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.
 					}
 					got, plain := runBoth(t, newExec, build, opts, in)
 					w := dequantRef(t, f, dtype.F32, in["w"].Bytes(), c.n*c.k)
-					h, step := normRef(t, dt, c, vs["x"], vs["g"])
+					h, step := normRef(dt, c, vs["x"], vs["g"])
 					checkNorm(t, dt, c, got, plain, h, step, w, vs["r"], func(i, j int) float64 {
 						_, abs, amax := rowProduct(w[j*c.k:(j+1)*c.k], h[i*c.k:(i+1)*c.k])
 						return abs * amax / 127
