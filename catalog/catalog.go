@@ -191,6 +191,19 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
+	// A skinny product whose query and key rows interleave each head's
+	// halves, with the rotary embedding as its pair epilogue keeping every
+	// element (plan.Kernel.PairKeep), for one and three rows.
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		for _, m := range []int{1, 3} {
+			if err := addFused(fmt.Sprintf("skinny product with a rope pair epilogue %v M=%d", dt, m), func(g *graph.Graph) *graph.Tensor {
+				y := g.Input("x", dt, m, 256).Matmul(g.Input("w", dt, 96, 256).T()).Reshape(m, 1, 6, 16)
+				return y.RopeIThdHeads(g.Input("cos", dt, m, 1, 8), g.Input("sin", dt, m, 1, 8), 4).Cast(dtype.F32)
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	// One-row quantized products with SwiGLU as their pair epilogue, for
 	// every format with the one-launch mat-vec.
 	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
@@ -204,6 +217,17 @@ func Kernels() ([]Entry, error) {
 				}
 				y := g.Input("x", dt, 1, 256).QMatmul(w).Reshape(1, 40, 2)
 				return y.Narrow(2, 0, 1).Reshape(1, 40).Silu().Mul(y.Narrow(2, 1, 1).Reshape(1, 40)).Cast(dtype.F32)
+			}); err != nil || qerr != nil {
+				return nil, errors.Join(err, qerr)
+			}
+			if err := addFused(fmt.Sprintf("quantized mat-vec with a rope pair epilogue %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", f, 96, 256)
+				if err != nil {
+					qerr = err
+					return g.Input("x", dt, 1, 96)
+				}
+				y := g.Input("x", dt, 1, 256).QMatmul(w).Reshape(1, 1, 6, 16)
+				return y.RopeIThdHeads(g.Input("cos", dt, 1, 1, 8), g.Input("sin", dt, 1, 1, 8), 4).Cast(dtype.F32)
 			}); err != nil || qerr != nil {
 				return nil, errors.Join(err, qerr)
 			}

@@ -25,9 +25,13 @@ import (
 // product's output in pairs (2j, 2j+1) through strided views, over half
 // its last dim (plan.Kernel.PairEpilogue, pairReads), and a GPU product
 // holds both values of a pair when it stores (LOOM_PAIR_EPILOGUE=0 keeps
-// it a kernel of its own, for comparison). A quantized product (qmatmul)
-// takes an epilogue the same way: a quantized model's decode step adds its
-// 2 residuals a layer as the one-row mat-vec stores (exec/rocm/quant.go),
+// it a kernel of its own, for comparison). So does an interleaved rotary
+// embedding of a product whose query and key rows the model interleaves
+// per head (model's interleaveHalves), keeping every element: each pair
+// stores both its rotated values (plan.Kernel.PairKeep;
+// LOOM_ROPE_EPILOGUE=0 to compare). A quantized product (qmatmul) takes
+// an epilogue the same way: a quantized model's decode step adds its 2
+// residuals a layer as the one-row mat-vec stores (exec/rocm/quant.go),
 // not in 2 launches of their own.
 //
 // The prologue is recomputed for each read of an element (2.25 times for
@@ -149,7 +153,10 @@ func fuseCores(s *State) error {
 		}
 		var eg *Group
 		why := ""
-		pair := pairEpilogues && pairReads(wn, consumers[wn.ID])
+		pair, keep, keepDims := false, false, []int(nil)
+		if pairEpilogues {
+			pair, keep, keepDims = pairReads(wn, consumers[wn.ID])
+		}
 		for _, r := range rs {
 			gs := groupsOf[r.node]
 			switch {
@@ -174,8 +181,10 @@ func fuseCores(s *State) error {
 				why = "its reader's kernel is the prologue of another core"
 			case eg.RowAxes != 0 || !plainElementwise(eg.Members):
 				why = "its reader is not a plain elementwise kernel"
-			case pair && !slices.Equal(eg.Shape, plan.PairShape(wn.Shape)):
+			case pair && !keep && !slices.Equal(eg.Shape, plan.PairShape(wn.Shape)):
 				why = fmt.Sprintf("its reader's kernel shape %v is not the output's pairs %v", eg.Shape, plan.PairShape(wn.Shape))
+			case keep && !slices.Equal(eg.Shape, keepDims):
+				why = fmt.Sprintf("its reader's kernel shape %v is not the pairs' view %v", eg.Shape, keepDims)
 			case !pair && !slices.Equal(eg.Shape, wn.Shape):
 				why = fmt.Sprintf("its reader's kernel shape %v is not the output's %v", eg.Shape, wn.Shape)
 			case slices.ContainsFunc(eg.Members, func(m *ir.Node) bool { return slices.Contains(wg.Members, m) }):
@@ -190,7 +199,7 @@ func fuseCores(s *State) error {
 		}
 		if pair {
 			s.Log.Add("core-fusion", wn.ID, "%s applies %s to every pair of elements it writes", wn.Op, opChain(eg.Members))
-			eg.PairEpilogue = true
+			eg.PairEpilogue, eg.PairKeep = true, keep
 		} else {
 			s.Log.Add("core-fusion", wn.ID, "%s applies %s to every element it writes", wn.Op, opChain(eg.Members))
 		}
@@ -208,23 +217,53 @@ func fuseCores(s *State) error {
 // pairs stores its output, and the pairs' kernel runs on its own.
 var pairEpilogues = os.Getenv("LOOM_PAIR_EPILOGUE") != "0"
 
+// pairKeepEpilogues is false where LOOM_ROPE_EPILOGUE=0: a product read in
+// pairs that keep every element (a rotary embedding) stores its output,
+// and the rotation runs as a kernel of its own.
+var pairKeepEpilogues = os.Getenv("LOOM_ROPE_EPILOGUE") != "0"
+
 // pairReads reports whether a product's output is read only in pairs:
 // every reader a view of its even or odd elements along the last dim
 // (plan.PairLayout), as silu(gate)·up reads a product whose weight
 // interleaves the gate and up rows. Such an epilogue joins the product
-// with its last dim halved (plan.Kernel.PairEpilogue).
-func pairReads(wn *ir.Node, cs []*ir.Node) bool {
+// with its last dim halved (plan.Kernel.PairEpilogue). Or (keep) every
+// reader views the output reshaped to keepDims, whose last dim of 2 holds
+// the pairs, with one member broadcast over that dim (plan.PairKeepLayout),
+// as an interleaved rotary embedding reads it: the epilogue is over
+// keepDims and each pair stores both its outputs (plan.Kernel.PairKeep).
+func pairReads(wn *ir.Node, cs []*ir.Node) (pair, keep bool, keepDims []int) {
 	n := len(wn.Shape)
 	if (wn.Op != ir.OpMatmul && wn.Op != ir.OpQMatmul) || n == 0 || wn.Shape[n-1]%2 != 0 || len(cs) == 0 {
-		return false
+		return false, false, nil
 	}
+	halved := true
 	for _, c := range cs {
 		if c.Op != ir.OpView || c.Layout == nil ||
 			!c.Layout.Equal(plan.PairLayout(wn.Shape, 0)) && !c.Layout.Equal(plan.PairLayout(wn.Shape, 1)) {
-			return false
+			halved = false
+			break
 		}
 	}
-	return true
+	if halved {
+		return true, false, nil
+	}
+	if !pairKeepEpilogues {
+		return false, false, nil
+	}
+	for _, c := range cs {
+		if c.Op != ir.OpView || c.Layout == nil {
+			return false, false, nil
+		}
+		dims := c.Layout.Dims
+		if keepDims == nil {
+			keepDims = slices.Clone(dims)
+		}
+		if !slices.Equal(dims, keepDims) || !plan.PairDomain(dims, wn.Shape, true) ||
+			!plan.IsPairKeepLayout(*c.Layout, 0) && !plan.IsPairKeepLayout(*c.Layout, 1) {
+			return false, false, nil
+		}
+	}
+	return true, true, keepDims
 }
 
 // plainElementwise reports whether members are elementwise ops only (no

@@ -16,6 +16,8 @@ type Group struct {
 	// PairEpilogue: a fused product's epilogue reads its output in pairs
 	// (plan.Kernel.PairEpilogue).
 	PairEpilogue bool
+	// PairKeep: the pair epilogue keeps every element (plan.Kernel.PairKeep).
+	PairKeep bool
 }
 
 // newGroup starts a group rooted at n with n's natural domain.

@@ -95,7 +95,7 @@ func inlineView(v *ir.Node) bool {
 // shape with the row dims at 1, such as a reduction's output).
 func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 	out := gr.Root
-	k := &plan.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, PairEpilogue: gr.PairEpilogue, Out: bufOf[out.ID]}
+	k := &plan.Kernel{Shape: slices.Clone(gr.Shape), RowAxes: gr.RowAxes, PairEpilogue: gr.PairEpilogue, PairKeep: gr.PairKeep, Out: bufOf[out.ID]}
 	index := map[*ir.Node]int{}
 	ref := func(a *ir.Node) (plan.Ref, error) {
 		base, layout := a.Base()
@@ -105,9 +105,11 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 				return plan.Ref{Index: i}, nil
 			case rowBroadcast(k, base, a):
 				return plan.Ref{Index: i, Broadcast: true}, nil
-			case k.PairEpilogue && a.Layout.Equal(plan.PairLayout(base.Shape, 0)):
+			case k.PairEpilogue && !k.PairKeep && a.Layout.Equal(plan.PairLayout(base.Shape, 0)),
+				k.PairKeep && slices.Equal(a.Layout.Dims, k.Shape) && plan.IsPairKeepLayout(*a.Layout, 0):
 				return plan.Ref{Index: i, Pair: 1}, nil
-			case k.PairEpilogue && a.Layout.Equal(plan.PairLayout(base.Shape, 1)):
+			case k.PairEpilogue && !k.PairKeep && a.Layout.Equal(plan.PairLayout(base.Shape, 1)),
+				k.PairKeep && slices.Equal(a.Layout.Dims, k.Shape) && plan.IsPairKeepLayout(*a.Layout, 1):
 				return plan.Ref{Index: i, Pair: 2}, nil
 			}
 		}
@@ -139,7 +141,7 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 				return nil, fmt.Errorf("node %v before core %v is not over its input shape %v", n, gr.Members[w], want)
 			}
 		} else if i == w && k.PairEpilogue {
-			if !slices.Equal(plan.PairShape(n.Shape), k.Shape) {
+			if !plan.PairDomain(k.Shape, n.Shape, k.PairKeep) {
 				return nil, fmt.Errorf("core %v's pairs are not its kernel's shape %v", n, k.Shape)
 			}
 		} else if !slices.Equal(n.Shape, k.Shape) && !k.IsRowValue(n) {

@@ -18,8 +18,12 @@ import (
 // rotate computes the rotation over a 5-D domain where axis `pair` (3 or 4)
 // has size 2 and indexes the member of each rotated pair (x0, x1):
 // out = member 0 ? x0·c − x1·s : x0·s + x1·c. x5 is x reshaped to the
-// domain; cs5 views cos/sin broadcast to the domain.
-func rotate(x5, c5, s5 *Tensor, pair int, dims []int) *Tensor {
+// domain; cs5 views cos/sin broadcast to the domain. It also returns x
+// itself over the domain as a selection between the members (member 0 ?
+// x0 : x1), for heads that pass through: so every read of x is a view of
+// one member, and an interleaved rope after a product joins it as a pair
+// epilogue (plan.Kernel.PairKeep).
+func rotate(x5, c5, s5 *Tensor, pair int, dims []int) (rot, same *Tensor) {
 	g := x5.g
 	x0 := x5.Narrow(pair, 0, 1).BroadcastTo(dims...)
 	x1 := x5.Narrow(pair, 1, 1).BroadcastTo(dims...)
@@ -31,7 +35,7 @@ func rotate(x5, c5, s5 *Tensor, pair int, dims []int) *Tensor {
 	member := g.Arange(dtype.U8, 0, 2, 1).Reshape(sel...).BroadcastTo(dims...)
 	first := x0.Mul(c5).Sub(x1.Mul(s5))
 	second := x0.Mul(s5).Add(x1.Mul(c5))
-	return Where(member, second, first)
+	return Where(member, second, first), Where(member, x1, x0)
 }
 
 // ropeCheck validates shapes: x is rank 4 with an even last dim d, cos and
@@ -65,9 +69,10 @@ type ropeForm struct {
 }
 
 var (
-	ropeIForm   = ropeForm{name: "rope_i", layout: "(b, h, t, d)", interleaved: true, tDim: 2, pair: 4, tAxis: 2, hf: 3}
-	ropeForm2   = ropeForm{name: "rope", layout: "(b, h, t, d)", tDim: 2, pair: 3, tAxis: 2, hf: 4}
-	ropeThdForm = ropeForm{name: "rope_thd", layout: "(b, t, h, d)", tDim: 1, pair: 3, tAxis: 1, hf: 4}
+	ropeIForm    = ropeForm{name: "rope_i", layout: "(b, h, t, d)", interleaved: true, tDim: 2, pair: 4, tAxis: 2, hf: 3}
+	ropeForm2    = ropeForm{name: "rope", layout: "(b, h, t, d)", tDim: 2, pair: 3, tAxis: 2, hf: 4}
+	ropeThdForm  = ropeForm{name: "rope_thd", layout: "(b, t, h, d)", tDim: 1, pair: 3, tAxis: 1, hf: 4}
+	ropeIThdForm = ropeForm{name: "rope_i_thd", layout: "(b, t, h, d)", interleaved: true, tDim: 1, pair: 4, tAxis: 1, hf: 3}
 )
 
 // rope checks shapes and builds the rotation for one form: of every head
@@ -109,14 +114,14 @@ func (x *Tensor) rope(f ropeForm, cos, sin *Tensor, heads int) *Tensor {
 		return c.Reshape(shape...).BroadcastTo(dims...)
 	}
 	x5 := x.Reshape(dims...)
-	y := rotate(x5, table(cos), table(sin), f.pair, dims)
+	y, same := rotate(x5, table(cos), table(sin), f.pair, dims)
 	if heads >= 0 && heads < s[headAxis] {
 		// The same domain, so the selection joins the rotation's kernel;
 		// the mask (heads of the domain < heads) is computed once a run.
 		sel := []int{1, 1, 1, 1, 1}
 		sel[headAxis] = s[headAxis]
 		rot := x.g.Arange(dtype.U32, 0, float64(s[headAxis]), 1).Lt(x.g.Full(dtype.U32, float64(heads)))
-		y = Where(rot.Reshape(sel...).BroadcastTo(dims...), y, x5)
+		y = Where(rot.Reshape(sel...).BroadcastTo(dims...), y, same)
 	}
 	return y.Reshape(s...)
 }
@@ -139,11 +144,27 @@ func (x *Tensor) RopeThd(cos, sin *Tensor) *Tensor { return x.rope(ropeThdForm, 
 // holds each position's keys and values side by side for the cache.
 // heads must be between 0 and x's head count.
 func (x *Tensor) RopeThdHeads(cos, sin *Tensor, heads int) *Tensor {
+	return x.ropeHeads(ropeThdForm, cos, sin, heads)
+}
+
+// RopeIThdHeads is RopeThdHeads with the interleaved pairs of RopeI:
+// x[2k] and x[2k+1] of each of x's first heads heads rotate by (cos,
+// sin)[t, k]; the other heads pass through. x is (b, t, h, d). A model
+// whose query and key weights interleave each head's halves (llama.cpp's
+// layout) rotates its fused projection with it, and the rotation reads
+// the product's output in adjacent pairs: it joins a product as its pair
+// epilogue (plan.Kernel.PairKeep).
+func (x *Tensor) RopeIThdHeads(cos, sin *Tensor, heads int) *Tensor {
+	return x.ropeHeads(ropeIThdForm, cos, sin, heads)
+}
+
+// ropeHeads is rope over the first heads heads, which must be ≥ 0.
+func (x *Tensor) ropeHeads(f ropeForm, cos, sin *Tensor, heads int) *Tensor {
 	if heads < 0 {
-		if r, ok := x.ready("rope_thd"); !ok {
+		if r, ok := x.ready(f.name); !ok {
 			return r
 		}
-		return x.g.fail(opErr("rope_thd", "%d heads to rotate for x %v%v", heads, x.n.DType, x.n.Shape))
+		return x.g.fail(opErr(f.name, "%d heads to rotate for x %v%v", heads, x.n.DType, x.n.Shape))
 	}
-	return x.rope(ropeThdForm, cos, sin, heads)
+	return x.rope(f, cos, sin, heads)
 }

@@ -130,7 +130,8 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 	if k.PairEpilogue {
 		// A pair epilogue: groups 2g and 2g+1 of a block own rows 2j and
 		// 2j+1; lane 0 of each puts its sums in shared memory, and the
-		// even group's stores the pair's epilogue at j.
+		// even group's stores the pair's epilogue at j (or, keeping every
+		// element, plan.Kernel.PairKeep, both its outputs at 2j and 2j+1).
 		if lanes > gemvThreads/2 || parts.Post == nil {
 			return "", "", fmt.Errorf("kernels: %s: a pair epilogue needs two groups a block, not %d lanes", k.Name, lanes)
 		}
@@ -141,15 +142,20 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		b.WriteString(fn)
 		fmt.Fprintf(&b, "#define GEMV_CTYPE(T) %s\n", ctypes[k.Out.DType].storage)
 		b.WriteString("#define GEMV_STC(c, m, ldc, n, v) (void)0\n")
+		at := "(unsigned long long)m * (unsigned long long)(N / 2) + (unsigned long long)(n / 2)"
+		st := "c[at] = loom_post(%[1]s, at);"
+		if k.PairKeep {
+			at = "(unsigned long long)m * (unsigned long long)N + (unsigned long long)n"
+			st = "c[at] = loom_post(%[1]s, at); c[at + 1] = loom_post(%[1]s, at + 1);"
+		}
+		st = fmt.Sprintf(st, strings.Join(append(partPointers(parts.PostIns), "ST(acc[m])", "ST(gemv_pair[group + 1][m])"), ", "))
 		fmt.Fprintf(&b, "#define GEMV_STORE(valid, lane, group, acc, ST, MAXM, LANES) { "+
 			"__shared__ float gemv_pair[GEMV_THREADS / (LANES)][MAXM]; "+
 			"if (lane == 0) { _Pragma(\"unroll\") for (int m = 0; m < MAXM; ++m) gemv_pair[group][m] = acc[m]; } "+
 			"__syncthreads(); "+
 			"if (valid && lane == 0 && (group & 1) == 0) { _Pragma(\"unroll\") for (int m = 0; m < MAXM; ++m) { if (m < M) { "+
-			"const unsigned long long at = (unsigned long long)m * (unsigned long long)(N / 2) + (unsigned long long)(n / 2); "+
-			"c[at] = loom_post(%s); } } } "+
-			"__syncthreads(); }\n",
-			strings.Join(append(partPointers(parts.PostIns), "ST(acc[m])", "ST(gemv_pair[group + 1][m])", "at"), ", "))
+			"const unsigned long long at = %s; %s } } } "+
+			"__syncthreads(); }\n", at, st)
 	} else if parts.Post != nil {
 		fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 		if err != nil {

@@ -311,10 +311,16 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 		// A pair epilogue: rows 2j and 2j+1 (a lane's two rows by chunks,
 		// neighbouring rows of a group's step by units: the host checks
 		// kernels.QMVFRowsPerGroup) go through the epilogue at j.
+		// Keeping every element (plan.Kernel.PairKeep), the pair stores
+		// both its outputs, at 2j and 2j+1.
 		fn, err = codegen.ScalarFuncPair(parts.Post, "loom_post", parts.PostPair[0], parts.PostPair[1], true)
 		call = fmt.Sprintf("qmv1<qf_%s<%d>, qu_%s, %s, true>", format, vec, format, x)
-		store = fmt.Sprintf("[=](long long j, float v0, float v1) { y[j] = loom_post(%s); }",
-			strings.Join(append(partPointers(parts.PostIns), x+"::st(v0)", x+"::st(v1)", "(unsigned long long)j"), ", "))
+		args := strings.Join(append(partPointers(parts.PostIns), x+"::st(v0)", x+"::st(v1)"), ", ")
+		store = fmt.Sprintf("[=](long long j, float v0, float v1) { y[j] = loom_post(%s, (unsigned long long)j); }", args)
+		if k.PairKeep {
+			store = fmt.Sprintf("[=](long long j, float v0, float v1) { const unsigned long long at = 2ull * (unsigned long long)j; "+
+				"y[at] = loom_post(%[1]s, at); y[at + 1] = loom_post(%[1]s, at + 1); }", args)
+		}
 	} else {
 		fn, err = codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
 		call = fmt.Sprintf("QMVF_CALL(%s, %d, %s)", format, vec, x)

@@ -239,7 +239,14 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, kv *gra
 		// and the values passed through, then split by views; the keys
 		// and values [B, T, 2, KV, D] are the cache's [2, B, KV, T, D]
 		// permuted.
-		y := f.linear(h, p+"attn_qkv").Reshape(b, t, c.Heads+2*c.KVHeads, c.HeadDim).RopeThdHeads(cos, sin, c.Heads+c.KVHeads)
+		y := f.linear(h, p+"attn_qkv").Reshape(b, t, c.Heads+2*c.KVHeads, c.HeadDim)
+		if f.m.ropePaired[p+"attn_qkv.weight"] {
+			// Each head's halves interleaved at load (interleaveHalves):
+			// the rotation joins the product (keys are cached so).
+			y = y.RopeIThdHeads(cos, sin, c.Heads+c.KVHeads)
+		} else {
+			y = y.RopeThdHeads(cos, sin, c.Heads+c.KVHeads)
+		}
 		q = y.Narrow(2, 0, c.Heads).Transpose(1, 2)
 		kv = y.Narrow(2, c.Heads, 2*c.KVHeads).Reshape(b, t, 2, c.KVHeads, c.HeadDim).Permute(2, 0, 3, 1, 4)
 		return q, kv

@@ -305,4 +305,20 @@ func TestPermute(t *testing.T) {
 	if back := undoPermute(stored, []int{12, 32}, 3); !bytes.Equal(back, data) {
 		t.Error("undoPermute does not invert permuteRows")
 	}
+	// interleaveHalves (the fused projection's queries and keys) is
+	// llama.cpp's permutation again: 3 heads of 4 rows.
+	raw, err := tensor.New(slices.Clone(data), 12, 34)
+	if err != nil {
+		t.Fatal(err)
+	}
+	il, err := interleaveHalves(raw, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(il.Bytes(), stored) {
+		t.Error("interleaveHalves does not permute rows as llama.cpp's converter does")
+	}
+	if _, err := interleaveHalves(raw, 5); err == nil {
+		t.Error("interleaveHalves of 12 rows in heads of 5: no error")
+	}
 }

@@ -96,8 +96,12 @@ type Model struct {
 	quant   map[string]quant.Type // block format of each quantized weight input
 	stored  map[string]quant.Type // block format of each quantized checkpoint tensor
 	fused   map[string][]part     // fused weight input → the matrices it stacks
-	values  map[string]exec.Value // graph input name → value: weights, rope tables
-	wbytes  int64                 // bytes of the weights as placed
+	// ropePaired holds the fused query/key/value weights whose query and
+	// key rows interleave each head's halves (interleaveHalves): the
+	// forward pass rotates them with RopeIThdHeads.
+	ropePaired map[string]bool
+	values     map[string]exec.Value // graph input name → value: weights, rope tables
+	wbytes     int64                 // bytes of the weights as placed
 
 	tok    *tokenizer.Tokenizer
 	tokErr error
@@ -232,7 +236,8 @@ func Load(path string, opts Options) (*Model, error) {
 	}
 	m := &Model{cfg: cfg, dt: dt, e: e, maxSeq: maxSeq, weights: specs,
 		quant: map[string]quant.Type{}, stored: map[string]quant.Type{}, fused: map[string][]part{}, values: map[string]exec.Value{},
-		prefills: map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
+		ropePaired: map[string]bool{},
+		prefills:   map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
 		replay:   !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0",
 		pipeline: !opts.NoPipeline && os.Getenv("LOOM_PIPELINE") != "0"}
 	m.cacheOut = map[string]bool{}
@@ -378,6 +383,12 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			}
 			name := p + fu.name + ".weight"
 			m.fused[name] = parts
+			if fu.name == "attn_qkv" && !slices.ContainsFunc([]string{"attn_q", "attn_k", "attn_v"}, func(n string) bool {
+				_, ok := found[p+n+".bias"]
+				return ok
+			}) {
+				m.ropePaired[name] = true
+			}
 			for _, pt := range parts {
 				groupOf[pt.name] = name
 			}
@@ -411,6 +422,15 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			combine := stackRows
 			if fu == pairedName(fu) {
 				combine = interleaveRows
+			}
+			if m.ropePaired[fu] {
+				// The queries' and keys' rows, each head's halves
+				// interleaved (the values' stay).
+				for i := range 2 {
+					if pending[fu][i], err = interleaveHalves(pending[fu][i], m.cfg.HeadDim); err != nil {
+						return fmt.Errorf("tensor %q: %w", m.fused[fu][i].name, err)
+					}
+				}
 			}
 			if t, err = combine(pending[fu]); err != nil {
 				return fmt.Errorf("tensor %q: %w", fu, err)
@@ -683,6 +703,39 @@ func interleaveRows(ts []*tensor.Tensor) (*tensor.Tensor, error) {
 	for i := range rows {
 		copy(dst[(2*i)*rb:(2*i+1)*rb], a[i*rb:(i+1)*rb])
 		copy(dst[(2*i+1)*rb:(2*i+2)*rb], b[i*rb:(i+1)*rb])
+	}
+	return out, nil
+}
+
+// interleaveHalves returns t [rows, …] with each head's rows (d of them)
+// reordered so that row i of the first half and row i of the second
+// (Hugging Face's rotate_half pairs, i and i + d/2) become rows 2i and
+// 2i+1: llama.cpp's converter does the same to Q and K (undoPermute undoes
+// it). A rotation of interleaved pairs (RopeIThdHeads) of the product's
+// output then equals the half-split rotation of the original's, permuted
+// the same way for queries and keys, which leaves every query·key product
+// as it was; and the product's neighbouring outputs are the pairs, so the
+// rotation joins it as its pair epilogue (plan.Kernel.PairKeep: a kernel
+// less a layer in a decode step). Rows move whole, quantized rows too.
+func interleaveHalves(t *tensor.Tensor, d int) (*tensor.Tensor, error) {
+	s := t.Shape()
+	if len(s) != 2 || d < 2 || d%2 != 0 || s[0]%d != 0 {
+		return nil, fmt.Errorf("cannot interleave the halves of heads of %d rows in a tensor of shape %v", d, s)
+	}
+	rows := s[0]
+	out, err := tensor.Zeros(t.DType(), s...)
+	if err != nil {
+		return nil, err
+	}
+	rb := len(t.Bytes()) / max(rows, 1)
+	dst, src := out.Bytes(), t.Bytes()
+	for h := range rows / d {
+		for half := range 2 {
+			for i := range d / 2 {
+				to, from := h*d+2*i+half, h*d+half*d/2+i
+				copy(dst[to*rb:(to+1)*rb], src[from*rb:(from+1)*rb])
+			}
+		}
 	}
 	return out, nil
 }

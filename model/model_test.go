@@ -451,10 +451,13 @@ func TestFusedProjections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	products, attention := 0, 0
+	products, attention, ropes := 0, 0, 0
 	for _, s := range p.Plan().Steps {
 		if s.Kernel.IsMatmul() || s.Kernel.IsFusedMatmul() {
 			products++
+		}
+		if s.Kernel.PairKeep {
+			ropes++
 		}
 		if in := s.Kernel.Instrs; len(in) == 1 && in[0].Node.Op == ir.OpAttention {
 			attention++
@@ -462,6 +465,11 @@ func TestFusedProjections(t *testing.T) {
 	}
 	if want := 4*cfg.Layers + 1; products != want || attention != cfg.Layers {
 		t.Errorf("%d products and %d attention steps in a decode step, want %d and %d", products, attention, want, cfg.Layers)
+	}
+	// The rotation joins each layer's query/key/value product (its rows
+	// interleaved per head at load: interleaveHalves).
+	if len(m.ropePaired) != cfg.Layers || ropes != cfg.Layers {
+		t.Errorf("%d layers' projections with interleaved halves, %d products rotating as they store; want %d", len(m.ropePaired), ropes, cfg.Layers)
 	}
 	seq := randomIDs(9, 6, cfg.Vocab)
 	want := ref.forward(seq)

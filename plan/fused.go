@@ -170,6 +170,58 @@ func PairLayout(shape []int, odd int) ir.Layout {
 	return l
 }
 
+// PairKeepLayout reads member (0 or 1) of each pair of a contiguous value
+// viewed as shape, whose last dim is 2: the last stride 0, so that both
+// elements of a pair see that member (Kernel.PairKeep).
+func PairKeepLayout(shape []int, member int) ir.Layout {
+	l := ir.Contiguous(shape)
+	l.Strides[len(shape)-1] = 0
+	l.Offset = member
+	return l
+}
+
+// IsPairKeepLayout reports whether l reads member (0 or 1) of each pair as
+// PairKeepLayout(l.Dims, member) does: the same offset and strides, but
+// for dims of size 1, whose strides views may set to anything.
+func IsPairKeepLayout(l ir.Layout, member int) bool {
+	n := len(l.Dims)
+	if n == 0 || l.Dims[n-1] != 2 || len(l.Strides) != n {
+		return false
+	}
+	want := PairKeepLayout(l.Dims, member)
+	if l.Offset != want.Offset {
+		return false
+	}
+	for i, d := range l.Dims {
+		if d != 1 && l.Strides[i] != want.Strides[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// PairDomain reports whether shape is the domain of a pair epilogue over a
+// core output of shape core: core with its last dim halved, or, keeping
+// every element (keep), a reshape of core whose last dim is 2 (the core's
+// last dim even, so that a pair never spans two of its rows).
+func PairDomain(shape, core []int, keep bool) bool {
+	if !keep {
+		return slices.Equal(shape, PairShape(core))
+	}
+	n := len(core)
+	return len(shape) > 0 && shape[len(shape)-1] == 2 && n > 0 && core[n-1]%2 == 0 && ir.Numel(shape) == ir.Numel(core)
+}
+
+// PairLayoutFor is the layout through which a pair epilogue of kernel
+// shape shape (keep: Kernel.PairKeep) reads member m (0 even, 1 odd) of
+// each pair of a core output of shape core.
+func PairLayoutFor(shape, core []int, keep bool, m int) ir.Layout {
+	if keep {
+		return PairKeepLayout(shape, m)
+	}
+	return PairLayout(core, m)
+}
+
 // SplitFused takes fused kernel k apart. The temporaries get IDs firstID,
 // firstID+1 (callers give IDs past the plan's buffers, and memory of their
 // own), Slot -1, kind BufTemp. It checks the layout rules above and reports
@@ -191,9 +243,12 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 		return bad("no output buffer")
 	}
 	inShape := wn.Args[0].Shape
+	if k.PairKeep && !k.PairEpilogue {
+		return bad("PairKeep without PairEpilogue")
+	}
 	if k.PairEpilogue {
-		if !slices.Equal(k.Shape, PairShape(wn.Shape)) || w == len(k.Instrs)-1 {
-			return bad("a pair epilogue's shape %v is not %s output %v halved", k.Shape, wn.Op, wn.Shape)
+		if !PairDomain(k.Shape, wn.Shape, k.PairKeep) || w == len(k.Instrs)-1 {
+			return bad("a pair epilogue's shape %v is not over %s output %v's pairs (keep %v)", k.Shape, wn.Op, wn.Shape, k.PairKeep)
 		}
 	} else if !slices.Equal(wn.Shape, k.Shape) {
 		return bad("%s output %v is not the kernel's shape %v", wn.Op, wn.Shape, k.Shape)
@@ -244,7 +299,7 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 					if !k.PairEpilogue {
 						return nil, nil, 0, fmt.Errorf("instruction %d (%s) reads a pair outside a pair epilogue", j, in.Node.Op)
 					}
-					l := PairLayout(value.Shape, int(r.Pair)-1)
+					l := PairLayoutFor(k.Shape, value.Shape, k.PairKeep, int(r.Pair)-1)
 					at := slices.IndexFunc(sk.Ins, func(o Operand) bool { return o.Buf == value && o.Layout.Equal(l) })
 					if at < 0 {
 						sk.Ins = append(sk.Ins, Operand{Buf: value, Layout: l})

@@ -70,7 +70,7 @@ type Ref struct {
 	Broadcast bool
 	// Pair, in a pair epilogue (Kernel.PairEpilogue), reads the core's
 	// value at 2j (1) or 2j+1 (2) of its last dim for the epilogue's
-	// element j.
+	// element j (with Kernel.PairKeep: for its elements 2j and 2j+1).
 	Pair int8
 }
 
@@ -116,9 +116,17 @@ type Kernel struct {
 	// core's values in pairs (Ref.Pair): silu(gate)·up from a product whose
 	// weight interleaves gate and up rows, as each pair is stored.
 	PairEpilogue bool
-	Ins          []Operand
-	Instrs       []Instr
-	Out          *Buffer
+	// PairKeep, with PairEpilogue, keeps every element instead: the
+	// epilogue is over a contiguous reshape of the core's output whose last
+	// dim is 2 (Shape [..., N/2, 2] for an output [..., N]), and element
+	// (..., j, m) reads the pair (2j, 2j+1) through views that broadcast
+	// one member over the last dim (PairKeepLayout). Each pair stores both
+	// its outputs: a rotary embedding of the queries and keys of a product
+	// whose rows the model interleaves per head (RopeIThdHeads).
+	PairKeep bool
+	Ins      []Operand
+	Instrs   []Instr
+	Out      *Buffer
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor (KeyOf, weakly), so they live as long as both the plan and
 	// the executor.

@@ -34,6 +34,11 @@ func ropeRef(kind string, x, c, s []float64, b, h, t, d int, batched bool) []flo
 			iT := (iBTH / h) % t
 			i1 = iBTH*d + iD
 			i2, cs = i1+d/2, iT*(d/2)+iD
+		case "rope_i_thd": // rope_thd's layout, rope_i's pairs (Loom's)
+			bIdx = 2 * idx / (h * td)
+			iBTH, iD := idx/(d/2), idx%(d/2)
+			iT := (iBTH / h) % t
+			i1, i2, cs = 2*idx, 2*idx+1, iT*(d/2)+iD
 		}
 		if batched {
 			cs += bIdx * (td / 2)
@@ -97,7 +102,9 @@ func TestRopeSmoke(t *testing.T) {
 
 // TestRopeThdHeadsSmoke: RopeThdHeads rotates the first k heads as RopeThd
 // does and passes the others through bit for bit, fused and unfused; fused,
-// the selection adds no kernel beyond the once-a-run head mask.
+// the selection adds no kernel beyond the once-a-run head mask. The same
+// for RopeIThdHeads, whose rotated heads are checked against the
+// interleaved formula (rope_i's pairs in rope_thd's layout).
 func TestRopeThdHeadsSmoke(t *testing.T) {
 	B, T, H, D := 2, 3, 5, 8
 	shape := []int{B, T, H, D}
@@ -105,6 +112,17 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 	xv := make([]float32, n)
 	for i := range xv {
 		xv[i] = float32(math.Sin(float64(i)*0.37)) * 3
+	}
+	for _, kind := range []string{"rope_thd", "rope_i_thd"} {
+		testRopeHeads(t, kind, xv, shape)
+	}
+}
+
+func testRopeHeads(t *testing.T, kind string, xv []float32, shape []int) {
+	B, T, H, D := shape[0], shape[1], shape[2], shape[3]
+	headsOf := (*graph.Tensor).RopeThdHeads
+	if kind == "rope_i_thd" {
+		headsOf = (*graph.Tensor).RopeIThdHeads
 	}
 	for _, batched := range []bool{false, true} {
 		cshape := []int{T + 1, D / 2}
@@ -115,7 +133,7 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 		for i := range cv {
 			cv[i], sv[i] = float32(math.Cos(float64(i)*0.3+0.2)), float32(math.Sin(float64(i)*0.3+0.2))
 		}
-		all := ropeRef("rope_thd", f64s(xv), f64s(cv), f64s(sv), B, H, T, D, batched)
+		all := ropeRef(kind, f64s(xv), f64s(cv), f64s(sv), B, H, T, D, batched)
 		for _, heads := range []int{0, 1, 3, H} {
 			for _, fused := range []bool{true, false} {
 				build := func(partial bool) *graph.Program {
@@ -124,7 +142,7 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 					c := g.Input("cos", dtype.F32, cshape...)
 					s := g.Input("sin", dtype.F32, cshape...)
 					if partial {
-						g.Output("y", x.RopeThdHeads(c, s, heads))
+						g.Output("y", headsOf(x, c, s, heads))
 					} else {
 						g.Output("y", x.RopeThd(c, s))
 					}
@@ -143,10 +161,10 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 					h := (i / D) % H
 					if h >= heads {
 						if got[i] != float64(xv[i]) {
-							t.Fatalf("heads=%d batched=%v fused=%v: [%d] (head %d) = %v, want it passed through: %v", heads, batched, fused, i, h, got[i], xv[i])
+							t.Fatalf("%s heads=%d batched=%v fused=%v: [%d] (head %d) = %v, want it passed through: %v", kind, heads, batched, fused, i, h, got[i], xv[i])
 						}
 					} else if math.Abs(got[i]-all[i]) > 1e-6 {
-						t.Fatalf("heads=%d batched=%v fused=%v: [%d] (head %d) = %v want %v", heads, batched, fused, i, h, got[i], all[i])
+						t.Fatalf("%s heads=%d batched=%v fused=%v: [%d] (head %d) = %v want %v", kind, heads, batched, fused, i, h, got[i], all[i])
 					}
 				}
 			}
@@ -156,9 +174,9 @@ func TestRopeThdHeadsSmoke(t *testing.T) {
 		g := graph.New()
 		x := g.Input("x", dtype.F32, shape...)
 		c := g.Input("cos", dtype.F32, T, D/2)
-		g.Output("y", x.RopeThdHeads(c, c, heads))
-		if _, err := g.Compile(graph.Options{}); err == nil || !strings.Contains(err.Error(), "rope_thd") || !strings.Contains(err.Error(), "heads to rotate") {
-			t.Errorf("heads=%d: err = %v, want a rope_thd error about the heads", heads, err)
+		g.Output("y", headsOf(x, c, c, heads))
+		if _, err := g.Compile(graph.Options{}); err == nil || !strings.Contains(err.Error(), kind+":") || !strings.Contains(err.Error(), "heads to rotate") {
+			t.Errorf("%s heads=%d: err = %v, want a %s error about the heads", kind, heads, err, kind)
 		}
 	}
 }

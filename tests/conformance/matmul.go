@@ -36,6 +36,7 @@ func Matmul(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	t.Run("Linear", s.mmLinear)
 	t.Run("NormLinear", func(t *testing.T) { normLinear(t, newExec, opts) })
 	t.Run("PairLinear", func(t *testing.T) { pairLinear(t, newExec, opts) })
+	t.Run("RopeLinear", func(t *testing.T) { ropeLinear(t, newExec, opts) })
 	t.Run("Errors", mmErrors)
 }
 

@@ -32,6 +32,7 @@ func Quant(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Opt
 	t.Run("QMatmulEpilogue", func(t *testing.T) { quantMatmulEpilogue(t, newExec, opts) })
 	t.Run("QNormMatmul", func(t *testing.T) { quantNormMatmul(t, newExec, opts) })
 	t.Run("QPairMatmul", func(t *testing.T) { quantPairMatmul(t, newExec, opts) })
+	t.Run("QRopeMatmul", func(t *testing.T) { quantRopeMatmul(t, newExec, opts) })
 	t.Run("Candle", func(t *testing.T) { CandleQMatmul(t, newExec, opts, false) })
 	t.Run("Errors", quantErrors)
 }
