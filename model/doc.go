@@ -33,9 +33,15 @@
 // llama.cpp's converter permutes the rows of Q and K (within each head, the
 // two halves that rotate_half pairs become adjacent rows, for its
 // interleaved rope). Load undoes the permutation (whole rows, so quantized
-// rows move as well), and both checkpoints run the same graph with the
-// half-split Rope: the same f32 weights give bit-identical logits from
-// either file. Llama 3.1 rope scaling comes from config.json (rope_scaling
+// rows move as well), and both checkpoints run the same graph: the same f32
+// weights give bit-identical logits from either file. Where a layer's Q, K
+// and V stack into one product without biases, load then interleaves each
+// query and key head's halves again (interleaveHalves: llama.cpp's order)
+// and the graph rotates with the interleaved RopeIThdHeads, which joins
+// the product as its pair epilogue (a kernel less a layer in a decode
+// step); query·key products are unchanged by the common permutation, and
+// the cache holds the keys so permuted. Otherwise the graph uses the
+// half-split Rope. Llama 3.1 rope scaling comes from config.json (rope_scaling
 // or transformers 5's rope_parameters) or, in GGUF, as the rope_freqs.weight
 // factors.
 //

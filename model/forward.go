@@ -233,12 +233,12 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, kv *gra
 	_, kb := f.w[p+"attn_k.bias"]
 	_, vb := f.w[p+"attn_v.bias"]
 	if fused && !qb && !kb && !vb {
-		// One product and one elementwise kernel: the stacked projection
-		// viewed as Heads + 2·KVHeads heads (queries, keys, values), the
-		// first Heads + KVHeads rotated (the same tables for every head)
-		// and the values passed through, then split by views; the keys
-		// and values [B, T, 2, KV, D] are the cache's [2, B, KV, T, D]
-		// permuted.
+		// One product and one elementwise chain (its epilogue, where the
+		// halves are interleaved): the stacked projection viewed as Heads
+		// + 2·KVHeads heads (queries, keys, values), the first Heads +
+		// KVHeads rotated (the same tables for every head) and the values
+		// passed through, then split by views; the keys and values [B, T,
+		// 2, KV, D] are the cache's [2, B, KV, T, D] permuted.
 		y := f.linear(h, p+"attn_qkv").Reshape(b, t, c.Heads+2*c.KVHeads, c.HeadDim)
 		if f.m.ropePaired[p+"attn_qkv.weight"] {
 			// Each head's halves interleaved at load (interleaveHalves):
