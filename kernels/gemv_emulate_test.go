@@ -180,6 +180,36 @@ func swigluKernel(t *testing.T, m, n int, product func(g *graph.Graph) *graph.Te
 	return k, parts
 }
 
+// buildGemvPair builds the emulation of fused kernel k, a skinny product
+// of dt with K = kdim and a pair epilogue, launched by main (ENTRY, T and
+// C its entry and types; OPERANDS replaced by ops): the program and the
+// launch PlanGemv gives.
+func buildGemvPair(t *testing.T, dt dtype.DType, kdim int, k *plan.Kernel, parts *plan.FusedParts, main, ops string) (string, GemmLaunch) {
+	t.Helper()
+	gs, err := plan.Gemm(parts.Core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := PlanGemv(dt, gs.Call, kdim%8 == 0)
+	if !ok || !GemvPairs(l.Name) {
+		t.Fatalf("PlanGemv: %s, pairs %v", l.Name, GemvPairs(l.Name))
+	}
+	name, code, err := GemvFused(emuTarget, l.Name, k, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ty := ctypes[dt].storage
+	main = strings.NewReplacer("ENTRY", name, "OPERANDS", ops, "(const T*)", "(const "+ty+"*)", "(C*)", "("+ty+"*)").Replace(main)
+	prog, err := hostemu.Build("", hostemu.Shim+code+hostemu.Helpers+main)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
+			t.Skipf("host emulation skipped: %v", err)
+		}
+		t.Fatal(firstLines(err.Error(), 30))
+	}
+	return prog, l
+}
+
 // TestEmulateGemvPair runs the skinny product fused with SwiGLU as its pair
 // epilogue (GemvFused, plan.Kernel.PairEpilogue: rows 2j and 2j+1 of an
 // interleaved gate/up weight, silu(gate)·up stored at j) on AMD's waves of
@@ -197,27 +227,7 @@ func TestEmulateGemvPair(t *testing.T) {
 			k, parts := swigluKernel(t, c.m, c.n, func(g *graph.Graph) *graph.Tensor {
 				return g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, 2*c.n, c.k).T())
 			})
-			gs, err := plan.Gemm(parts.Core)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, ok := PlanGemv(c.d, gs.Call, c.k%8 == 0)
-			if !ok || !GemvPairs(l.Name) {
-				t.Fatalf("PlanGemv: %s, pairs %v", l.Name, GemvPairs(l.Name))
-			}
-			name, code, err := GemvFused(emuTarget, l.Name, k, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ty := ctypes[c.d].storage
-			main := strings.NewReplacer("ENTRY", name, "(const T*)", "(const "+ty+"*)", "(C*)", "("+ty+"*)").Replace(gemvPairMain)
-			prog, err := hostemu.Build("", hostemu.Shim+code+hostemu.Helpers+main)
-			if err != nil {
-				if strings.HasPrefix(err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-					t.Skipf("host emulation skipped: %v", err)
-				}
-				t.Fatal(firstLines(err.Error(), 30))
-			}
+			prog, l := buildGemvPair(t, c.d, c.k, k, parts, gemvPairMain, "")
 			vals := func(rows int, scale float64) []float64 {
 				v := make([]float64, rows*c.k)
 				for i := range v {

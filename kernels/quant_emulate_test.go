@@ -33,6 +33,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/internal/hostemu"
+	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -651,6 +652,32 @@ int main(int argc, char** argv) {
 }
 `
 
+// buildQMVFFused builds the emulation of fused kernel k, a one-row
+// mat-vec of format f with f32 activations, launched by main (ENTRY its
+// entry, OPERANDS replaced by ops), its dynamic shared memory a static
+// array of the most the kernels take.
+func buildQMVFFused(t *testing.T, f quant.Type, k *plan.Kernel, parts *plan.FusedParts, main, ops string) string {
+	t.Helper()
+	entry, ok := QMVFEntry(f, dtype.F32)
+	if !ok {
+		t.Fatalf("no one-row mat-vec for %v", f)
+	}
+	name, code, err := QMVFFused(emuTarget, entry, k, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
+	if body == code {
+		t.Fatal("the fused unit declares no qf_shared")
+	}
+	main = strings.NewReplacer("ENTRY", name, "OPERANDS", ops).Replace(main)
+	prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
+	if err != nil {
+		t.Fatal(firstLines(err.Error(), 30))
+	}
+	return prog
+}
+
 // TestEmulateQMVFPair runs the one-row mat-vec fused with SwiGLU as its
 // pair epilogue (QMVFFused, plan.Kernel.PairEpilogue: rows 2j and 2j+1 of
 // an interleaved gate/up weight, silu(gate)·up stored at j) on the chunk
@@ -674,27 +701,11 @@ func TestEmulateQMVFPair(t *testing.T) {
 				}
 				return g.Input("x", dtype.F32, 1, c.k).QMatmul(w)
 			})
-			entry, ok := QMVFEntry(c.f, dtype.F32)
-			if !ok {
-				t.Fatalf("no one-row mat-vec for %v", c.f)
-			}
-			name, code, err := QMVFFused(emuTarget, entry, k, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
-			if body == code {
-				t.Fatal("the fused unit declares no qf_shared")
-			}
 			var ops strings.Builder
 			for _, o := range k.Ins {
 				fmt.Fprintf(&ops, ", (const %s*)a->%s", ctypes[o.Buf.DType].storage, o.Buf.Name)
 			}
-			main := strings.NewReplacer("ENTRY", name, "OPERANDS", ops.String()).Replace(qmvfPairMain)
-			prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
-			if err != nil {
-				t.Fatal(firstLines(err.Error(), 30))
-			}
+			prog := buildQMVFFused(t, c.f, k, parts, qmvfPairMain, ops.String())
 			_, _, _, wp, xp := emuQuantized(t, r, dir, c.f, 2*c.n, c.k, 1)
 			tr, _ := c.f.Traits()
 			rb := c.k / tr.Block * tr.Size

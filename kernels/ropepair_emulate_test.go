@@ -143,27 +143,7 @@ func TestEmulateGemvRope(t *testing.T) {
 			k, parts := ropeKernel(t, c.d, c.m, c.h, c.hd, c.rot, func(g *graph.Graph) *graph.Tensor {
 				return g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, n, c.k).T())
 			})
-			gs, err := plan.Gemm(parts.Core)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, ok := PlanGemv(c.d, gs.Call, c.k%8 == 0)
-			if !ok || !GemvPairs(l.Name) {
-				t.Fatalf("PlanGemv: %s, pairs %v", l.Name, GemvPairs(l.Name))
-			}
-			name, code, err := GemvFused(emuTarget, l.Name, k, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ty := ctypes[c.d].storage
-			main := strings.NewReplacer("ENTRY", name, "OPERANDS", ropeOperandArgs(k, "g"), "(const T*)", "(const "+ty+"*)", "(C*)", "("+ty+"*)").Replace(gemvRopeMain)
-			prog, err := hostemu.Build("", hostemu.Shim+code+hostemu.Helpers+main)
-			if err != nil {
-				if strings.HasPrefix(err.Error(), "no host C++ compiler") && os.Getenv("CI") != "true" {
-					t.Skipf("host emulation skipped: %v", err)
-				}
-				t.Fatal(firstLines(err.Error(), 30))
-			}
+			prog, l := buildGemvPair(t, c.d, c.k, k, parts, gemvRopeMain, ropeOperandArgs(k, "g"))
 			vals := func(rows int, scale float64) []float64 {
 				v := make([]float64, rows*c.k)
 				for i := range v {
@@ -269,23 +249,7 @@ func TestEmulateQMVFRope(t *testing.T) {
 				}
 				return g.Input("x", dtype.F32, 1, c.k).QMatmul(w)
 			})
-			entry, ok := QMVFEntry(c.f, dtype.F32)
-			if !ok {
-				t.Fatalf("no one-row mat-vec for %v", c.f)
-			}
-			name, code, err := QMVFFused(emuTarget, entry, k, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
-			if body == code {
-				t.Fatal("the fused unit declares no qf_shared")
-			}
-			main := strings.NewReplacer("ENTRY", name, "OPERANDS", ropeOperandArgs(k, "a")).Replace(qmvfRopeMain)
-			prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
-			if err != nil {
-				t.Fatal(firstLines(err.Error(), 30))
-			}
+			prog := buildQMVFFused(t, c.f, k, parts, qmvfRopeMain, ropeOperandArgs(k, "a"))
 			raw, _, _, wp, xp := emuQuantized(t, r, dir, c.f, n, c.k, 1)
 			xb, err := os.ReadFile(xp)
 			if err != nil {

@@ -77,19 +77,8 @@ func pairLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		for _, c := range pairCases {
 			t.Run(fmt.Sprintf("%v/M%dK%dN%d", dt, c.m, c.k, c.n), func(t *testing.T) {
-				vals := func(rows int, scale float64) *tensor.Tensor {
-					v := make([]float64, rows*c.k)
-					for i := range v {
-						v[i] = (r.Float64()*2 - 1) * scale
-					}
-					tt, err := tensor.FromFloat64s(dt, v, rows, c.k)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tt
-				}
-				xt := vals(c.m, 1)
-				wt := vals(2*c.n, 4/math.Sqrt(float64(c.k)))
+				xt := uniformMatrix(t, r, dt, c.m, c.k, 1)
+				wt := uniformMatrix(t, r, dt, 2*c.n, c.k, 4/math.Sqrt(float64(c.k)))
 				in := map[string]*tensor.Tensor{"x": xt, "w": wt}
 				build := func() *graph.Graph {
 					return pairGraph(dt, c, func(g *graph.Graph, x *graph.Tensor) *graph.Tensor {
@@ -103,6 +92,21 @@ func pairLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 	}
 }
 
+// uniformMatrix is a [rows, k] tensor of dt with values uniform in
+// [-scale, scale).
+func uniformMatrix(t *testing.T, r *rand.Rand, dt dtype.DType, rows, k int, scale float64) *tensor.Tensor {
+	t.Helper()
+	v := make([]float64, rows*k)
+	for i := range v {
+		v[i] = (r.Float64()*2 - 1) * scale
+	}
+	tt, err := tensor.FromFloat64s(dt, v, rows, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tt
+}
+
 // quantPairMatmul: the same over a quantized weight (Q4_K and Q8_0), one
 // row and three, within quantMatmul's bound for the 8-bit activations.
 func quantPairMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
@@ -111,14 +115,7 @@ func quantPairMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
 			for _, c := range []pairCase{{1, 2048, 300}, {1, 256, 40}, {3, 512, 20}} {
 				t.Run(fmt.Sprintf("%v/%v/M%dK%dN%d", f, dt, c.m, c.k, c.n), func(t *testing.T) {
-					xv := make([]float64, c.m*c.k)
-					for i := range xv {
-						xv[i] = r.Float64()*2 - 1
-					}
-					xt, err := tensor.FromFloat64s(dt, xv, c.m, c.k)
-					if err != nil {
-						t.Fatal(err)
-					}
+					xt := uniformMatrix(t, r, dt, c.m, c.k, 1)
 					raw := quantized(t, r, f, 2*c.n, c.k)
 					in := map[string]*tensor.Tensor{"x": xt, "w": raw}
 					build := func() *graph.Graph {

@@ -131,19 +131,8 @@ func ropeLinear(t *testing.T, newExec func(byte) exec.Executor, opts graph.Optio
 	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		for _, c := range ropeCases {
 			t.Run(fmt.Sprintf("%v/M%dK%dH%dD%dR%d", dt, c.m, c.k, c.h, c.d, c.r), func(t *testing.T) {
-				vals := func(rows int, scale float64) *tensor.Tensor {
-					v := make([]float64, rows*c.k)
-					for i := range v {
-						v[i] = (r.Float64()*2 - 1) * scale
-					}
-					tt, err := tensor.FromFloat64s(dt, v, rows, c.k)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tt
-				}
-				xt := vals(c.m, 1)
-				wt := vals(c.h*c.d, 4/math.Sqrt(float64(c.k)))
+				xt := uniformMatrix(t, r, dt, c.m, c.k, 1)
+				wt := uniformMatrix(t, r, dt, c.h*c.d, c.k, 4/math.Sqrt(float64(c.k)))
 				cos, sin := ropeTables(t, r, dt, c)
 				in := map[string]*tensor.Tensor{"x": xt, "w": wt, "cos": cos, "sin": sin}
 				build := func() *graph.Graph {
@@ -167,14 +156,7 @@ func quantRopeMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.
 		for _, dt := range []dtype.DType{dtype.F32, dtype.BF16} {
 			for _, c := range []ropeCase{{1, 2048, 48, 64, 40}, {1, 256, 6, 64, 4}, {3, 512, 10, 16, 6}} {
 				t.Run(fmt.Sprintf("%v/%v/M%dK%dH%dD%dR%d", f, dt, c.m, c.k, c.h, c.d, c.r), func(t *testing.T) {
-					xv := make([]float64, c.m*c.k)
-					for i := range xv {
-						xv[i] = r.Float64()*2 - 1
-					}
-					xt, err := tensor.FromFloat64s(dt, xv, c.m, c.k)
-					if err != nil {
-						t.Fatal(err)
-					}
+					xt := uniformMatrix(t, r, dt, c.m, c.k, 1)
 					raw := quantized(t, r, f, c.h*c.d, c.k)
 					cos, sin := ropeTables(t, r, dt, c)
 					in := map[string]*tensor.Tensor{"x": xt, "w": raw, "cos": cos, "sin": sin}
