@@ -236,34 +236,28 @@ func pairReads(wn *ir.Node, cs []*ir.Node) (pair, keep bool, keepDims []int) {
 	if (wn.Op != ir.OpMatmul && wn.Op != ir.OpQMatmul) || n == 0 || wn.Shape[n-1]%2 != 0 || len(cs) == 0 {
 		return false, false, nil
 	}
-	halved := true
-	for _, c := range cs {
-		if c.Op != ir.OpView || c.Layout == nil ||
-			!c.Layout.Equal(plan.PairLayout(wn.Shape, 0)) && !c.Layout.Equal(plan.PairLayout(wn.Shape, 1)) {
-			halved = false
-			break
+	// reads reports whether every reader views one member of each pair
+	// over the epilogue shape that shape gives a view's dims.
+	reads := func(keep bool, shape func(dims []int) []int) bool {
+		for _, c := range cs {
+			if c.Op != ir.OpView || c.Layout == nil || !plan.PairDomain(shape(c.Layout.Dims), wn.Shape, keep) ||
+				plan.PairMember(*c.Layout, shape(c.Layout.Dims), wn.Shape, keep) == 0 {
+				return false
+			}
 		}
+		return true
 	}
-	if halved {
+	if reads(false, func([]int) []int { return plan.PairShape(wn.Shape) }) {
 		return true, false, nil
 	}
-	if !pairKeepEpilogues {
+	if !pairKeepEpilogues || cs[0].Layout == nil {
 		return false, false, nil
 	}
-	for _, c := range cs {
-		if c.Op != ir.OpView || c.Layout == nil {
-			return false, false, nil
-		}
-		dims := c.Layout.Dims
-		if keepDims == nil {
-			keepDims = slices.Clone(dims)
-		}
-		if !slices.Equal(dims, keepDims) || !plan.PairDomain(dims, wn.Shape, true) ||
-			!plan.IsPairKeepLayout(*c.Layout, 0) && !plan.IsPairKeepLayout(*c.Layout, 1) {
-			return false, false, nil
-		}
+	keepDims = cs[0].Layout.Dims
+	if !reads(true, func([]int) []int { return keepDims }) {
+		return false, false, nil
 	}
-	return true, true, keepDims
+	return true, true, slices.Clone(keepDims)
 }
 
 // plainElementwise reports whether members are elementwise ops only (no

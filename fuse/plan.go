@@ -105,12 +105,10 @@ func kernel(gr *Group, bufOf []*plan.Buffer) (*plan.Kernel, error) {
 				return plan.Ref{Index: i}, nil
 			case rowBroadcast(k, base, a):
 				return plan.Ref{Index: i, Broadcast: true}, nil
-			case k.PairEpilogue && !k.PairKeep && a.Layout.Equal(plan.PairLayout(base.Shape, 0)),
-				k.PairKeep && slices.Equal(a.Layout.Dims, k.Shape) && plan.IsPairKeepLayout(*a.Layout, 0):
-				return plan.Ref{Index: i, Pair: 1}, nil
-			case k.PairEpilogue && !k.PairKeep && a.Layout.Equal(plan.PairLayout(base.Shape, 1)),
-				k.PairKeep && slices.Equal(a.Layout.Dims, k.Shape) && plan.IsPairKeepLayout(*a.Layout, 1):
-				return plan.Ref{Index: i, Pair: 2}, nil
+			case k.PairEpilogue:
+				if m := plan.PairMember(*a.Layout, k.Shape, base.Shape, k.PairKeep); m != 0 {
+					return plan.Ref{Index: i, Pair: m}, nil
+				}
 			}
 		}
 		b := bufOf[base.ID]

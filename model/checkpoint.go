@@ -295,15 +295,24 @@ func (s stored) rawTensor() (*tensor.Tensor, error) {
 // row of blocks per output feature) move the same way; a 1-D bias moves
 // element by element.
 func undoPermute(data []byte, shape []int, heads int) []byte {
-	rows := shape[0]
+	return permuteHalves(data, shape[0], heads, false)
+}
+
+// permuteHalves returns a copy of data, rows rows in heads heads, with
+// llama.cpp's Q/K row permutation applied (interleave: each head's row i
+// and row i + D/2 become rows 2i and 2i+1) or undone.
+func permuteHalves(data []byte, rows, heads int, interleave bool) []byte {
 	rowBytes := len(data) / max(rows, 1)
 	d := rows / heads
 	out := make([]byte, len(data))
 	for h := range heads {
 		for half := range 2 {
 			for i := range d / 2 {
-				dst := h*d + half*d/2 + i
-				src := h*d + 2*i + half
+				split, paired := h*d+half*d/2+i, h*d+2*i+half
+				dst, src := split, paired
+				if interleave {
+					dst, src = paired, split
+				}
 				copy(out[dst*rowBytes:(dst+1)*rowBytes], data[src*rowBytes:(src+1)*rowBytes])
 			}
 		}

@@ -204,7 +204,7 @@ func (f *fwd) linears(x *graph.Tensor, fused string, names ...string) []*graph.T
 // the product's output [..., 2I] is read in pairs, gate at 2j and up at
 // 2j+1, through strided views: its pair epilogue.
 func (f *fwd) mlp(x, h *graph.Tensor, p string) *graph.Tensor {
-	if _, ok := f.m.fused[pairedName(p+pairedFusion+".weight")]; ok {
+	if _, ok := f.m.fused[p+pairedFusion+".weight"]; ok {
 		y := f.product(h, p+pairedFusion)
 		s := y.Shape()
 		lead, half := s[:len(s)-1:len(s)-1], s[len(s)-1]/2

@@ -133,15 +133,10 @@ type part struct {
 // neighbouring outputs are a (gate, up) pair and SwiGLU joins it as a pair
 // epilogue (fuse's core-fusion, plan.Kernel.PairEpilogue) — stored as each
 // pair is computed, not by a kernel of its own (16 launches a 1B decode
-// step). pairedName returns name itself for such a fused weight, "" else.
+// step). paired reports whether a fused weight's name is such a fusion's.
 const pairedFusion = "ffn_gate_up"
 
-func pairedName(name string) string {
-	if strings.HasSuffix(name, "."+pairedFusion+".weight") {
-		return name
-	}
-	return ""
-}
+func paired(name string) bool { return strings.HasSuffix(name, "."+pairedFusion+".weight") }
 
 var fusions = []struct {
 	name  string
@@ -420,7 +415,7 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 				continue
 			}
 			combine := stackRows
-			if fu == pairedName(fu) {
+			if paired(fu) {
 				combine = interleaveRows
 			}
 			if m.ropePaired[fu] {
@@ -677,8 +672,6 @@ func (g ggufMetadata) Uint32(key string) (uint32, error) {
 	return uint32(v), nil
 }
 
-// stackRows concatenates row-major 2-D tensors of one dtype and row length
-// along their rows.
 // interleaveRows is the rows of two matrices alike in shape and dtype taken
 // in turn: a's row i at 2i, b's at 2i+1. A layer's gate and up projections
 // are stacked so (see pairedFusion), the row bytes moved whole, so a block
@@ -722,24 +715,16 @@ func interleaveHalves(t *tensor.Tensor, d int) (*tensor.Tensor, error) {
 	if len(s) != 2 || d < 2 || d%2 != 0 || s[0]%d != 0 {
 		return nil, fmt.Errorf("cannot interleave the halves of heads of %d rows in a tensor of shape %v", d, s)
 	}
-	rows := s[0]
 	out, err := tensor.Zeros(t.DType(), s...)
 	if err != nil {
 		return nil, err
 	}
-	rb := len(t.Bytes()) / max(rows, 1)
-	dst, src := out.Bytes(), t.Bytes()
-	for h := range rows / d {
-		for half := range 2 {
-			for i := range d / 2 {
-				to, from := h*d+2*i+half, h*d+half*d/2+i
-				copy(dst[to*rb:(to+1)*rb], src[from*rb:(from+1)*rb])
-			}
-		}
-	}
+	copy(out.Bytes(), permuteHalves(t.Bytes(), s[0], s[0]/d, true))
 	return out, nil
 }
 
+// stackRows concatenates row-major 2-D tensors of one dtype and row length
+// along their rows.
 func stackRows(ts []*tensor.Tensor) (*tensor.Tensor, error) {
 	rows, cols := 0, ts[0].Shape()[1]
 	for _, t := range ts {

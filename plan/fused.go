@@ -180,24 +180,23 @@ func PairKeepLayout(shape []int, member int) ir.Layout {
 	return l
 }
 
-// IsPairKeepLayout reports whether l reads member (0 or 1) of each pair as
-// PairKeepLayout(l.Dims, member) does: the same offset and strides, but
-// for dims of size 1, whose strides views may set to anything.
-func IsPairKeepLayout(l ir.Layout, member int) bool {
-	n := len(l.Dims)
-	if n == 0 || l.Dims[n-1] != 2 || len(l.Strides) != n {
-		return false
-	}
-	want := PairKeepLayout(l.Dims, member)
-	if l.Offset != want.Offset {
-		return false
-	}
-	for i, d := range l.Dims {
-		if d != 1 && l.Strides[i] != want.Strides[i] {
-			return false
+// PairMember reports which member of each pair a pair epilogue over
+// kernel shape shape (keep: Kernel.PairKeep) reads through view layout l
+// of a core output of shape core: 1 the even (2j), 2 the odd (2j+1), 0
+// neither. l must read as PairLayoutFor does; the strides of dims of size
+// 1, which views may set to anything, do not count.
+func PairMember(l ir.Layout, shape, core []int, keep bool) int8 {
+	for m := range 2 {
+		want := PairLayoutFor(shape, core, keep, m)
+		same := l.Offset == want.Offset && slices.Equal(l.Dims, want.Dims) && len(l.Strides) == len(want.Strides)
+		for i := 0; same && i < len(l.Dims); i++ {
+			same = l.Dims[i] == 1 || l.Strides[i] == want.Strides[i]
+		}
+		if same {
+			return int8(m + 1)
 		}
 	}
-	return true
+	return 0
 }
 
 // PairDomain reports whether shape is the domain of a pair epilogue over a

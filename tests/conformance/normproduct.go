@@ -106,12 +106,7 @@ func checkNorm(t *testing.T, dt dtype.DType, c normCase, got, plain, h, step, w,
 			}
 			want := sum + rs[i*c.n+j]
 			tol := slack + 1e-5*abs + out*(math.Abs(sum)+math.Abs(want)) + extra(i, j) + 1e-6
-			if g := got[i*c.n+j]; !(math.Abs(g-want) <= tol) {
-				t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, want, tol)
-			}
-			if p := plain[i*c.n+j]; !(math.Abs(got[i*c.n+j]-p) <= 2*tol) {
-				t.Fatalf("y[%d][%d] = %v, and %v compiled without fusion", i, j, got[i*c.n+j], p)
-			}
+			checkBoth(t, got, plain, i*c.n+j, want, tol, func() string { return fmt.Sprintf("y[%d][%d]", i, j) })
 		}
 	}
 }

@@ -60,12 +60,7 @@ func checkPairs(t *testing.T, dt dtype.DType, c pairCase, got, plain, w, xs []fl
 			eg := 2e-6*gs + act(i, 2*j) + u*math.Abs(gv)
 			eu := 2e-6*us + act(i, 2*j+1) + u*math.Abs(uv)
 			tol := 1.1*eg*(math.Abs(uv)+eu) + math.Abs(silu(gv))*eu + 3*u*(math.Abs(silu(gv))*math.Abs(uv)+math.Abs(want)) + 1e-6
-			if g := got[i*c.n+j]; !(math.Abs(g-want) <= tol) {
-				t.Fatalf("y[%d][%d] = %v, want %v ± %v", i, j, g, want, tol)
-			}
-			if p := plain[i*c.n+j]; !(math.Abs(got[i*c.n+j]-p) <= 2*tol) {
-				t.Fatalf("y[%d][%d] = %v, and %v compiled without fusion", i, j, got[i*c.n+j], p)
-			}
+			checkBoth(t, got, plain, i*c.n+j, want, tol, func() string { return fmt.Sprintf("y[%d][%d]", i, j) })
 		}
 	}
 }

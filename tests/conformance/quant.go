@@ -113,6 +113,19 @@ func runBoth(t *testing.T, newExec func(byte) exec.Executor, build func() *graph
 	return got, runOne(t, newExec(0x5A), build(), unfused, in)
 }
 
+// checkBoth fails unless got[at] is want within tol and plain[at] (the
+// run compiled without fusion) is within 2·tol of it; where names the
+// element, asked only on failure.
+func checkBoth(t *testing.T, got, plain []float64, at int, want, tol float64, where func() string) {
+	t.Helper()
+	if g := got[at]; !(math.Abs(g-want) <= tol) {
+		t.Fatalf("%s = %v, want %v ± %v", where(), g, want, tol)
+	}
+	if p := plain[at]; !(math.Abs(got[at]-p) <= 2*tol) {
+		t.Fatalf("%s = %v, and %v compiled without fusion", where(), got[at], p)
+	}
+}
+
 // quantDequantize: every format to f32, f16 and bf16, whole tables and a
 // narrowed row range (an offset view), bit-equal to package quant.
 func quantDequantize(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {

@@ -92,12 +92,7 @@ func checkRope(t *testing.T, dt dtype.DType, c ropeCase, got, plain, w, xs, cos,
 			}
 			for m := range 2 {
 				at := i*n + 2*j + m
-				if g := got[at]; !(math.Abs(g-want[m]) <= tol[m]) {
-					t.Fatalf("y[%d][%d] (head %d) = %v, want %v ± %v", i, 2*j+m, (2*j+m)/c.d, g, want[m], tol[m])
-				}
-				if p := plain[at]; !(math.Abs(got[at]-p) <= 2*tol[m]) {
-					t.Fatalf("y[%d][%d] = %v, and %v compiled without fusion", i, 2*j+m, got[at], p)
-				}
+				checkBoth(t, got, plain, at, want[m], tol[m], func() string { return fmt.Sprintf("y[%d][%d] (head %d)", i, 2*j+m, (2*j+m)/c.d) })
 			}
 		}
 	}
