@@ -191,6 +191,23 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
+	// A one-row quantized mat-vec after a step of its own input (so that
+	// its weight is an operand the step before does not write: its first
+	// weight stage is issued before the wait).
+	for _, f := range []quant.Type{quant.Q4_K, quant.Q8_0} {
+		var qerr error
+		if err := addFused(fmt.Sprintf("quantized mat-vec after a step %v", f), func(g *graph.Graph) *graph.Tensor {
+			w, err := g.QInput("w", f, 96, 256)
+			if err != nil {
+				qerr = err
+				return g.Input("x", dtype.BF16, 1, 96)
+			}
+			x := g.Input("x", dtype.BF16, 1, 256).Neg()
+			return x.QMatmul(w).Add(g.Input("r", dtype.BF16, 1, 96))
+		}); err != nil || qerr != nil {
+			return nil, errors.Join(err, qerr)
+		}
+	}
 	// A skinny product whose query and key rows interleave each head's
 	// halves, with the rotary embedding as its pair epilogue keeping every
 	// element (plan.Kernel.PairKeep), for one and three rows.

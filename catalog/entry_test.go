@@ -18,8 +18,13 @@ var entryRE = regexp.MustCompile(`extern "C" __global__[^{]*\{`)
 // loom_grid_defer() may call: each issues loads of a constant operand only
 // (a weight), then calls loom_grid_entry() before anything else (the
 // tensor-core mat-vec's weight stage, in flight while loom_q8t, which it
-// always follows, still runs).
-var deferringCalls = []string{"qmvt<"}
+// always follows, still runs; the one-row quantized mat-vec's first
+// weight stage, DEFER, where the step before does not write the weight).
+var deferringCalls = []string{"qmvt<", "qmv1<"}
+
+// qmv1Defers matches a qmv1 call whose last template argument, DEFER, is
+// true.
+var qmv1Defers = regexp.MustCompile(`^qmv1<[^()]*, true>\(`)
 
 // entriesWait returns the entry points of code whose body does not begin
 // with loom_grid_entry(); (macro bodies' line continuations skipped).
@@ -33,6 +38,11 @@ func entriesWait(code string) (n int, bad []string) {
 			// whose device function is known to call loom_grid_entry()
 			// itself (codegen's loom_grid_defer).
 			deferred = strings.TrimLeft(deferred, " \t\r\n\\")
+			// qmv1 waits itself only with its DEFER argument true (its last).
+			if strings.HasPrefix(deferred, "qmv1<") && !qmv1Defers.MatchString(deferred) {
+				bad = append(bad, "qmv1 without DEFER after loom_grid_defer()")
+				continue
+			}
 			if slices.ContainsFunc(deferringCalls, func(c string) bool { return strings.HasPrefix(deferred, c) }) {
 				continue
 			}
@@ -75,12 +85,21 @@ func TestKernelsWaitOnEntry(t *testing.T) {
 				t.Errorf("%s %s: the prelude lacks loom_grid_entry", tg.Arch, label)
 			}
 		}
+		deferred := 0 // the quantized mat-vecs after a step that defer their wait
 		for _, e := range es {
 			_, code, err := Render(e, tg)
 			if err != nil {
 				t.Fatalf("%s: %v", e.Label, err)
 			}
 			check(e.Label, code)
+			if strings.HasPrefix(e.Label, "quantized mat-vec after a step") && strings.Contains(code, "{ loom_grid_defer();") {
+				deferred++
+			}
+		}
+		// Their weight is not written by the step before (plan.Kernel.Ahead):
+		// the deferred variant is the one rendered, and checked above.
+		if deferred != 2 {
+			t.Errorf("%s: %d quantized mat-vecs after a step begin with loom_grid_defer(), want 2", tg.Arch, deferred)
 		}
 		check("gemm", kernels.GemmSource(tg))
 		check("gemv", kernels.GemvSource(tg))
@@ -100,6 +119,8 @@ func TestEntriesWaitDetects(t *testing.T) {
 		`extern "C" __global__ void k(int* p) { p[0] = 1; } extern "C" __global__ void j() { loom_grid_entry(); }`: 1,
 		`extern "C" __global__ void k(int* p) { loom_grid_defer(); qmvt<F, X>(p); }`:                               0,
 		`extern "C" __global__ void k(int* p) { loom_grid_defer(); p[0] = 1; }`:                                    1,
+		`extern "C" __global__ void k(int* p) { loom_grid_defer(); qmv1<F, G, X, false, true>(p); }`:               0,
+		`extern "C" __global__ void k(int* p) { loom_grid_defer(); qmv1<F, G, X, false, false>(p); }`:              1,
 	} {
 		if _, bad := entriesWait(code); len(bad) != want {
 			t.Errorf("%q: %d reported, want %d", code, len(bad), want)

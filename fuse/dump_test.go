@@ -164,7 +164,7 @@ func TestPasses(t *testing.T) {
 			t.Errorf("pass %s: Fusion = %v", p.Name, p.Fusion)
 		}
 	}
-	want := []string{"verify", "dce", "fold", "cse", "broadcast-fills", "matmul-operands", "group", "core-fusion", "plan", "buffers"}
+	want := []string{"verify", "dce", "fold", "cse", "broadcast-fills", "matmul-operands", "group", "core-fusion", "plan", "buffers", "ahead"}
 	if !slices.Equal(names, want) {
 		t.Errorf("passes %v, want %v", names, want)
 	}

@@ -50,7 +50,9 @@ type Pass struct {
 //     the copies it inserts;
 //   - core-fusion after group: it merges the groups group made;
 //   - grouping before plan, which turns groups into kernels and buffers;
-//   - buffers last: it needs the final step order for lifetimes.
+//   - buffers after plan: it needs the final step order for lifetimes;
+//   - ahead last: it needs the steps' order, the buffers' slots and the
+//     plan's in-place outputs.
 var Passes = []Pass{
 	{Name: "verify", Fn: verifyPass},
 	{Name: "dce", Fn: dce},
@@ -62,6 +64,14 @@ var Passes = []Pass{
 	{Name: "core-fusion", Fn: fuseCores, Fusion: true},
 	{Name: "plan", Fn: makePlan},
 	{Name: "buffers", Fn: buffers},
+	{Name: "ahead", Fn: markAhead},
+}
+
+// markAhead (the "ahead" pass) marks the operands each step may read before
+// the step ahead of it has finished (plan.Plan.MarkAhead).
+func markAhead(s *State) error {
+	s.Plan.MarkAhead()
+	return nil
 }
 
 // Compile runs the pipeline over g and returns the final state.

@@ -1901,10 +1901,11 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
 // store(n, v) stores row n's sum v (f32): X::st(v) into y, or, in a fused
 // kernel (QMVFFused, kernels/quant.go), the epilogue of X::st(v) at flat
 // index n of the output.
-template <class F, class X, int R, bool PAIR = false, class S>
+template <class F, class X, int R, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
                    long long K, long long N, long long rowBytes, S store) {
   static_assert(!PAIR || R == 2, "a pair epilogue takes a group's two rows");
+  if constexpr (DEFER) loom_grid_entry();  // nothing to load ahead on this path
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
@@ -2308,7 +2309,7 @@ LOOM_DEV unsigned int qu_dynamic_shared() {
 // is quantized, and
 // each later one as soon as the lanes have read the stage before it into
 // registers, so that the copy is in flight while they multiply.
-template <class F, class X, bool PAIR = false, class S>
+template <class F, class X, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, bool stage_it, S store) {
   const int U = (int)(K / F::UV);
@@ -2331,6 +2332,10 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
   long long g = (long long)blockIdx.x * groups + group;
   int ub = 0;
   if (staged && g * RG < N) issue(g, 0);
+  // DEFER (a fused launch whose weight the step before does not write,
+  // kernels.QMVFFused): the entry began with loom_grid_defer(), and the
+  // first stage above is in flight while the kernel ahead finishes.
+  if constexpr (DEFER) loom_grid_entry();
   qu_quantize<X, F::UV>(x, qa, dx, sx, K / 4, U);
   __syncthreads();
   const int4* qa4 = reinterpret_cast<const int4*>(qa);
@@ -2381,13 +2386,17 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 //
 // PAIR: a pair epilogue (kernels.QMVFFused): store(j, v0, v1) takes rows 2j
 // and 2j+1 at once.
-template <class F, class G, class X, bool PAIR = false, class S>
+//
+// DEFER: the entry began with loom_grid_defer() (the weight is not written
+// by the step before): the staged path issues its first stage, then waits;
+// the others wait first.
+template <class F, class G, class X, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
   if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0)
-    qmvu<G, X, PAIR>(w, x, K, N, rowBytes, path == 2, store);
+    qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
   else
-    qmvf<F, X, QMVF_ROWS, PAIR>(w, x, K, N, rowBytes, store);
+    qmvf<F, X, QMVF_ROWS, PAIR, DEFER>(w, x, K, N, rowBytes, store);
 }
 
 // QMVF_CALL(FMT, V, X): the function a format's one-row entry calls.

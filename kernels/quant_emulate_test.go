@@ -685,7 +685,20 @@ func buildQMVFFused(t *testing.T, f quant.Type, k *plan.Kernel, parts *plan.Fuse
 // neighbouring rows, met by a shuffle), f32 activations, and compares each
 // output with silu(y[2j])·y[2j+1] of the unfused kernel's y on the same
 // path: the same sums, so only the epilogue's float32 arithmetic differs.
-func TestEmulateQMVFPair(t *testing.T) {
+func TestEmulateQMVFPair(t *testing.T) { emulateQMVFPair(t, false) }
+
+// TestEmulateQMVFDefer runs the same with the weight marked as not written
+// by the step before (plan.Kernel.Ahead), so that the kernel takes
+// quant.hip's DEFER (the staged path's first stage issued before the
+// grid-dependency wait, which the emulation does not model): this checks
+// that the variant computes the same.
+func TestEmulateQMVFDefer(t *testing.T) { emulateQMVFPair(t, true) }
+
+// emulateQMVFPair runs the pair cases with the deferred variant on or off
+// (LOOM_QMV_DEFER's default aside).
+func emulateQMVFPair(t *testing.T, deferLoads bool) {
+	defer func(on bool) { qmvDeferOn = on }(qmvDeferOn)
+	qmvDeferOn = deferLoads
 	plain := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(19, 20))
@@ -704,6 +717,13 @@ func TestEmulateQMVFPair(t *testing.T) {
 			var ops strings.Builder
 			for _, o := range k.Ins {
 				fmt.Fprintf(&ops, ", (const %s*)a->%s", ctypes[o.Buf.DType].storage, o.Buf.Name)
+			}
+			if deferLoads {
+				k.Ahead[parts.CoreIns[1]] = true
+				entry, _ := QMVFEntry(c.f, dtype.F32)
+				if _, code, err := QMVFFused(emuTarget, entry, k, parts); err != nil || !strings.Contains(code, "{ loom_grid_defer();") || !strings.Contains(code, ", true, true>(w, x,") {
+					t.Fatalf("the deferred variant was not rendered (%v)", err)
+				}
 			}
 			prog := buildQMVFFused(t, c.f, k, parts, qmvfPairMain, ops.String())
 			_, _, _, wp, xp := emuQuantized(t, r, dir, c.f, 2*c.n, c.k, 1)

@@ -12,7 +12,12 @@ import (
 // slice_assign whose destination operand is an input buffer read whole
 // (identity layout: offset 0, contiguous, the output's shape and dtype),
 // and no step reads that input anywhere else — not the same step through
-// another operand, not a later step, not as an output itself. The step's
+// another operand, not a later step, not as an output itself. Earlier
+// steps may read it: executors run a plan's steps in order, each step's
+// reads done before a later step writes (one stream on the GPU, where a
+// programmatic launch's blocks wait for the kernel ahead to finish before
+// any access), so a decode step's attention layers read the cache that one
+// scatter after them updates (model's stacked cache). The step's
 // kernel then reads each destination element before writing it, in the
 // same thread, so the memory can be both: that is how the executors'
 // index kernels are written (an executor that cannot do it simply does
@@ -29,14 +34,17 @@ func (p *Plan) InPlace() map[int]*Buffer {
 }
 
 func (p *Plan) inPlaceOf() map[int]*Buffer {
-	reads := map[*Buffer]int{}
-	for _, s := range p.Steps {
+	// reads counts each buffer's operand reads; last is the last step
+	// that reads it.
+	reads, last := map[*Buffer]int{}, map[*Buffer]int{}
+	for i, s := range p.Steps {
 		for _, op := range s.Kernel.Ins {
 			reads[op.Buf]++
+			last[op.Buf] = i
 		}
 	}
 	out := map[int]*Buffer{}
-	for _, s := range p.Steps {
+	for i, s := range p.Steps {
 		k := s.Kernel
 		if len(k.Instrs) != 1 || k.Out == nil || k.Out.Kind != BufOutput {
 			continue
@@ -52,7 +60,13 @@ func (p *Plan) inPlaceOf() map[int]*Buffer {
 		}
 		dst := k.Ins[in.Args[0].Index]
 		b := dst.Buf
-		if b.Kind != BufInput || reads[b] != 1 || b.DType != k.Out.DType || !slices.Equal(b.Shape, k.Out.Shape) ||
+		own := 0 // the step's own reads of b
+		for _, op := range k.Ins {
+			if op.Buf == b {
+				own++
+			}
+		}
+		if b.Kind != BufInput || own != 1 || last[b] != i || b.DType != k.Out.DType || !slices.Equal(b.Shape, k.Out.Shape) ||
 			!dst.Layout.IsIdentity() || !slices.Equal(dst.Layout.Dims, k.Out.Shape) {
 			continue
 		}

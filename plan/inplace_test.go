@@ -41,6 +41,13 @@ func TestInPlace(t *testing.T) {
 	}); len(got) != 0 {
 		t.Errorf("input read by another step: %v, want none", got)
 	}
+	// Read by an earlier step (the scatter's source depends on it): the
+	// reads are done before the scatter writes.
+	if got := build(func(g *graph.Graph, cache, ids, src *graph.Tensor) {
+		g.Output("next", cache.Scatter(ids, src.Add(cache.SumKeepDim(0)), 0))
+	}); len(got) != 1 || got["next"] != "cache" {
+		t.Errorf("input read by an earlier step: %v, want next → cache", got)
+	}
 	if got := build(func(g *graph.Graph, cache, ids, src *graph.Tensor) {
 		g.Output("next", cache.Scatter(ids, src, 0))
 		g.Output("cache_out", cache)

@@ -127,6 +127,12 @@ type Kernel struct {
 	Ins      []Operand
 	Instrs   []Instr
 	Out      *Buffer
+	// Ahead marks the operands (by index into Ins) that the step before
+	// this kernel's in the plan does not write (MarkAhead): a GPU kernel
+	// launched with programmatic dependence may read them before it waits
+	// for that step to finish, since every step before it has finished
+	// by then (see codegen's loom_grid_defer).
+	Ahead []bool
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor (KeyOf, weakly), so they live as long as both the plan and
 	// the executor.
