@@ -14,11 +14,11 @@ import (
 
 // attention runs ir.OpAttention over whole operand tiles (runIndex loads
 // them through their layouts; attentionDirect reads f32 and f64 keys and
-// values in place): one output row (b, h, t) at a time on up to
-// workers goroutines, in float64 (f64 is exact to the definition's
-// tolerance; f32, f16 and bf16 round once on store). This is the Go twin
-// of kernels/attention.hip, which computes the same sums in float32 in
-// blocks of keys.
+// values in place): up to four query heads of a key head at one (b, t) at
+// a time on up to workers goroutines, in float64 (f64 is exact to the
+// definition's tolerance; f32, f16 and bf16 round once on store). This is
+// the Go twin of kernels/attention.hip, which computes the same sums in
+// float32 in blocks of keys.
 func attention(ctx context.Context, n *ir.Node, out, q, k, v, start tile, workers int) error {
 	kr, vr := packedRows(n.Args[1].Shape), packedRows(n.Args[2].Shape)
 	if out.f32 != nil {
