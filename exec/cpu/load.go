@@ -44,18 +44,38 @@ func (w *walker) load(dst tile, src buf, l ir.Layout, s, n int) {
 		pos += c[d] * l.Strides[d]
 	}
 	inner, stride := l.Dims[r-1], l.Strides[r-1]
+	// A short innermost dim (a reduced layout's, so it does not merge with
+	// the one before: a pair's two members, a value repeated over a pair)
+	// takes whole rows of it at once, as many as the dim before has left
+	// (fillRows), where a call a row cost more than the row (a llama's
+	// rotary embedding read its operands in runs of 2).
+	rows := r >= 2 && inner < shortRun
 	for j := 0; j < n; {
-		run := min(inner-c[r-1], n-j)
-		fill(dst, src, pos, stride, j, run)
-		j += run
-		c[r-1] += run
-		pos += run * stride
-		if c[r-1] < inner {
-			continue
+		d := r - 1 // the dim whose coordinate moved last
+		if m := (n - j) / inner; rows && c[r-1] == 0 && m > 0 {
+			m = min(m, l.Dims[r-2]-c[r-2])
+			fillRows(dst, src, pos, l.Strides[r-2], stride, inner, j, m)
+			j += m * inner
+			c[r-2] += m
+			pos += m * l.Strides[r-2]
+			if c[r-2] < l.Dims[r-2] {
+				continue
+			}
+			d = r - 2
+		} else {
+			run := min(inner-c[r-1], n-j)
+			fill(dst, src, pos, stride, j, run)
+			j += run
+			c[r-1] += run
+			pos += run * stride
+			if c[r-1] < inner {
+				continue
+			}
 		}
-		pos -= inner * stride
-		c[r-1] = 0
-		for d := r - 2; d >= 0; d-- {
+		// Dim d is at its end: back to 0 and carry into the dims before.
+		pos -= l.Dims[d] * l.Strides[d]
+		c[d] = 0
+		for d--; d >= 0; d-- {
 			c[d]++
 			pos += l.Strides[d]
 			if c[d] < l.Dims[d] {
@@ -64,6 +84,53 @@ func (w *walker) load(dst tile, src buf, l ir.Layout, s, n int) {
 			pos -= l.Dims[d] * l.Strides[d]
 			c[d] = 0
 		}
+	}
+}
+
+// shortRun: an innermost dim shorter than this is loaded a block of rows
+// at a time (walker.load).
+const shortRun = 16
+
+// fillRows is fill for m rows of k elements: row i starts at pos + i·so,
+// its elements si apart, into dst from element j.
+func fillRows(dst tile, src buf, pos, so, si, k, j, m int) {
+	n := m * k
+	switch src.dt {
+	case dtype.F32:
+		gatherRows(dst.f32[j:j+n], src.f32, pos, so, si, k, func(v float32) float32 { return v })
+	case dtype.F64:
+		gatherRows(dst.f64[j:j+n], src.f64, pos, so, si, k, func(v float64) float64 { return v })
+	case dtype.F16:
+		gatherRows(dst.f32[j:j+n], src.f16, pos, so, si, k, func(v dtype.Float16) float32 { return f16ToF32[v] })
+	case dtype.BF16:
+		gatherRows(dst.f32[j:j+n], src.b16, pos, so, si, k, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
+	case dtype.F8E4M3:
+		gatherRows(dst.f32[j:j+n], src.f8, pos, so, si, k, func(v dtype.Float8E4M3) float32 { return v.Float32() })
+	case dtype.U8:
+		gatherRows(dst.i64[j:j+n], src.u8, pos, so, si, k, func(v uint8) int64 { return int64(v) })
+	case dtype.U32:
+		gatherRows(dst.i64[j:j+n], src.u32, pos, so, si, k, func(v uint32) int64 { return int64(v) })
+	case dtype.I64:
+		gatherRows(dst.i64[j:j+n], src.i64, pos, so, si, k, func(v int64) int64 { return v })
+	}
+}
+
+// gatherRows is gather for rows of k elements, row i at pos + i·so.
+func gatherRows[S, D any](dst []D, src []S, pos, so, si, k int, conv func(S) D) {
+	for i := 0; i < len(dst); i += k {
+		row, p := dst[i:i+k], pos
+		if si == 0 {
+			v := conv(src[p])
+			for t := range row {
+				row[t] = v
+			}
+		} else {
+			for t := range row {
+				row[t] = conv(src[p])
+				p += si
+			}
+		}
+		pos += so
 	}
 }
 
