@@ -96,12 +96,16 @@ const shortRun = 16
 func fillRows(dst tile, src buf, pos, so, si, k, j, m int) {
 	n := m * k
 	switch src.dt {
+	case dtype.F16:
+		if m == 1 && si == 1 {
+			widenF16(dst.f32[j:j+n], src.f16[pos:pos+n])
+			return
+		}
+		gatherRows(dst.f32[j:j+n], src.f16, pos, so, si, k, func(v dtype.Float16) float32 { return f16ToF32[v] })
 	case dtype.F32:
 		gatherRows(dst.f32[j:j+n], src.f32, pos, so, si, k, func(v float32) float32 { return v })
 	case dtype.F64:
 		gatherRows(dst.f64[j:j+n], src.f64, pos, so, si, k, func(v float64) float64 { return v })
-	case dtype.F16:
-		gatherRows(dst.f32[j:j+n], src.f16, pos, so, si, k, func(v dtype.Float16) float32 { return f16ToF32[v] })
 	case dtype.BF16:
 		gatherRows(dst.f32[j:j+n], src.b16, pos, so, si, k, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
 	case dtype.F8E4M3:
@@ -117,6 +121,10 @@ func fillRows(dst tile, src buf, pos, so, si, k, j, m int) {
 
 // gatherRows is gather for rows of k elements, row i at pos + i·so.
 func gatherRows[S, D any](dst []D, src []S, pos, so, si, k int, conv func(S) D) {
+	if len(dst) == k {
+		gather(dst, src, pos, si, conv)
+		return
+	}
 	for i := 0; i < len(dst); i += k {
 		row, p := dst[i:i+k], pos
 		if si == 0 {
@@ -136,28 +144,7 @@ func gatherRows[S, D any](dst []D, src []S, pos, so, si, k int, conv func(S) D) 
 
 // fill converts run elements src[pos + k*stride] into dst[j+k].
 func fill(dst tile, src buf, pos, stride, j, run int) {
-	switch src.dt {
-	case dtype.F32:
-		gather(dst.f32[j:j+run], src.f32, pos, stride, func(v float32) float32 { return v })
-	case dtype.F64:
-		gather(dst.f64[j:j+run], src.f64, pos, stride, func(v float64) float64 { return v })
-	case dtype.F16:
-		if stride == 1 {
-			widenF16(dst.f32[j:j+run], src.f16[pos:pos+run])
-			return
-		}
-		gather(dst.f32[j:j+run], src.f16, pos, stride, func(v dtype.Float16) float32 { return f16ToF32[v] })
-	case dtype.BF16:
-		gather(dst.f32[j:j+run], src.b16, pos, stride, func(v dtype.BFloat16) float32 { return math.Float32frombits(uint32(v) << 16) })
-	case dtype.F8E4M3:
-		gather(dst.f32[j:j+run], src.f8, pos, stride, func(v dtype.Float8E4M3) float32 { return v.Float32() })
-	case dtype.U8:
-		gather(dst.i64[j:j+run], src.u8, pos, stride, func(v uint8) int64 { return int64(v) })
-	case dtype.U32:
-		gather(dst.i64[j:j+run], src.u32, pos, stride, func(v uint32) int64 { return int64(v) })
-	case dtype.I64:
-		gather(dst.i64[j:j+run], src.i64, pos, stride, func(v int64) int64 { return v })
-	}
+	fillRows(dst, src, pos, 0, stride, run, j, 1)
 }
 
 // gather is the one strided loop; the conversion is inlined by the compiler
