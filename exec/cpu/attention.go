@@ -97,7 +97,8 @@ func attentionDirect(ctx context.Context, k *plan.Kernel, mem []exec.Memory, wor
 // same as alone, in the same order (the results bit for bit those of one
 // head at a time), except on float32 operands with AVX2 and FMA, where
 // assembly sums four lanes of the head dim at a time with fused
-// multiply-adds: float64 still, in another order.
+// multiply-adds (float64 still, in another order) and the exponentials
+// are float32's (vmath).
 func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q, k, v []F, kr, vr rows4, start []int64, workers int) error {
 	qs, ks, vs := n.Args[0].Shape, n.Args[1].Shape, n.Args[2].Shape
 	B, H, T, D := qs[0], qs[1], qs[2], qs[3]
@@ -123,6 +124,10 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 			var acc [attentionHeads][]float64
 			for i := range attentionHeads {
 				x[i], acc[i] = make([]float64, S), make([]float64, Dv)
+			}
+			var x32, e32 []float32 // the simd path's exponentials
+			if simd {
+				x32, e32 = make([]float32, S), make([]float32, S)
 			}
 			for {
 				u := int(next.Add(1) - 1)
@@ -183,6 +188,26 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 						m[i] = math.Max(m[i], x[i][s])
 					}
 				}
+				// The weights e^(x − m), in x: NaN for every s when m is NaN
+				// or ±Inf. The simd path takes them in float32 (vmath's exp,
+				// within 2 ulps; the GPU's kernel takes expf), the others
+				// in float64.
+				for i := range nh {
+					xi := x[i][:vis]
+					if simd {
+						for s, xv := range xi {
+							x32[s] = float32(xv - m[i])
+						}
+						vmath(e32[:vis], x32[:vis], vExp)
+						for s := range xi {
+							xi[s] = float64(e32[s])
+						}
+						continue
+					}
+					for s, xv := range xi {
+						xi[s] = math.Exp(xv - m[i])
+					}
+				}
 				var sum [attentionHeads]float64
 				for i := range nh {
 					clear(acc[i])
@@ -191,7 +216,7 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 					vrow := v[vr.at(b, kh, s):][:Dv]
 					var p [attentionHeads]float64
 					for i := range nh {
-						p[i] = math.Exp(x[i][s] - m[i]) // NaN for every s when m is NaN or ±Inf
+						p[i] = x[i][s]
 						sum[i] += p[i]
 					}
 					if nh == attentionHeads && simd {
