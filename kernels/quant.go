@@ -309,10 +309,8 @@ func QMVFFused(t codegen.Target, entry string, k *plan.Kernel, parts *plan.Fused
 	x := "qmvw_x_" + xd
 	// The weight's first stage ahead of the wait (quant.hip's DEFER): where
 	// the step before does not write it unless LOOM_QMV_DEFER=0.
-	deferLoads := false
-	if w := parts.CoreIns; qmvDeferOn && len(w) > 1 && w[1] >= 0 && w[1] < len(k.Ahead) && k.Ahead[w[1]] {
-		deferLoads = true
-	}
+	w := parts.CoreIns
+	deferLoads := qmvDeferOn && len(w) > 1 && w[1] >= 0 && w[1] < len(k.Ahead) && k.Ahead[w[1]]
 	var fn, call, store string
 	if k.PairEpilogue {
 		// A pair epilogue: rows 2j and 2j+1 (a lane's two rows by chunks,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -110,10 +111,8 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 	// float32 operands on AVX2 and FMA: the four heads' dots and weighted
 	// sums in assembly (dot4F64, axpy4F64: four lanes of d at a time, so
 	// each head's sums are added in another order than one by one).
-	qf, _ := any(q).([]float32)
-	kf, _ := any(k).([]float32)
-	vf, _ := any(v).([]float32)
-	simd := hasAttn4 && qf != nil && D >= 4 && Dv >= 4
+	_, isF32 := any(q).([]float32)
+	simd := hasAttn4 && isF32 && D >= 4 && Dv >= 4
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(1, min(workers, units)) {
@@ -153,14 +152,11 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 					krow := k[kr.at(b, kh, s):][:D]
 					if nh == attentionHeads && simd {
 						var o [4]float64
-						ko := kr.at(b, kh, s)
-						qo := ((b*H+h0)*T + t) * D
 						n4 := D &^ 3
-						dot4F64(&qf[qo], &qf[qo+T*D], &qf[qo+2*T*D], &qf[qo+3*T*D], &kf[ko], n4, &o)
+						dot4F64(rowF32(qr[0]), rowF32(qr[1]), rowF32(qr[2]), rowF32(qr[3]), rowF32(krow), n4, &o)
 						for d := n4; d < D; d++ {
-							kv := float64(kf[ko+d])
 							for i := range o {
-								o[i] += float64(qf[qo+i*T*D+d]) * kv
+								o[i] += float64(qr[i][d]) * float64(krow[d])
 							}
 						}
 						x[0][s], x[1][s], x[2][s], x[3][s] = scale*o[0], scale*o[1], scale*o[2], scale*o[3]
@@ -168,11 +164,11 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 						q0, q1, q2, q3 := qr[0], qr[1], qr[2], qr[3]
 						var d0, d1, d2, d3 float64
 						for d, kv := range krow {
-							kf := float64(kv)
-							d0 += float64(q0[d]) * kf
-							d1 += float64(q1[d]) * kf
-							d2 += float64(q2[d]) * kf
-							d3 += float64(q3[d]) * kf
+							kd := float64(kv)
+							d0 += float64(q0[d]) * kd
+							d1 += float64(q1[d]) * kd
+							d2 += float64(q2[d]) * kd
+							d3 += float64(q3[d]) * kd
 						}
 						x[0][s], x[1][s], x[2][s], x[3][s] = scale*d0, scale*d1, scale*d2, scale*d3
 					} else {
@@ -220,23 +216,21 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 						sum[i] += p[i]
 					}
 					if nh == attentionHeads && simd {
-						vo := vr.at(b, kh, s)
 						n4 := Dv &^ 3
-						axpy4F64(&acc[0][0], &acc[1][0], &acc[2][0], &acc[3][0], &p, &vf[vo], n4)
+						axpy4F64(&acc[0][0], &acc[1][0], &acc[2][0], &acc[3][0], &p, rowF32(vrow), n4)
 						for d := n4; d < Dv; d++ {
-							vv := float64(vf[vo+d])
 							for i := range p {
-								acc[i][d] += p[i] * vv
+								acc[i][d] += p[i] * float64(vrow[d])
 							}
 						}
 					} else if nh == attentionHeads {
 						a0, a1, a2, a3 := acc[0][:Dv], acc[1][:Dv], acc[2][:Dv], acc[3][:Dv]
 						for d, vv := range vrow {
-							vf := float64(vv)
-							a0[d] += p[0] * vf
-							a1[d] += p[1] * vf
-							a2[d] += p[2] * vf
-							a3[d] += p[3] * vf
+							vd := float64(vv)
+							a0[d] += p[0] * vd
+							a1[d] += p[1] * vd
+							a2[d] += p[2] * vd
+							a3[d] += p[3] * vd
 						}
 					} else {
 						for i := range nh {
@@ -263,3 +257,9 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 // attentionHeads is how many query heads of a group a unit of attentionRows
 // takes together.
 const attentionHeads = 4
+
+// rowF32 is the first element of a row of float32 operands, for the
+// assembly (attentionRows' simd path, taken only when F is float32).
+func rowF32[F float32 | float64](r []F) *float32 {
+	return (*float32)(unsafe.Pointer(unsafe.SliceData(r)))
+}
