@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 
+	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/ir"
 )
 
@@ -29,18 +32,18 @@ const attentionMergeItems = attentionThreads / 32
 const attentionMaxPer = 16
 
 // attentionPrefetch says whether the part kernel issues all its loads at
-// once (attention.hip, AT_PRE) for G query heads a key head, head dims D
-// and Dv and split keys a block: when each thread's share of the first
-// pass's keys (kper = ⌈D/8⌉) and of the values (vper = ⌈split/ks⌉, with
-// ks = 256/Dv key subsets) fits attentionMaxPer registers, G does too, and
+// once (attention.hip, AT_PRE) for blocks of threads, G query heads a key
+// head, head dims D and Dv and split keys a block: when each thread's
+// share of the first pass's keys (kper = ⌈D/8⌉) and of the values
+// (vper = ⌈split/ks⌉, with ks = threads/Dv key subsets) fits attentionMaxPer registers, G does too, and
 // the subsets' sums (ks·G·Dv elements) fit the 48 KiB of static shared
 // memory beside the queries and scores (accBytes: 4 for float, 8 for
 // double).
-func attentionPrefetch(g, d, dv, split, accBytes int) (pre bool, kper, vper, ks int) {
-	if d < 1 || dv < 1 || dv > attentionThreads {
+func attentionPrefetch(threads, g, d, dv, split, accBytes int) (pre bool, kper, vper, ks int) {
+	if d < 1 || dv < 1 || dv > threads {
 		return false, 1, 1, 1
 	}
-	kper, ks = (d+7)/8, attentionThreads/dv
+	kper, ks = (d+7)/8, threads/dv
 	vper = (split + ks - 1) / ks
 	pre = kper <= attentionMaxPer && vper <= attentionMaxPer && g <= attentionMaxPer &&
 		attentionPartShared(g, d, dv, split, ks, true)*accBytes <= attentionShared*4
@@ -88,6 +91,56 @@ func attentionFold(rows, g, d, dv, split, nsplit, accBytes int, pre bool, ks int
 	return elems*accBytes+16 <= attentionShared*4 // 16: the flag a block reads
 }
 
+// attentionClusterMax is the most blocks a cluster of the attention's part
+// launch takes (AT_CLUSTER): 8, the cluster size every sm_90 GPU runs.
+const attentionClusterMax = 8
+
+// attentionClusterRows bounds the rows (B·KV·T) the cluster form takes: it
+// is for a decode step's few rows, whose time is a chain of round trips.
+const attentionClusterRows = 256
+
+// attentionClusterOn is false with LOOM_ATTENTION_CLUSTER=0: the fold's
+// counters and scratch instead of a cluster's shared memory, to compare.
+var attentionClusterOn = os.Getenv("LOOM_ATTENTION_CLUSTER") != "0"
+
+// attentionCluster picks the cluster form of the part launch (attention.hip,
+// AT_CLUSTER) where the target has thread block clusters (NVIDIA sm_90+),
+// the rows are few (attentionClusterRows) and the S keys fit one cluster of
+// at most attentionClusterMax blocks of split ∈ {32, 64, 128} keys with
+// 8·split threads (a group of 8 lanes a key: one pass) and every load
+// issued at once (attentionPrefetch). A row's blocks then meet in the
+// cluster's distributed shared memory: no scratch, no counter, no
+// threadfence and no second read of partial results from global memory
+// (the fold's chain of round trips after a block's own work).
+// Returns the cluster's size (0: the fold or merge form), its split and
+// its threads a block.
+func attentionCluster(t codegen.Target, rows, s, g, d, dv, accBytes int) (size, split, threads int) {
+	if !attentionClusterOn || t.Platform != codegen.NVIDIA || rows > attentionClusterRows || s < 1 {
+		return 0, 0, 0
+	}
+	v, ok := strings.CutPrefix(t.Arch, "sm_")
+	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 90 {
+		return 0, 0, 0
+	}
+	for split = 32; split <= 128; split *= 2 {
+		size = (s + split - 1) / split
+		if size > attentionClusterMax {
+			continue
+		}
+		threads = 8 * split
+		pre, _, _, ks := attentionPrefetch(threads, g, d, dv, split, accBytes)
+		if !pre {
+			return 0, 0, 0
+		}
+		// Shared memory: the part's and the block's partial result G·(Dv+2).
+		if (attentionPartShared(g, d, dv, split, ks, true)+g*(dv+2))*accBytes > attentionShared*4 {
+			return 0, 0, 0
+		}
+		return size, split, threads
+	}
+	return 0, 0, 0
+}
+
 // attentionFoldOn is false with LOOM_GPU_ATTENTION=merge: every attention
 // step then merges its splits in a launch of its own, for comparison.
 var attentionFoldOn = os.Getenv("LOOM_GPU_ATTENTION") != "merge"
@@ -108,7 +161,7 @@ func AttentionSplit(rows, s, g, d int) (split int, ok bool) {
 // planAttention plans ir.OpAttention (q, k, v, start): the part launch over
 // (rows, splits) and the merge launch over rows (attention.hip), with the
 // partial results in one scratch buffer.
-func planAttention(n *ir.Node, ops []operand) (*planned, error) {
+func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error) {
 	q, k, v, st := ops[0], ops[1], ops[2], ops[3]
 	shape, why := ir.AttentionShape(q.l.Dims, k.l.Dims, v.l.Dims, st.l.Dims, q.dt, k.dt, v.dt, st.dt)
 	if why != "" {
@@ -134,6 +187,11 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 	if acc == "double" {
 		accBytes = 8
 	}
+	threads := attentionThreads
+	csize, csplit, cthreads := attentionCluster(t, rows, S, G, D, Dv, int(accBytes))
+	if csize > 0 {
+		split, nsplit, threads = csplit, csize, cthreads
+	}
 	scratch := int64(rows) * int64(nsplit) * int64(G) * int64(Dv+2) * accBytes
 	c := &config{wide: true}
 	c.header()
@@ -149,8 +207,8 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		c.line("#define AT_NEG_INF (-__int_as_float(0x7f800000))")
 	}
 	c.line("#define AT_SCALE %s", cFloat(n.Params[0], acc))
-	c.line("#define AT_THREADS %d", attentionThreads)
-	pre, kper, vper, ks := attentionPrefetch(G, D, Dv, split, int(accBytes))
+	c.line("#define AT_THREADS %d", threads)
+	pre, kper, vper, ks := attentionPrefetch(threads, G, D, Dv, split, int(accBytes))
 	c.line("#define AT_PRE %d", b2i(pre))
 	c.line("#define AT_KPER %d", kper)
 	c.line("#define AT_VPER %d", vper)
@@ -163,8 +221,9 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		mpl = 0
 	}
 	c.line("#define AT_MPL %d", mpl)
-	fold := attentionFold(rows, G, D, Dv, split, nsplit, int(accBytes), pre, ks)
+	fold := csize == 0 && attentionFold(rows, G, D, Dv, split, nsplit, int(accBytes), pre, ks)
 	c.line("#define AT_FOLD %d", b2i(fold))
+	c.line("#define AT_CLUSTER %d", csize)
 	for _, kv := range []struct {
 		name string
 		v    int
@@ -192,17 +251,31 @@ func planAttention(n *ir.Node, ops []operand) (*planned, error) {
 		config: c.String(),
 		body:   attentionHIP,
 		entries: fmt.Sprintf(`
+#if AT_CLUSTER
+extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y) { loom_grid_entry();
+  attention_part(q, k, v, start, (AT_A*)0 AT_FOLD_ARGS);
+}
+#else
 extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, AT_A* __restrict__ part AT_FOLD_PARAMS) { loom_grid_entry();
   attention_part(q, k, v, start, part AT_FOLD_ARGS);
 }
+#endif
 extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A* __restrict__ part, V_T* __restrict__ y) { loom_grid_entry();
   attention_merge(part, y);
 }
 `, namePlaceholder),
 		scratch: []ScratchBuf{{Bytes: scratch}},
 	}
-	bs := [3]uint32{attentionThreads, 1, 1}
+	bs := [3]uint32{uint32(threads), 1, 1}
 	gx := uint32(min(rows, maxGrid))
+	if csize > 0 {
+		// The cluster's blocks are a row's splits (grid y: one cluster
+		// along it, attention.hip's __cluster_dims__).
+		p.scratch = nil
+		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
+			Args: []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Output}}}}
+		return p, nil
+	}
 	partArgs := []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}
 	if fold {
 		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,

@@ -29,6 +29,10 @@
 // meet across the AT_KS key subsets in shared memory. Without AT_PRE a
 // thread per (head, value element) loads its values after the softmax.
 //
+// With AT_CLUSTER (the host's choice, NVIDIA sm_90+: see at_cluster) a
+// row's blocks are one thread block cluster and merge in its distributed
+// shared memory: one launch, no scratch, no counter.
+//
 // With AT_FOLD (the host's choice, kernels/attention.go: a counter a row
 // and the shared memory allow it) there is one launch: each part block
 // counts itself in its row's counter and the row's last block merges it
@@ -57,8 +61,15 @@
 LOOM_DEV AT_A at_max(AT_A m, AT_A x) { return (x > m || x != x) ? x : m; }
 
 // AT_FOLD: the part launch merges the splits itself (at_fold), taking the
-// executor's counters and the output.
-#if AT_FOLD
+// executor's counters and the output. AT_CLUSTER: a cluster's blocks merge
+// (at_cluster), taking the output.
+#ifndef AT_CLUSTER
+#define AT_CLUSTER 0
+#endif
+#if AT_CLUSTER
+#define AT_FOLD_PARAMS , V_T* __restrict__ y
+#define AT_FOLD_ARGS , y
+#elif AT_FOLD
 #define AT_FOLD_PARAMS , unsigned int* __restrict__ cnt, V_T* __restrict__ y
 #define AT_FOLD_ARGS , cnt, y
 #else
@@ -131,6 +142,83 @@ LOOM_DEV void at_fold(const AT_A* part, V_T* __restrict__ y, unsigned int* __res
     y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ft[g]);
   }
   if (tid == 0) cnt[row] = 0;
+}
+#endif
+
+#if AT_CLUSTER
+// AT_CLUSTER (the host's choice, kernels/attention.go: NVIDIA sm_90+, a
+// decode step's few rows, S ≤ 8·128 keys): a row's AT_NSPLIT blocks are
+// one thread block cluster (__cluster_dims__(1, AT_CLUSTER, 1) on the
+// entry; a block's rank in it is its split), each block's partial result
+// (acc[Dv], m, l a head) stays in its shared memory, and after a cluster
+// barrier (release/acquire: every block's partial written) the rank-0
+// block merges the row as at_fold does, reading the other blocks' shared
+// memory (ld.shared::cluster), in split order; a second barrier keeps
+// every block, and its shared memory, until that is done. The fold's
+// store of the partials, threadfence, counter and two rounds of loads from
+// global memory become two barriers and one round of loads within the GPC.
+#ifndef __cluster_dims__
+#define __cluster_dims__(...) __attribute__((cluster_dims(__VA_ARGS__)))
+#endif
+LOOM_DEV void at_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+LOOM_DEV unsigned int at_cluster_rank() {
+  unsigned int r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// at_remote is the address of p (in this block's shared memory) in the
+// shared memory of the cluster's block rank.
+LOOM_DEV unsigned int at_remote(const AT_A* p, unsigned int rank) {
+  unsigned long long g;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(g) : "l"(p));
+  unsigned int r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"((unsigned int)g), "r"(rank));
+  return r;
+}
+LOOM_DEV float at_dsmem(unsigned int a, float) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+  return v;
+}
+LOOM_DEV double at_dsmem(unsigned int a, double) {
+  double v;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(a) : "memory");
+  return v;
+}
+// at_cluster ends a part block's row: cp is the block's partial result
+// (G heads of Dv + 2), laid out as a scratch split's.
+LOOM_DEV void at_cluster(const AT_A* cp, V_T* __restrict__ y, long long b, long long kh, long long t, int tid) {
+  at_cluster_sync();
+  if (at_cluster_rank() == 0) {
+    for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
+      const int g = i / AT_DV, d = i % AT_DV;
+      const AT_A zero = 0;
+      AT_A m[AT_CLUSTER], l[AT_CLUSTER], x[AT_CLUSTER];
+#pragma unroll
+      for (int c = 0; c < AT_CLUSTER; ++c) {
+        m[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV, c), zero);
+        l[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV + 1, c), zero);
+        x[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + d, c), zero);
+      }
+      AT_A M = AT_NEG_INF;
+#pragma unroll
+      for (int c = 0; c < AT_CLUSTER; ++c) M = at_max(M, m[c]);
+      AT_A ls = 0, acc = 0;
+#pragma unroll
+      for (int c = 0; c < AT_CLUSTER; ++c) {
+        // A split with no visible key (or only −Inf scores) is skipped.
+        const bool skip = l[c] == 0 && m[c] == AT_NEG_INF;
+        const AT_A w = skip ? (AT_A)0 : AT_EXP(m[c] - M);
+        ls += skip ? (AT_A)0 : l[c] * w;
+        acc += skip ? (AT_A)0 : x[c] * w;
+      }
+      y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ls);
+    }
+  }
+  at_cluster_sync();
 }
 #endif
 
@@ -250,7 +338,12 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       }
     }
     __syncthreads();
+#if AT_CLUSTER
+    __shared__ AT_A cp[AT_G * (AT_DV + 2)];
+    AT_A* out = cp;
+#else
     AT_A* out = part + (row * AT_NSPLIT + split) * (AT_G * (AT_DV + 2));
+#endif
 #if AT_PRE
     // Each thread's keys weighted, per head; then the AT_KS subsets' sums.
     if (vk < AT_KS) {
@@ -295,7 +388,10 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
       out[g * (AT_DV + 2) + AT_DV] = n > 0 ? ml[2 * g] : AT_NEG_INF;
       out[g * (AT_DV + 2) + AT_DV + 1] = n > 0 ? ml[2 * g + 1] : (AT_A)0;
     }
-#if AT_FOLD
+#if AT_CLUSTER
+    __syncthreads();
+    at_cluster(cp, y, b, kh, t, tid);
+#elif AT_FOLD
     at_fold(part, y, cnt, row, b, kh, t, tid);
 #endif
     __syncthreads();

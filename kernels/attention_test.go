@@ -1,6 +1,10 @@
 package kernels
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/loomgraph/loom/codegen"
+)
 
 // TestAttentionPrefetch checks when the attention part kernel issues all
 // its loads at once (AT_PRE) and each thread's share of them.
@@ -20,7 +24,7 @@ func TestAttentionPrefetch(t *testing.T) {
 		{16, 128, 128, 32, 4, true, 16, 16, 2}, // f32: queries, scores and sums fit 48 KiB
 		{16, 128, 128, 32, 8, false, 1, 1, 1},  // f64: they would not
 	} {
-		pre, kper, vper, ks := attentionPrefetch(c.g, c.d, c.dv, c.split, c.acc)
+		pre, kper, vper, ks := attentionPrefetch(attentionThreads, c.g, c.d, c.dv, c.split, c.acc)
 		if pre != c.pre || kper != c.kper || vper != c.vper || ks != c.ks {
 			t.Errorf("attentionPrefetch(%d, %d, %d, %d, %d) = %v, %d, %d, %d; want %v, %d, %d, %d",
 				c.g, c.d, c.dv, c.split, c.acc, pre, kper, vper, ks, c.pre, c.kper, c.vper, c.ks)
@@ -50,6 +54,40 @@ func TestAttentionFold(t *testing.T) {
 	} {
 		if got := attentionFold(c.rows, c.g, c.d, c.dv, c.split, c.nsplit, c.acc, c.pre, c.ks); got != c.fold {
 			t.Errorf("%s: attentionFold = %v, want %v", c.name, got, c.fold)
+		}
+	}
+}
+
+// TestAttentionCluster checks when the part launch takes the cluster form
+// (AT_CLUSTER) and its geometry: one pass of 8·split threads over at most
+// 8 blocks a row, on NVIDIA sm_90+ only.
+func TestAttentionCluster(t *testing.T) {
+	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
+	for _, c := range []struct {
+		name                   string
+		tg                     codegen.Target
+		rows, s, g, d, dv, acc int
+		size, split, threads   int
+	}{
+		{"1B decode step", h200, 8, 1024, 4, 64, 64, 4, 8, 128, 1024},
+		{"window of 600", h200, 8, 600, 4, 64, 64, 4, 5, 128, 1024},
+		{"window of 256", h200, 8, 256, 4, 64, 64, 4, 8, 32, 256},
+		{"one key", h200, 1, 1, 1, 1, 1, 4, 1, 32, 256},
+		{"batch-8 decode step", h200, 64, 512, 4, 64, 64, 4, 8, 64, 512},
+		{"a window past one cluster", h200, 8, 2048, 4, 64, 64, 4, 0, 0, 0},
+		{"too many rows", h200, 512, 1024, 4, 64, 64, 4, 0, 0, 0},
+		{"sm_80", codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_80"}, 8, 1024, 4, 64, 64, 4, 0, 0, 0},
+		{"AMD", codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, 8, 1024, 4, 64, 64, 4, 0, 0, 0},
+		{"f64 wide heads: shared memory", h200, 4, 300, 8, 128, 128, 8, 0, 0, 0},
+		{"f32 wide heads", h200, 4, 300, 8, 128, 128, 4, 5, 64, 512},
+		{"value rows wider than the block", h200, 1, 50, 2, 8, 260, 4, 0, 0, 0},
+	} {
+		size, split, threads := attentionCluster(c.tg, c.rows, c.s, c.g, c.d, c.dv, c.acc)
+		if size != c.size || split != c.split || threads != c.threads {
+			t.Errorf("%s: attentionCluster = %d, %d, %d; want %d, %d, %d", c.name, size, split, threads, c.size, c.split, c.threads)
+		}
+		if size > 0 && (size*split < c.s || (size-1)*split >= c.s || threads != 8*split) {
+			t.Errorf("%s: %d blocks of %d keys for %d keys", c.name, size, split, c.s)
 		}
 	}
 }

@@ -159,7 +159,7 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	case ir.OpCumsum:
 		p, err = planCumsum(n, ops) // scan.go
 	case ir.OpAttention:
-		p, err = planAttention(n, ops) // attention.go
+		p, err = planAttention(n, ops, t) // attention.go
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}

@@ -127,6 +127,12 @@ func (s *suite) attnShapes(t *testing.T) {
 		{B: 1, H: 16, KV: 8, T: 1, S: 2100, D: 64, Dv: 64, start: []int64{2050}, scale: 0.125},
 		{B: 1, H: 2, KV: 1, T: 1, S: 50, D: 8, Dv: 260, start: []int64{45}, scale: 0.3},
 		{B: 1, H: 1, KV: 1, T: 1, S: 9000, D: 4, Dv: 4, start: []int64{8999}, scale: 0.5},
+		// The cluster form (NVIDIA sm_90+): a 1B llama's decode step, a
+		// cluster of 8 blocks of 128 keys, every key visible in one row
+		// and the last blocks masked in the other; a cluster of 7 blocks
+		// of 32 keys over two query positions.
+		{B: 2, H: 32, KV: 8, T: 1, S: 1024, D: 64, Dv: 64, start: []int64{1023, 600}, scale: 0.125},
+		{B: 1, H: 8, KV: 2, T: 2, S: 200, D: 32, Dv: 32, start: []int64{150}, scale: 0.2},
 	}
 	for i, a := range specs {
 		dt := wideFloats[i%len(wideFloats)]
