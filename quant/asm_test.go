@@ -284,3 +284,63 @@ func TestVecDotRows(t *testing.T) {
 		t.Error("37 bytes as 2 rows: no error")
 	}
 }
+
+// TestVecDotRows2: VecDotRows2 gives VecDot's bits for each weight row
+// against each of its two activation rows (Q4_K's two-activation assembly
+// where the CPU has AVX2, two VecDotRows calls for the other types), for
+// random and extreme codes, one row and many; and refuses mismatched
+// outputs and rows that do not divide the bytes.
+func TestVecDotRows2(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, typ := range []Type{Q4_K, Q4_0, Q6_K} {
+		tr, _ := typ.Traits()
+		act := ActivationType(typ)
+		atr, _ := act.Traits()
+		for trial := range 30 {
+			nb := 1 + r.IntN(13)
+			rows := 1 + r.IntN(7)
+			if trial%4 == 1 {
+				rows = 16 + r.IntN(25)
+			}
+			n := nb * tr.Block
+			var w []byte
+			for i := range rows {
+				if trial%3 == 0 {
+					w = append(w, biasedCodes(typ, nb, uint64(trial*8+i))...)
+				} else {
+					w = append(w, fillCodes(typ, nb, -1, uint64(trial*8+i))...)
+				}
+			}
+			a := fillCodes(act, n/atr.Block, -1, uint64(2000+trial))
+			b := fillCodes(act, n/atr.Block, -1, uint64(3000+trial))
+			if trial%3 == 0 {
+				a = biasedCodes(act, n/atr.Block, uint64(2000+trial))
+			}
+			outA, outB := make([]float32, rows), make([]float32, rows)
+			if err := VecDotRows2(typ, w, act, a, b, n, outA, outB); err != nil {
+				t.Fatal(err)
+			}
+			rb := len(w) / rows
+			for i := range rows {
+				for _, c := range []struct {
+					arow []byte
+					got  float32
+				}{{a, outA[i]}, {b, outB[i]}} {
+					want, err := VecDot(typ, w[i*rb:(i+1)*rb], act, c.arow, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !sameBits(c.got, want) {
+						t.Fatalf("%v, %d rows of %d blocks: row %d = %v, VecDot %v", typ, rows, nb, i, c.got, want)
+					}
+				}
+			}
+		}
+	}
+	if err := VecDotRows2(Q4_K, make([]byte, 145), Q8_K, make([]byte, 292), make([]byte, 292), 256, make([]float32, 1), make([]float32, 1)); err == nil {
+		t.Error("145 bytes as a row: no error")
+	}
+	if err := VecDotRows2(Q4_K, make([]byte, 144), Q8_K, make([]byte, 292), make([]byte, 292), 256, make([]float32, 1), make([]float32, 2)); err == nil {
+		t.Error("1 and 2 outputs: no error")
+	}
+}

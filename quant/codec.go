@@ -200,6 +200,40 @@ func VecDot(w Type, wrow []byte, act Type, arow []byte, n int) (float32, error) 
 	return c.dot(wrow, arow, nb), nil
 }
 
+// VecDotRows2 is VecDotRows against two activation rows: outA[i] is
+// VecDot(row i, arowA) and outB[i] VecDot(row i, arowB), bit for bit.
+// Where the CPU has a kernel that takes both (Q4_K with AVX2), each
+// weight block is unpacked once for the two rows (a prompt's product:
+// every weight row meets every activation row); elsewhere it is two
+// VecDotRows calls.
+func VecDotRows2(w Type, rows []byte, act Type, arowA, arowB []byte, n int, outA, outB []float32) error {
+	if len(outB) != len(outA) {
+		return fmt.Errorf("quant.VecDotRows2(%v·%v): %d and %d outputs", w, act, len(outA), len(outB))
+	}
+	if len(outA) == 0 {
+		return nil
+	}
+	rb := len(rows) / len(outA)
+	if rb*len(outA) != len(rows) {
+		return fmt.Errorf("quant.VecDotRows2(%v·%v): %d bytes are not %d rows", w, act, len(rows), len(outA))
+	}
+	// The first row checks types, sizes and lengths for all of them.
+	if _, err := VecDot(w, rows[:rb], act, arowA, n); err != nil {
+		return err
+	}
+	if _, err := VecDot(w, rows[:rb], act, arowB, n); err != nil {
+		return err
+	}
+	tr, _ := w.Traits()
+	if dotRows2Prepared(w, rows, arowA, arowB, rb, n/tr.Block, outA, outB) {
+		return nil
+	}
+	if err := VecDotRows(w, rows, act, arowA, n, outA); err != nil {
+		return err
+	}
+	return VecDotRows(w, rows, act, arowB, n, outB)
+}
+
 // VecDotRows is VecDot of every row of w (rows of rowBytes bytes, the
 // weight rows of an n-value product one after another) against arow, into
 // out[i] for row i: the same values, bit for bit. Where the CPU has a

@@ -113,6 +113,9 @@ func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
+func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+
+//go:noescape
 func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
@@ -328,4 +331,47 @@ func init() {
 		c.dot = f
 		codecs[t] = c
 	}
+}
+
+// dotRows2Prepared is dotRowsPrepared for two activation rows at once
+// (VecDotRows2): every weight row against arowA into outA and against
+// arowB into outB, where a kernel takes both (Q4_K with AVX2); false
+// where none does.
+func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) bool {
+	if w != Q4_K || !hasDotAVX2 || nb == 0 {
+		return false
+	}
+	buf, _ := prepBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = prepQ4_KY2(arowA, arowB, nb, *buf)
+	yp := *buf
+	for i := range outA {
+		var sa, sb [8]float32
+		fa, fb := dotQ4_KQ8_KAVX2P2(&rows[i*rb], &arowA[0], &arowB[0], &yp[0], nb, &sa, &sb)
+		// The lanes added in order, as dotRowsQ4_K and the twin do.
+		for l := range 8 {
+			fa += sa[l]
+			fb += sb[l]
+		}
+		outA[i], outB[i] = fa, fb
+	}
+	prepBufs.Put(buf)
+	return true
+}
+
+// prepQ4_KY2 lays two Q8_K activation rows' quants out as
+// dotQ4_KQ8_KAVX2P2 reads them, in buf if it holds them: per block a's
+// 256 bytes as prepQ4_KY lays them, then b's.
+func prepQ4_KY2(a, b []byte, nb int, buf []byte) []byte {
+	if cap(buf) < 512*nb {
+		buf = make([]byte, 512*nb)
+	}
+	buf = buf[:512*nb]
+	for i := range nb {
+		prepQ4_KYAsm(&a[i*292], &buf[512*i], 1)
+		prepQ4_KYAsm(&b[i*292], &buf[512*i+256], 1)
+	}
+	return buf
 }

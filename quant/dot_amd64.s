@@ -1534,3 +1534,134 @@ q48loop2:
 q48done:
 	VZEROUPPER
 	RET
+
+// Q4K64P2 is Q4K64P against two activation rows at once: the 32 code
+// bytes loaded, permuted and split into nibbles once, then multiplied by
+// row a's prepared q8 bytes (R12+ypoff, into Y9) and row b's (256 bytes
+// further, into Y11): each row's integers as Q4K64P gives them.
+#define Q4K64P2(qoff, ypoff, sc1, sc2) \
+	VMOVDQU      qoff(SI), Y0   \
+	VPERMD       Y0, Y14, Y0    \
+	VPSHUFB      Y13, Y0, Y0    \
+	VPSRLW       $4, Y0, Y1     \
+	VPAND        Y15, Y0, Y0    \
+	VPAND        Y15, Y1, Y1    \
+	VPBROADCASTD sc1, Y6        \
+	VPMADDUBSW   ypoff(R12), Y0, Y2 \
+	VPMADDWD     Y6, Y2, Y2     \
+	VPADDD       Y2, Y9, Y9     \
+	VPMADDUBSW   ypoff+256(R12), Y0, Y3 \
+	VPMADDWD     Y6, Y3, Y3     \
+	VPADDD       Y3, Y11, Y11   \
+	VPBROADCASTD sc2, Y6        \
+	VPMADDUBSW   ypoff+32(R12), Y1, Y2 \
+	VPMADDWD     Y6, Y2, Y2     \
+	VPADDD       Y2, Y9, Y9     \
+	VPMADDUBSW   ypoff+288(R12), Y1, Y3 \
+	VPMADDWD     Y6, Y3, Y3     \
+	VPADDD       Y3, Y11, Y11
+
+// func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+//
+// dotQ4_KQ8_KAVX2P for one weight row against two Q8_K activation rows ya
+// and yb, their quants prepared into one buffer yp (prepQ4_KY2: per block
+// ya's 256 bytes, then yb's): the block's scales, minimums and codes are
+// unpacked once for both (K45HEAD's, with row b's minimums' sum beside
+// row a's), and each row gets the integers, float operations and bits
+// that dotQ4_KQ8_KAVX2P gives it alone. Registers: row a's lanes Y9,
+// sums Y10, sumf X7, sumi X8; row b's Y11, Y12, X4, X5.
+TEXT ·dotQ4_KQ8_KAVX2P2(SB), NOSPLIT, $32-64
+	MOVQ    x+0(FP), SI
+	MOVQ    ya+8(FP), DI
+	MOVQ    yb+16(FP), R13
+	MOVQ    yp+24(FP), R12
+	MOVQ    nb+32(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y12, Y12, Y12
+	VXORPS  X7, X7, X7
+	VXORPS  X4, X4, X4
+
+q4kp2loop:
+	// K45HEAD, the minimums' sum for both rows.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL AX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL AX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	MOVL DX, R11
+	ANDL $0x0f0f0f0f, R11
+	ORL  R11, R9
+	SHLQ $32, R9
+	ORQ  R9, R8
+	MOVL BX, R10
+	ANDL $0x3f3f3f3f, R10
+	MOVL BX, R11
+	SHRL $6, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, R11
+	SHLQ $32, R11
+	ORQ  R11, R10
+	VMOVQ       R8, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VMOVDQU     Y1, scr-32(SP)
+	VMOVQ       R10, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPMADDWD    260(R13), Y1, Y3
+	VPMADDWD    260(DI), Y1, Y1
+	HSUM8(Y1, X1, X2)
+	VCVTDQ2PS   X1, X8
+	HSUM8(Y3, X3, X2)
+	VCVTDQ2PS   X3, X5
+
+	VPXOR Y9, Y9, Y9
+	VPXOR Y11, Y11, Y11
+	Q4K64P2(16, 0, scr-32(SP), scr-28(SP))
+	Q4K64P2(48, 64, scr-24(SP), scr-20(SP))
+	Q4K64P2(80, 128, scr-16(SP), scr-12(SP))
+	Q4K64P2(112, 192, scr-8(SP), scr-4(SP))
+
+	// K45TAIL for row a (DI), then for row b (R13).
+	K45TAIL
+	VMOVSS       (R13), X3
+	F16((SI), AX, X1)
+	VMULSS       X3, X1, X1
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y1, Y11, Y11
+	VADDPS       Y11, Y12, Y12
+	F16(2(SI), AX, X2)
+	VMULSS       X3, X2, X2
+	VMULSS       X5, X2, X2
+	VSUBSS       X2, X4, X4
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	ADDQ $512, R12
+	DECQ CX
+	JNZ  q4kp2loop
+
+	MOVQ    sa+40(FP), AX
+	VMOVUPS Y10, (AX)
+	MOVQ    sb+48(FP), AX
+	VMOVUPS Y12, (AX)
+	VMOVSS  X7, fa+56(FP)
+	VMOVSS  X4, fb+60(FP)
+	VZEROUPPER
+	RET

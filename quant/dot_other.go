@@ -13,3 +13,8 @@ var asmDots2 = map[Type]func(w0, w1, a []byte, nb int) (float32, float32){}
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
 	return i, false
 }
+
+// dotRows2Prepared: no two-activation kernel off amd64.
+func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) bool {
+	return false
+}

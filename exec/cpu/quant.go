@@ -94,17 +94,32 @@ func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			return fmt.Errorf("cpu: %s: quantize activations to %v: %w", k.Name, act, err)
 		}
 		return e.parallelRows(ctx, N, func(n0, n1 int) error {
-			vals := make([]float32, n1-n0)
-			for m := range M {
+			vals, valsB := make([]float32, n1-n0), make([]float32, n1-n0)
+			store := func(m int, vals []float32) {
+				for j, v := range vals {
+					storeFloat(n.DType, out, m*N+n0+j, float64(v))
+				}
+			}
+			m := 0
+			// A prompt's rows two at a time: each weight block unpacked
+			// once for both where the CPU has such a kernel (Q4_K with
+			// AVX2; quant.VecDotRows2), VecDot's bits either way.
+			for ; m+1 < M; m += 2 {
+				a, b := acts[int64(m)*arb:int64(m+1)*arb], acts[int64(m+1)*arb:int64(m+2)*arb]
+				if err := quant.VecDotRows2(format, ws[n0*rb:n1*rb], act, a, b, K, vals, valsB); err != nil {
+					return fmt.Errorf("cpu: %s: %w", k.Name, err)
+				}
+				store(m, vals)
+				store(m+1, valsB)
+			}
+			for ; m < M; m++ {
 				arow := acts[int64(m)*arb : int64(m+1)*arb]
 				// The chunk's rows at once: VecDot's bits, two rows at a
 				// time where the CPU has a two-row kernel (quant.VecDotRows).
 				if err := quant.VecDotRows(format, ws[n0*rb:n1*rb], act, arow, K, vals); err != nil {
 					return fmt.Errorf("cpu: %s: %w", k.Name, err)
 				}
-				for j, v := range vals {
-					storeFloat(n.DType, out, m*N+n0+j, float64(v))
-				}
+				store(m, vals)
 			}
 			return nil
 		})
