@@ -286,8 +286,9 @@ func TestVecDotRows(t *testing.T) {
 }
 
 // TestVecDotRows2: VecDotRows2 gives VecDot's bits for each weight row
-// against each of its two activation rows (Q4_K's two-activation assembly
-// where the CPU has AVX2, two VecDotRows calls for the other types), for
+// against each of its two activation rows (Q4_K's and Q6_K's
+// two-activation assembly where the CPU has AVX2, two VecDotRows calls for
+// Q4_0), for
 // random and extreme codes, one row and many; and refuses mismatched
 // outputs and rows that do not divide the bytes.
 func TestVecDotRows2(t *testing.T) {

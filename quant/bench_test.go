@@ -122,3 +122,40 @@ func BenchmarkVecDotRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkVecDotRows2 is 64 weight rows against two activation rows: as
+// one VecDotRows2 call ("pair": Q4_K's and Q6_K's two-activation
+// assembly) and as two VecDotRows calls ("two"), bytes per weight row.
+func BenchmarkVecDotRows2(b *testing.B) {
+	for _, t := range []Type{Q4_K, Q6_K} {
+		c := codecs[t]
+		_, w := benchRow(t)
+		_, a := benchRow(c.act)
+		a2 := append([]byte(nil), a...)
+		const rows = 64
+		ws := make([]byte, 0, rows*len(w))
+		for range rows {
+			ws = append(ws, w...)
+		}
+		outA, outB := make([]float32, rows), make([]float32, rows)
+		b.Run(t.String()+"/pair", func(b *testing.B) {
+			b.SetBytes(int64(len(ws)))
+			for b.Loop() {
+				if err := VecDotRows2(t, ws, c.act, a, a2, benchN, outA, outB); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(t.String()+"/two", func(b *testing.B) {
+			b.SetBytes(int64(len(ws)))
+			for b.Loop() {
+				if err := VecDotRows(t, ws, c.act, a, benchN, outA); err != nil {
+					b.Fatal(err)
+				}
+				if err := VecDotRows(t, ws, c.act, a2, benchN, outB); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

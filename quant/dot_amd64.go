@@ -121,6 +121,9 @@ func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 //go:noescape
 func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 
+//go:noescape
+func dotQ6_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32)
+
 // The wrappers run on rows VecDot has checked (whole blocks, exact
 // lengths), so the assembly reads only inside them; nb = 0 never reaches it.
 
@@ -335,10 +338,28 @@ func init() {
 
 // dotRows2Prepared is dotRowsPrepared for two activation rows at once
 // (VecDotRows2): every weight row against arowA into outA and against
-// arowB into outB, where a kernel takes both (Q4_K with AVX2); false
-// where none does.
+// arowB into outB, where a kernel takes both (Q4_K and Q6_K with AVX2);
+// false where none does.
 func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) bool {
-	if w != Q4_K || !hasDotAVX2 || nb == 0 {
+	if !hasDotAVX2 || nb == 0 {
+		return false
+	}
+	switch w {
+	case Q4_K:
+	case Q6_K:
+		for i := range outA {
+			var sa, sb [8]float32
+			dotQ6_KQ8_KAVX2x2(&rows[i*rb], &arowA[0], &arowB[0], nb, &sa, &sb)
+			// The lanes added in order from 0, as lanesAsm and the twin do.
+			var fa, fb float32
+			for l := range 8 {
+				fa += sa[l]
+				fb += sb[l]
+			}
+			outA[i], outB[i] = fa, fb
+		}
+		return true
+	default:
 		return false
 	}
 	buf, _ := prepBufs.Get().(*[]byte)

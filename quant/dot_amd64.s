@@ -1665,3 +1665,107 @@ q4kp2loop:
 	VMOVSS  X4, fb+60(FP)
 	VZEROUPPER
 	RET
+
+// LANES32OFF2 is LANES32OFF for one weight row's codes Q against two
+// activation rows (q8 bytes at ya and yb): the codes permuted and the
+// scale broadcast once, then each row's products as LANES32OFF forms
+// them, row a's into Y9 and row b's into Y7, through Y3 (free while the
+// codes are multiplied).
+#define LANES32OFF2(Q, ya, yb, scaddr) \
+	VPERMD       Q, Y14, Q    \
+	VPSHUFB      Y13, Q, Q    \
+	VPBROADCASTD scaddr, Y6   \
+	VPERMD       ya, Y14, Y5  \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Y3    \
+	VPMADDUBSW   Y5, Y11, Y5  \
+	VPSUBW       Y5, Y3, Y3   \
+	VPMADDWD     Y6, Y3, Y3   \
+	VPADDD       Y3, Y9, Y9   \
+	VPERMD       yb, Y14, Y5  \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Y3    \
+	VPMADDUBSW   Y5, Y11, Y5  \
+	VPSUBW       Y5, Y3, Y3   \
+	VPMADDWD     Y6, Y3, Y3   \
+	VPADDD       Y3, Y7, Y7
+
+// Q6KHALF2 is Q6KHALF against two activation rows (DI and R13).
+#define Q6KHALF2(qloff, qhoff, yoff, s0, s1, s2, s3) \
+	VMOVDQU qloff(SI), Y0    \
+	VMOVDQU qloff+32(SI), Y1 \
+	VMOVDQU qhoff(SI), Y2    \
+	VPSLLW  $4, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPAND   Y15, Y0, Y4      \
+	VPOR    Y3, Y4, Y4       \
+	LANES32OFF2(Y4, yoff(DI), yoff(R13), s0) \
+	VPSLLW  $2, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPAND   Y15, Y1, Y4      \
+	VPOR    Y3, Y4, Y4       \
+	LANES32OFF2(Y4, yoff+32(DI), yoff+32(R13), s1) \
+	VPSRLW  $4, Y0, Y0       \
+	VPAND   Y15, Y0, Y0      \
+	VPAND   Y12, Y2, Y3      \
+	VPOR    Y3, Y0, Y0       \
+	LANES32OFF2(Y0, yoff+64(DI), yoff+64(R13), s2) \
+	VPSRLW  $4, Y1, Y1       \
+	VPAND   Y15, Y1, Y1      \
+	VPSRLW  $2, Y2, Y3       \
+	VPAND   Y12, Y3, Y3      \
+	VPOR    Y3, Y1, Y1       \
+	LANES32OFF2(Y1, yoff+96(DI), yoff+96(R13), s3)
+
+// func dotQ6_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32)
+//
+// dotQ6_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
+// the block's scales and codes rebuilt once for both, each row's lanes,
+// integers, float operations and bits as dotQ6_KQ8_KAVX2 gives it alone.
+// Row a's lanes Y9 and sums Y10; row b's Y7 and Y8.
+TEXT ·dotQ6_KQ8_KAVX2x2(SB), NOSPLIT, $32-48
+	MOVQ    x+0(FP), SI
+	MOVQ    ya+8(FP), DI
+	MOVQ    yb+16(FP), R13
+	MOVQ    nb+24(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU hi2<>(SB), Y12
+	VMOVDQU thirtytwos<>(SB), Y11
+	VXORPS  Y10, Y10, Y10
+	VXORPS  Y8, Y8, Y8
+
+q6kx2loop:
+	VPMOVSXBW 192(SI), Y0      // the 16 int8 scales as int16
+	VMOVDQU   Y0, scr-32(SP)
+	VPXOR     Y9, Y9, Y9
+	VPXOR     Y7, Y7, Y7
+	Q6KHALF2(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
+	Q6KHALF2(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
+
+	F16(208(SI), AX, X1)
+	VMULSS       (DI), X1, X1  // d = dx·dy, row a
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y9, Y9
+	VMULPS       Y1, Y9, Y9
+	VADDPS       Y9, Y10, Y10
+	F16(208(SI), AX, X1)
+	VMULSS       (R13), X1, X1 // row b
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VADDPS       Y7, Y8, Y8
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	DECQ CX
+	JNZ  q6kx2loop
+
+	MOVQ    sa+32(FP), AX
+	VMOVUPS Y10, (AX)
+	MOVQ    sb+40(FP), AX
+	VMOVUPS Y8, (AX)
+	VZEROUPPER
+	RET
