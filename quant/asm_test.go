@@ -286,14 +286,14 @@ func TestVecDotRows(t *testing.T) {
 }
 
 // TestVecDotRows2: VecDotRows2 gives VecDot's bits for each weight row
-// against each of its two activation rows (Q4_K's and Q6_K's
+// against each of its two activation rows (Q4_K's, Q5_K's and Q6_K's
 // two-activation assembly where the CPU has AVX2, two VecDotRows calls for
 // Q4_0), for
 // random and extreme codes, one row and many; and refuses mismatched
 // outputs and rows that do not divide the bytes.
 func TestVecDotRows2(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, typ := range []Type{Q4_K, Q4_0, Q6_K} {
+	for _, typ := range []Type{Q4_K, Q4_0, Q5_K, Q6_K} {
 		tr, _ := typ.Traits()
 		act := ActivationType(typ)
 		atr, _ := act.Traits()

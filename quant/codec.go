@@ -202,7 +202,7 @@ func VecDot(w Type, wrow []byte, act Type, arow []byte, n int) (float32, error) 
 
 // VecDotRows2 is VecDotRows against two activation rows: outA[i] is
 // VecDot(row i, arowA) and outB[i] VecDot(row i, arowB), bit for bit.
-// Where the CPU has a kernel that takes both (Q4_K, Q6_K with AVX2), each
+// Where the CPU has a kernel that takes both (Q4_K, Q5_K, Q6_K with AVX2), each
 // weight block is unpacked once for the two rows (a prompt's product:
 // every weight row meets every activation row); elsewhere it is two
 // VecDotRows calls.

@@ -119,6 +119,9 @@ func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb 
 func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
+func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+
+//go:noescape
 func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 
 //go:noescape
@@ -338,14 +341,26 @@ func init() {
 
 // dotRows2Prepared is dotRowsPrepared for two activation rows at once
 // (VecDotRows2): every weight row against arowA into outA and against
-// arowB into outB, where a kernel takes both (Q4_K and Q6_K with AVX2);
-// false where none does.
+// arowB into outB, where a kernel takes both (Q4_K, Q5_K and Q6_K with
+// AVX2); false where none does.
 func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) bool {
 	if !hasDotAVX2 || nb == 0 {
 		return false
 	}
 	switch w {
 	case Q4_K:
+	case Q5_K:
+		for i := range outA {
+			var sa, sb [8]float32
+			fa, fb := dotQ5_KQ8_KAVX2x2(&rows[i*rb], &arowA[0], &arowB[0], nb, &sa, &sb)
+			// The lanes added in order, as minLanesAsm and the twin do.
+			for l := range 8 {
+				fa += sa[l]
+				fb += sb[l]
+			}
+			outA[i], outB[i] = fa, fb
+		}
+		return true
 	case Q6_K:
 		for i := range outA {
 			var sa, sb [8]float32

@@ -1769,3 +1769,150 @@ q6kx2loop:
 	VMOVUPS Y8, (AX)
 	VZEROUPPER
 	RET
+
+// LANES32x2 is LANES32 for one weight row's codes Q against two
+// activation rows (q8 bytes at ya and yb): the codes permuted and the
+// scale broadcast once, then each row's products as LANES32 forms them,
+// row a's into Y9 and row b's into Y2, through Y3.
+#define LANES32x2(Q, ya, yb, scaddr) \
+	VPERMD       Q, Y14, Q    \
+	VPSHUFB      Y13, Q, Q    \
+	VPBROADCASTD scaddr, Y6   \
+	VPERMD       ya, Y14, Y5  \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Y3    \
+	VPMADDWD     Y6, Y3, Y3   \
+	VPADDD       Y3, Y9, Y9   \
+	VPERMD       yb, Y14, Y5  \
+	VPSHUFB      Y13, Y5, Y5  \
+	VPMADDUBSW   Y5, Q, Y3    \
+	VPMADDWD     Y6, Y3, Y3   \
+	VPADDD       Y3, Y2, Y2
+
+// Q5K64x2 is Q5K64 against two activation rows (DI and R13): Y3 and Y4
+// are free once the codes are built.
+#define Q5K64x2(qoff, yoff, sc1, sc2, SLO, n, SHI, m) \
+	VMOVDQU qoff(SI), Y0  \
+	VPSRLW  $4, Y0, Y1    \
+	VPAND   Y15, Y0, Y0   \
+	VPAND   Y15, Y1, Y1   \
+	SLO     $n, Y12, Y3   \
+	VPAND   Y11, Y3, Y3   \
+	VPOR    Y3, Y0, Y0    \
+	SHI     $m, Y12, Y4   \
+	VPAND   Y11, Y4, Y4   \
+	VPOR    Y4, Y1, Y1    \
+	LANES32x2(Y0, yoff(DI), yoff(R13), sc1) \
+	LANES32x2(Y1, yoff+32(DI), yoff+32(R13), sc2)
+
+// func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+//
+// dotQ5_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
+// the block's scales, minimums and codes unpacked once for both, each
+// row's lanes, integers, float operations and bits as dotQ5_KQ8_KAVX2
+// gives it alone. Row a as there (Y9, Y10, X7, X8); row b's lanes in Y2
+// and its sums, sumf and minimums' sum on the stack (bsum, bf, bi: the
+// registers are all taken), added to in the same order.
+TEXT ·dotQ5_KQ8_KAVX2x2(SB), NOSPLIT, $96-56
+	MOVQ    x+0(FP), SI
+	MOVQ    ya+8(FP), DI
+	MOVQ    yb+16(FP), R13
+	MOVQ    nb+24(FP), CX
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU sixteens<>(SB), Y11
+	VXORPS  Y10, Y10, Y10
+	VXORPS  X7, X7, X7
+	VXORPS  Y2, Y2, Y2
+	VMOVUPS Y2, bsum-64(SP)
+	VMOVSS  X2, bf-68(SP)
+
+q5kx2loop:
+	// K45HEAD, the minimums' sum for both rows (row b's to bi).
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL AX, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL AX, R9
+	SHRL $6, R9
+	ANDL $0x03030303, R9
+	SHLL $4, R9
+	MOVL DX, R11
+	ANDL $0x0f0f0f0f, R11
+	ORL  R11, R9
+	SHLQ $32, R9
+	ORQ  R9, R8
+	MOVL BX, R10
+	ANDL $0x3f3f3f3f, R10
+	MOVL BX, R11
+	SHRL $6, R11
+	ANDL $0x03030303, R11
+	SHLL $4, R11
+	SHRL $4, DX
+	ANDL $0x0f0f0f0f, DX
+	ORL  DX, R11
+	SHLQ $32, R11
+	ORQ  R11, R10
+	VMOVQ       R8, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VMOVDQU     Y1, scr-32(SP)
+	VMOVQ       R10, X0
+	VPMOVZXBW   X0, X0
+	VPUNPCKLWD  X0, X0, X1
+	VPUNPCKHWD  X0, X0, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPMADDWD    260(R13), Y1, Y3
+	VPMADDWD    260(DI), Y1, Y1
+	HSUM8(Y1, X1, X2)
+	VCVTDQ2PS   X1, X8
+	HSUM8(Y3, X3, X2)
+	VCVTDQ2PS   X3, X3
+	VMOVSS      X3, bi-72(SP)
+
+	VMOVDQU 16(SI), Y12        // qh
+	VPXOR   Y9, Y9, Y9
+	VPXOR   Y2, Y2, Y2
+	Q5K64x2(48, 4, scr-32(SP), scr-28(SP), VPSLLW, 4, VPSLLW, 3)
+	Q5K64x2(80, 68, scr-24(SP), scr-20(SP), VPSLLW, 2, VPSLLW, 1)
+	Q5K64x2(112, 132, scr-16(SP), scr-12(SP), VPSLLW, 0, VPSRLW, 1)
+	Q5K64x2(144, 196, scr-8(SP), scr-4(SP), VPSRLW, 2, VPSRLW, 3)
+
+	// Row b's tail (R13, on the stack) first: K45TAIL's scratch X2 would
+	// clear row b's lanes in Y2. Then K45TAIL for row a (DI).
+	VMOVSS       (R13), X3
+	F16((SI), AX, X1)
+	VMULSS       X3, X1, X1
+	VBROADCASTSS X1, Y1
+	VCVTDQ2PS    Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VADDPS       bsum-64(SP), Y2, Y2
+	VMOVUPS      Y2, bsum-64(SP)
+	F16(2(SI), AX, X2)
+	VMULSS       X3, X2, X2
+	VMULSS       bi-72(SP), X2, X2
+	VMOVSS       bf-68(SP), X1
+	VSUBSS       X2, X1, X1
+	VMOVSS       X1, bf-68(SP)
+	K45TAIL
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	DECQ CX
+	JNZ  q5kx2loop
+
+	MOVQ    sa+32(FP), AX
+	VMOVUPS Y10, (AX)
+	MOVQ    sb+40(FP), AX
+	VMOVUPS bsum-64(SP), Y2
+	VMOVUPS Y2, (AX)
+	VMOVSS  X7, fa+48(FP)
+	VMOVSS  bf-68(SP), X1
+	VMOVSS  X1, fb+52(FP)
+	VZEROUPPER
+	RET
