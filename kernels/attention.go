@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/ir"
@@ -115,11 +113,7 @@ var attentionClusterOn = os.Getenv("LOOM_ATTENTION_CLUSTER") != "0"
 // Returns the cluster's size (0: the fold or merge form), its split and
 // its threads a block.
 func attentionCluster(t codegen.Target, rows, s, g, d, dv, accBytes int) (size, split, threads int) {
-	if !attentionClusterOn || t.Platform != codegen.NVIDIA || rows > attentionClusterRows || s < 1 {
-		return 0, 0, 0
-	}
-	v, ok := strings.CutPrefix(t.Arch, "sm_")
-	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 90 {
+	if !attentionClusterOn || nvidiaSM(t) < 90 || rows > attentionClusterRows || s < 1 {
 		return 0, 0, 0
 	}
 	for split = 32; split <= 128; split *= 2 {

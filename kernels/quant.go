@@ -187,8 +187,7 @@ func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string,
 		return "", false
 	}
 	// The host asks for every product of 2–8 rows: no Sscanf there.
-	v, ok := strings.CutPrefix(target.Arch, "sm_")
-	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 80 {
+	if nvidiaSM(target) < 80 {
 		return "", false
 	}
 	return qmvtName(t, x)
@@ -418,8 +417,7 @@ func QMVFPathFor(t quant.Type, k int64, aligned16 bool, target codegen.Target) i
 	if target.Platform != codegen.NVIDIA || QMVFStageBytes(t, k) > QMVFMaxShared {
 		return QMVFUnits
 	}
-	v, ok := strings.CutPrefix(target.Arch, "sm_")
-	if sm, err := strconv.Atoi(v); !ok || err != nil || sm < 80 {
+	if nvidiaSM(target) < 80 {
 		return QMVFUnits
 	}
 	return QMVFStaged
@@ -514,4 +512,15 @@ func QuantEntries() []string {
 		}
 	}
 	return out
+}
+
+// nvidiaSM is the compute capability of an NVIDIA target's Arch "sm_XY"
+// as the number XY; 0 for AMD or an Arch that is not of that form.
+func nvidiaSM(t codegen.Target) int {
+	v, ok := strings.CutPrefix(t.Arch, "sm_")
+	sm, err := strconv.Atoi(v)
+	if t.Platform != codegen.NVIDIA || !ok || err != nil {
+		return 0
+	}
+	return sm
 }

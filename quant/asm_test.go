@@ -251,14 +251,7 @@ func TestVecDotRows(t *testing.T) {
 				rows = 16 + r.IntN(25)
 			}
 			n := nb * tr.Block
-			var w []byte
-			for i := range rows {
-				if trial%3 == 0 {
-					w = append(w, biasedCodes(typ, nb, uint64(trial*8+i))...)
-				} else {
-					w = append(w, fillCodes(typ, nb, -1, uint64(trial*8+i))...)
-				}
-			}
+			w := testRows(typ, nb, rows, trial)
 			atr, _ := act.Traits()
 			a := fillCodes(act, n/atr.Block, -1, uint64(1000+trial))
 			if trial%3 == 0 {
@@ -304,14 +297,7 @@ func TestVecDotRows2(t *testing.T) {
 				rows = 16 + r.IntN(25)
 			}
 			n := nb * tr.Block
-			var w []byte
-			for i := range rows {
-				if trial%3 == 0 {
-					w = append(w, biasedCodes(typ, nb, uint64(trial*8+i))...)
-				} else {
-					w = append(w, fillCodes(typ, nb, -1, uint64(trial*8+i))...)
-				}
-			}
+			w := testRows(typ, nb, rows, trial)
 			a := fillCodes(act, n/atr.Block, -1, uint64(2000+trial))
 			b := fillCodes(act, n/atr.Block, -1, uint64(3000+trial))
 			if trial%3 == 0 {
@@ -344,4 +330,18 @@ func TestVecDotRows2(t *testing.T) {
 	if err := VecDotRows2(Q4_K, make([]byte, 144), Q8_K, make([]byte, 292), make([]byte, 292), 256, make([]float32, 1), make([]float32, 2)); err == nil {
 		t.Error("1 and 2 outputs: no error")
 	}
+}
+
+// testRows is rows weight rows of nb blocks of typ for trial: extreme
+// codes (biasedCodes) every third trial, random ones otherwise.
+func testRows(typ Type, nb, rows, trial int) []byte {
+	var w []byte
+	for i := range rows {
+		if trial%3 == 0 {
+			w = append(w, biasedCodes(typ, nb, uint64(trial*8+i))...)
+		} else {
+			w = append(w, fillCodes(typ, nb, -1, uint64(trial*8+i))...)
+		}
+	}
+	return w
 }

@@ -681,13 +681,14 @@ q42done:
 	VPMADDWD     Y6, Q, Q     \
 	VPADDD       Q, Y9, Y9
 
-// K45HEAD does what Q4_K and Q5_K blocks share before their codes: the
+// K45SCALES and K45HEAD do what Q4_K and Q5_K blocks share before their
+// codes (K45SCALES leaves the doubled minimums in Y1): the
 // scales and mins unpacked from the 12 bytes at 4(SI) as get_scale_min_k4
 // does (scales into R8, mins into R10, 8 bytes each); the scale words
 // doubled, [s0 s0 s1 s1 … s7 s7], to the scratch; and sumi = Σ
 // bsums[j]·m[j/2] (the int16 bsums against [m0 m0 … m7 m7]) as float32
 // in X8. Clobbers AX, BX, DX, R8–R11, X0–X2.
-#define K45HEAD \
+#define K45SCALES \
 	MOVL 4(SI), AX \
 	MOVL 8(SI), BX \
 	MOVL 12(SI), DX \
@@ -723,27 +724,45 @@ q42done:
 	VPMOVZXBW   X0, X0 \
 	VPUNPCKLWD  X0, X0, X1 \
 	VPUNPCKHWD  X0, X0, X2 \
-	VINSERTI128 $1, X2, Y1, Y1 \
+	VINSERTI128 $1, X2, Y1, Y1
+
+// K45HEAD is K45SCALES and row DI's minimums' sum in X8.
+#define K45HEAD \
+	K45SCALES \
 	VPMADDWD    260(DI), Y1, Y1 \
 	HSUM8(Y1, X1, X2) \
 	VCVTDQ2PS   X1, X8
+
+// K45HEAD2 is K45HEAD for two activation rows: row DI's minimums' sum in
+// X8, row R13's in X3 (as float32). Clobbers Y3 too.
+#define K45HEAD2 \
+	K45SCALES \
+	VPMADDWD    260(R13), Y1, Y3 \
+	VPMADDWD    260(DI), Y1, Y1 \
+	HSUM8(Y1, X1, X2) \
+	VCVTDQ2PS   X1, X8 \
+	HSUM8(Y3, X3, X2) \
+	VCVTDQ2PS   X3, X3
 
 // K45TAIL ends a Q4_K or Q5_K block: sums[l] += d·float32(aux[l]) (Y10 +=
 // from the int32 lanes Y9, d = dx·dy) and sumf −= dmin·sumi (X7, with
 // dmin = dxmin·dy and float32(sumi) in X8), the twin's roundings in its
 // order. Clobbers AX, X1–X3, Y9.
-#define K45TAIL \
-	VMOVSS       (DI), X3     \
+#define K45TAILR(YADDR, ACC, SUMS, SUMI, SUMF) \
+	VMOVSS       YADDR, X3 \
 	F16((SI), AX, X1)         \
 	VMULSS       X3, X1, X1   \
 	VBROADCASTSS X1, Y1       \
-	VCVTDQ2PS    Y9, Y9       \
-	VMULPS       Y1, Y9, Y9   \
-	VADDPS       Y9, Y10, Y10 \
+	VCVTDQ2PS    ACC, ACC       \
+	VMULPS       Y1, ACC, ACC   \
+	VADDPS       ACC, SUMS, SUMS \
 	F16(2(SI), AX, X2)        \
 	VMULSS       X3, X2, X2   \
-	VMULSS       X8, X2, X2   \
-	VSUBSS       X2, X7, X7
+	VMULSS       SUMI, X2, X2   \
+	VSUBSS       X2, SUMF, SUMF
+
+// K45TAIL is K45TAILR for row DI in the one-row kernels' registers.
+#define K45TAIL K45TAILR((DI), Y9, Y10, X8, X7)
 
 // Q4K64 does the 64 elements of Q4_K chunk j (qs bytes 32j…32j+31: low
 // nibbles are elements 64j…64j+31 with scale 2j, high nibbles the next 32
@@ -1174,6 +1193,16 @@ q3kloop:
 	VPOR    Y3, Y1, Y1       \
 	LANES32OFF(Y1, yoff+96(DI), s3)
 
+// Q6KTAIL ends a Q6_K block for the activation row at YADDR: its lanes
+// ACC as floats times d = dx·dy, added to SUMS. Clobbers AX, X1.
+#define Q6KTAIL(YADDR, ACC, SUMS) \
+	F16(208(SI), AX, X1)         \
+	VMULSS       YADDR, X1, X1   \
+	VBROADCASTSS X1, Y1          \
+	VCVTDQ2PS    ACC, ACC        \
+	VMULPS       Y1, ACC, ACC    \
+	VADDPS       ACC, SUMS, SUMS
+
 // func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 //
 // Per block: aux lanes of Σ sc·(q−32)·y as above; sums[l] += d·aux[l]
@@ -1196,12 +1225,7 @@ q6kloop:
 	Q6KHALF(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
 	Q6KHALF(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
 
-	F16(208(SI), AX, X1)
-	VMULSS       (DI), X1, X1  // d = dx·dy
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y9, Y10, Y10
+	Q6KTAIL((DI), Y9, Y10)
 
 	ADDQ $210, SI
 	ADDQ $292, DI
@@ -1585,49 +1609,8 @@ TEXT ·dotQ4_KQ8_KAVX2P2(SB), NOSPLIT, $32-64
 	VXORPS  X4, X4, X4
 
 q4kp2loop:
-	// K45HEAD, the minimums' sum for both rows.
-	MOVL 4(SI), AX
-	MOVL 8(SI), BX
-	MOVL 12(SI), DX
-	MOVL AX, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL AX, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	MOVL DX, R11
-	ANDL $0x0f0f0f0f, R11
-	ORL  R11, R9
-	SHLQ $32, R9
-	ORQ  R9, R8
-	MOVL BX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL BX, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, R11
-	SHLQ $32, R11
-	ORQ  R11, R10
-	VMOVQ       R8, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VMOVDQU     Y1, scr-32(SP)
-	VMOVQ       R10, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VPMADDWD    260(R13), Y1, Y3
-	VPMADDWD    260(DI), Y1, Y1
-	HSUM8(Y1, X1, X2)
-	VCVTDQ2PS   X1, X8
-	HSUM8(Y3, X3, X2)
-	VCVTDQ2PS   X3, X5
+	K45HEAD2
+	VMOVAPS X3, X5 // row b's minimums' sum
 
 	VPXOR Y9, Y9, Y9
 	VPXOR Y11, Y11, Y11
@@ -1636,19 +1619,8 @@ q4kp2loop:
 	Q4K64P2(80, 128, scr-16(SP), scr-12(SP))
 	Q4K64P2(112, 192, scr-8(SP), scr-4(SP))
 
-	// K45TAIL for row a (DI), then for row b (R13).
 	K45TAIL
-	VMOVSS       (R13), X3
-	F16((SI), AX, X1)
-	VMULSS       X3, X1, X1
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y11, Y11
-	VMULPS       Y1, Y11, Y11
-	VADDPS       Y11, Y12, Y12
-	F16(2(SI), AX, X2)
-	VMULSS       X3, X2, X2
-	VMULSS       X5, X2, X2
-	VSUBSS       X2, X4, X4
+	K45TAILR((R13), Y11, Y12, X5, X4)
 
 	ADDQ $144, SI
 	ADDQ $292, DI
@@ -1744,18 +1716,8 @@ q6kx2loop:
 	Q6KHALF2(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
 	Q6KHALF2(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
 
-	F16(208(SI), AX, X1)
-	VMULSS       (DI), X1, X1  // d = dx·dy, row a
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y9, Y9
-	VMULPS       Y1, Y9, Y9
-	VADDPS       Y9, Y10, Y10
-	F16(208(SI), AX, X1)
-	VMULSS       (R13), X1, X1 // row b
-	VBROADCASTSS X1, Y1
-	VCVTDQ2PS    Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VADDPS       Y7, Y8, Y8
+	Q6KTAIL((DI), Y9, Y10)
+	Q6KTAIL((R13), Y7, Y8)
 
 	ADDQ $210, SI
 	ADDQ $292, DI
@@ -1829,49 +1791,7 @@ TEXT ·dotQ5_KQ8_KAVX2x2(SB), NOSPLIT, $96-56
 	VMOVSS  X2, bf-68(SP)
 
 q5kx2loop:
-	// K45HEAD, the minimums' sum for both rows (row b's to bi).
-	MOVL 4(SI), AX
-	MOVL 8(SI), BX
-	MOVL 12(SI), DX
-	MOVL AX, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL AX, R9
-	SHRL $6, R9
-	ANDL $0x03030303, R9
-	SHLL $4, R9
-	MOVL DX, R11
-	ANDL $0x0f0f0f0f, R11
-	ORL  R11, R9
-	SHLQ $32, R9
-	ORQ  R9, R8
-	MOVL BX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL BX, R11
-	SHRL $6, R11
-	ANDL $0x03030303, R11
-	SHLL $4, R11
-	SHRL $4, DX
-	ANDL $0x0f0f0f0f, DX
-	ORL  DX, R11
-	SHLQ $32, R11
-	ORQ  R11, R10
-	VMOVQ       R8, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VMOVDQU     Y1, scr-32(SP)
-	VMOVQ       R10, X0
-	VPMOVZXBW   X0, X0
-	VPUNPCKLWD  X0, X0, X1
-	VPUNPCKHWD  X0, X0, X2
-	VINSERTI128 $1, X2, Y1, Y1
-	VPMADDWD    260(R13), Y1, Y3
-	VPMADDWD    260(DI), Y1, Y1
-	HSUM8(Y1, X1, X2)
-	VCVTDQ2PS   X1, X8
-	HSUM8(Y3, X3, X2)
-	VCVTDQ2PS   X3, X3
+	K45HEAD2 // row b's minimums' sum to bi
 	VMOVSS      X3, bi-72(SP)
 
 	VMOVDQU 16(SI), Y12        // qh

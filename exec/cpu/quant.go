@@ -94,7 +94,10 @@ func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			return fmt.Errorf("cpu: %s: quantize activations to %v: %w", k.Name, act, err)
 		}
 		return e.parallelRows(ctx, N, func(n0, n1 int) error {
-			vals, valsB := make([]float32, n1-n0), make([]float32, n1-n0)
+			vals, valsB := make([]float32, n1-n0), []float32(nil)
+			if M > 1 {
+				valsB = make([]float32, n1-n0)
+			}
 			store := func(m int, vals []float32) {
 				for j, v := range vals {
 					storeFloat(n.DType, out, m*N+n0+j, float64(v))
