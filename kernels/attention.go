@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 )
 
@@ -135,6 +136,70 @@ func attentionCluster(t codegen.Target, rows, s, g, d, dv, accBytes int) (size, 
 	return 0, 0, 0
 }
 
+// attentionWarpsOn is false with LOOM_ATTENTION_WARPS=0: the cluster form
+// of the part kernel instead of the warp form, to compare.
+var attentionWarpsOn = os.Getenv("LOOM_ATTENTION_WARPS") != "0"
+
+// attentionWarpsMax bounds the warp form's block: 32 warps, 1,024 threads.
+const attentionWarpsMax = 32
+
+// attentionWarpForm picks the warp form (attention.hip, AT_WARPS) where
+// the target has thread block clusters (NVIDIA sm_90+), the rows are few
+// (attentionClusterRows), the dtype is f32, f16 or bf16, the keys' and
+// values' elements are consecutive (k and v layouts: unit last stride),
+// a lane's Dv/32 value elements are 4, 8 or 16 bytes, every row starts on
+// a boundary of the loads that read it, at most 8 query heads share a key
+// head, and the S keys fit one cluster of at most attentionClusterMax
+// blocks of at most attentionWarpsMax warps with the shared memory for
+// it. A warp takes kpw keys: 8 (4 lanes a key, each a quarter of it in
+// 16-byte loads), else 16 or 32 where the shared memory or the key's
+// bytes ask for it. Returns the cluster's size (0: not this form), the
+// warps a block and kpw; as many warps as keep the cluster within
+// attentionClusterMax blocks.
+func attentionWarpForm(t codegen.Target, rows, s, g, d, dv int, dt dtype.DType, k, v ir.Layout) (size, warps, kpw int) {
+	if !attentionWarpsOn || nvidiaSM(t) < 90 || rows > attentionClusterRows || s < 1 || g < 1 || g > 8 {
+		return 0, 0, 0
+	}
+	if dt != dtype.F32 && dt != dtype.F16 && dt != dtype.BF16 {
+		return 0, 0, 0
+	}
+	es := dt.Size()
+	vb := dv / 32 * es
+	if dv%32 != 0 || (vb != 4 && vb != 8 && vb != 16) || d*es > 512 {
+		return 0, 0, 0
+	}
+	if len(k.Strides) != 4 || len(v.Strides) != 4 || k.Strides[3] != 1 || v.Strides[3] != 1 {
+		return 0, 0, 0
+	}
+	for _, x := range []int{k.Offset, k.Strides[0], k.Strides[1], k.Strides[2]} {
+		if x*es%16 != 0 {
+			return 0, 0, 0
+		}
+	}
+	for _, x := range []int{v.Offset, v.Strides[0], v.Strides[1], v.Strides[2]} {
+		if x*es%vb != 0 {
+			return 0, 0, 0
+		}
+	}
+	for kpw = 8; kpw <= 32; kpw *= 2 {
+		lpk := 32 / kpw
+		if d%lpk != 0 || d/lpk*es%16 != 0 {
+			continue
+		}
+		warps = (s + kpw*attentionClusterMax - 1) / (kpw * attentionClusterMax)
+		if warps > attentionWarpsMax {
+			continue
+		}
+		// Shared memory (float): queries, each warp's weights and partial
+		// result, the block's partial result.
+		if g*d+warps*g*kpw+(warps+1)*g*(dv+2) > attentionShared {
+			continue
+		}
+		return (s + kpw*warps - 1) / (kpw * warps), warps, kpw
+	}
+	return 0, 0, 0
+}
+
 // attentionFoldOn is false with LOOM_GPU_ATTENTION=merge: every attention
 // step then merges its splits in a launch of its own, for comparison.
 var attentionFoldOn = os.Getenv("LOOM_GPU_ATTENTION") != "merge"
@@ -183,6 +248,10 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 	}
 	threads := attentionThreads
 	csize, csplit, cthreads := attentionCluster(t, rows, S, G, D, Dv, int(accBytes))
+	wsize, warps, kpw := attentionWarpForm(t, rows, S, G, D, Dv, q.dt, k.l, v.l)
+	if wsize > 0 {
+		csize, csplit, cthreads = wsize, kpw*warps, 32*warps
+	}
 	if csize > 0 {
 		split, nsplit, threads = csplit, csize, cthreads
 	}
@@ -218,6 +287,8 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 	fold := csize == 0 && attentionFold(rows, G, D, Dv, split, nsplit, int(accBytes), pre, ks)
 	c.line("#define AT_FOLD %d", b2i(fold))
 	c.line("#define AT_CLUSTER %d", csize)
+	c.line("#define AT_WARPS %d", warps)
+	c.line("#define AT_KPW %d", kpw)
 	for _, kv := range []struct {
 		name string
 		v    int
@@ -245,7 +316,11 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 		config: c.String(),
 		body:   attentionHIP,
 		entries: fmt.Sprintf(`
-#if AT_CLUSTER
+#if AT_WARPS
+extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y) { loom_grid_entry();
+  attention_warps(q, k, v, start, y);
+}
+#elif AT_CLUSTER
 extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y) { loom_grid_entry();
   attention_part(q, k, v, start, (AT_A*)0 AT_FOLD_ARGS);
 }

@@ -398,6 +398,198 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
   }
 }
 
+#if AT_WARPS
+// The warp form (AT_WARPS warps a block; the host's choice,
+// kernels/attention.go: NVIDIA sm_90+, a decode step's few rows, keys and
+// values with unit element stride and 16-byte aligned rows): a row's
+// blocks are one cluster (AT_CLUSTER), and each warp takes AT_KPW keys,
+// AT_LPK = 32/AT_KPW lanes a key, each lane a run of D/AT_LPK of its key's
+// elements (16-byte loads). Every load is issued at once after the wait:
+// the lane's part of its key, its Dv/32 value elements of each of the
+// warp's keys (one row a load across the warp), the queries into shared
+// memory, and the start. A key's lanes meet by xor-shuffles below AT_LPK
+// for its scores (the queries broadcast from shared memory); the warp's
+// largest score and sum of exponentials of each head take the shuffles
+// from AT_LPK up; the exponentials go through the warp's shared memory
+// (__syncwarp) to the lanes, which sum their value elements over the
+// warp's visible keys. The block's warps then merge in shared memory (one
+// barrier), and the cluster's blocks as at_cluster merges them.
+//
+// Why a few keys a warp: the part kernel's decode step (a group of 8
+// lanes a key, a wave a head for the softmax, five barriers over 1,024
+// threads) and a first warp form (a lane a key, 4 warps a block) both took
+// 9.2 µs for W-attn's 2 MB (ncu, H200): each multiprocessor busy ~7 µs of
+// it, the first stalled at barriers (21.8 cycles between a warp's
+// instructions), the second issuing its ~2,600 instructions a warp one
+// every 5.4 cycles with a single warp a scheduler. Fewer keys a warp cut
+// each warp's chain (a lane's D/AT_LPK products a head, AT_KPW keys'
+// values) and put more warps on each scheduler: 8.70 µs (ncu, 64 blocks
+// of 16 warps, 64 registers), 6,403 active cycles a multiprocessor on
+// average against 6,900–7,018. In the 1B model's decode step
+// (TestGPUSpeed1B, alternating with LOOM_ATTENTION_WARPS=0 in one call,
+// two rounds, session 42): Q4_K median step 553.1 / 552.3 µs against
+// 563.2 / 562.6, bf16 920.2 / 918.7 against 924.3 / 923.2. (The first
+// warp form, a lane a key, measured 565.8 / 566.0 and 921.8 / 921.2
+// against 563.8 / 562.7 and 923.2 / 923.4: no faster.) The kernel is
+// still latency-bound: 11.6 cycles between a warp's instructions.
+#define AT_LPK (32 / AT_KPW)
+#define AT_DL (AT_D / AT_LPK)  // a lane's elements of its key
+#define AT_VL (AT_DV / 32)
+#define AT_KW (AT_DL * (int)sizeof(V_T) / 4)
+#define AT_VW (AT_VL * (int)sizeof(V_T) / 4)
+// at_word(w, i): element i of the elements packed in words w.
+LOOM_DEV V_T at_word(const unsigned int* w, int i) {
+  if constexpr (sizeof(V_T) == 4) {
+    return __uint_as_float(w[i]);
+  } else {
+    return (V_T)((w[i >> 1] >> (16 * (i & 1))) & 0xffffu);
+  }
+}
+LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v,
+                              const unsigned int* __restrict__ start, V_T* __restrict__ y) {
+  __shared__ AT_A qs[AT_G * AT_D];
+  __shared__ AT_A ps[AT_WARPS][AT_G * AT_KPW];
+  __shared__ AT_A wp[AT_WARPS][AT_G * (AT_DV + 2)];
+  __shared__ AT_A cp[AT_G * (AT_DV + 2)];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, kl = lane / AT_LPK, part = lane % AT_LPK;
+  for (long long row = blockIdx.x; row < AT_ROWS; row += gridDim.x) {
+    const long long t = row % AT_T, kh = (row / AT_T) % AT_KV, b = row / (AT_T * AT_KV);
+    const long long h0 = kh * AT_G;
+    const long long s0 = ((long long)blockIdx.y * AT_WARPS + warp) * AT_KPW;  // the warp's first key
+    const V_T* kb = k + AT_K_OFF + b * AT_K_SB + kh * AT_K_SH;
+    const V_T* vb = v + AT_V_OFF + b * AT_V_SB + kh * AT_V_SH;
+    // Keys past the cache's S read key 0 and are never visible. A lane's
+    // part of its key is AT_KW words, its values AT_VW words a key.
+    unsigned int kw[AT_KW];
+    {
+      const uint4* kp =
+          reinterpret_cast<const uint4*>(kb + (s0 + kl < AT_S ? s0 + kl : 0) * AT_K_SS + part * AT_DL);
+#pragma unroll
+      for (int i = 0; i < AT_KW / 4; ++i) {
+        const uint4 u = kp[i];
+        kw[4 * i] = u.x;
+        kw[4 * i + 1] = u.y;
+        kw[4 * i + 2] = u.z;
+        kw[4 * i + 3] = u.w;
+      }
+    }
+    unsigned int vw[AT_KPW][AT_VW];
+#pragma unroll
+    for (int j = 0; j < AT_KPW; ++j) {
+      const V_T* vp = vb + (s0 + j < AT_S ? s0 + j : 0) * AT_V_SS + lane * AT_VL;
+      if (AT_VW == 4) {
+        const uint4 u = *reinterpret_cast<const uint4*>(vp);
+        vw[j][0] = u.x;
+        vw[j][AT_VW > 1 ? 1 : 0] = u.y;
+        vw[j][AT_VW > 2 ? 2 : 0] = u.z;
+        vw[j][AT_VW > 3 ? 3 : 0] = u.w;
+      } else if (AT_VW == 2) {
+        const uint2 u = *reinterpret_cast<const uint2*>(vp);
+        vw[j][0] = u.x;
+        vw[j][AT_VW > 1 ? 1 : 0] = u.y;
+      } else {
+        vw[j][0] = *reinterpret_cast<const unsigned int*>(vp);
+      }
+    }
+    for (int i = tid; i < AT_G * AT_D; i += AT_THREADS) {
+      const int g = i / AT_D, d = i % AT_D;
+      qs[i] = AT_WIDEN(at_q(q, b, h0 + g, t)[d * AT_Q_SD]);
+    }
+    const long long lim = (long long)start[AT_S_OFF + b * AT_S_SB] + t + 1;  // keys s < lim are visible
+    const long long vis = lim < AT_S ? lim : AT_S;
+    __syncthreads();
+    // This lane's key's scores (−Inf where not visible), its lanes' parts
+    // summed.
+    AT_A m[AT_G], l[AT_G];
+    {
+      AT_A sc[AT_G];
+#pragma unroll
+      for (int g = 0; g < AT_G; ++g) sc[g] = 0;
+#pragma unroll
+      for (int d = 0; d < AT_DL; ++d) {
+        const AT_A kd = AT_WIDEN(at_word(kw, d));
+#pragma unroll
+        for (int g = 0; g < AT_G; ++g) sc[g] += qs[g * AT_D + part * AT_DL + d] * kd;
+      }
+      const bool seen = s0 + kl < vis;
+#pragma unroll
+      for (int g = 0; g < AT_G; ++g) {
+        AT_A x = sc[g];
+#pragma unroll
+        for (int o = 1; o < AT_LPK; o <<= 1) x += loom_shfl_xor(x, o);
+        x = seen ? (AT_A)AT_SCALE * x : AT_NEG_INF;
+        AT_A mx = x;
+#pragma unroll
+        for (int o = AT_LPK; o < 32; o <<= 1) mx = at_max(mx, loom_shfl_xor(mx, o));
+        // A warp with no visible key (or only −Inf scores): weights 0,
+        // l = 0, so that the merges skip it.
+        const AT_A p = mx == AT_NEG_INF || x == AT_NEG_INF ? (AT_A)0 : AT_EXP(x - mx);
+        AT_A sum = p;
+#pragma unroll
+        for (int o = AT_LPK; o < 32; o <<= 1) sum += loom_shfl_xor(sum, o);
+        if (part == 0) ps[warp][g * AT_KPW + kl] = p;
+        m[g] = mx;
+        l[g] = sum;
+      }
+    }
+    __syncwarp();
+    // This lane's value elements lane·VL … of each head, over the warp's
+    // visible keys (a key past them may hold anything, even NaN).
+    AT_A acc[AT_G][AT_VL];
+#pragma unroll
+    for (int g = 0; g < AT_G; ++g)
+#pragma unroll
+      for (int e = 0; e < AT_VL; ++e) acc[g][e] = 0;
+#pragma unroll
+    for (int j = 0; j < AT_KPW; ++j) {
+      if (s0 + j < vis) {
+#pragma unroll
+        for (int g = 0; g < AT_G; ++g) {
+          const AT_A p = ps[warp][g * AT_KPW + j];
+#pragma unroll
+          for (int e = 0; e < AT_VL; ++e) acc[g][e] += p * AT_WIDEN(at_word(vw[j], e));
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < AT_G; ++g) {
+#pragma unroll
+      for (int e = 0; e < AT_VL; ++e) wp[warp][g * (AT_DV + 2) + lane * AT_VL + e] = acc[g][e];
+      if (lane == 0) {
+        wp[warp][g * (AT_DV + 2) + AT_DV] = m[g];
+        wp[warp][g * (AT_DV + 2) + AT_DV + 1] = l[g];
+      }
+    }
+    __syncthreads();
+    // The block's partial result: its warps merged in key order, as
+    // at_cluster merges the blocks (a warp to skip: l = 0, m = −Inf).
+    for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
+      const int g = i / AT_DV, d = i % AT_DV;
+      AT_A M = AT_NEG_INF;
+#pragma unroll
+      for (int w = 0; w < AT_WARPS; ++w) M = at_max(M, wp[w][g * (AT_DV + 2) + AT_DV]);
+      AT_A ls = 0, a = 0;
+#pragma unroll
+      for (int w = 0; w < AT_WARPS; ++w) {
+        const AT_A mw = wp[w][g * (AT_DV + 2) + AT_DV], lw = wp[w][g * (AT_DV + 2) + AT_DV + 1];
+        const bool skip = lw == 0 && mw == AT_NEG_INF;
+        const AT_A e = skip ? (AT_A)0 : AT_EXP(mw - M);
+        ls += skip ? (AT_A)0 : lw * e;
+        a += skip ? (AT_A)0 : wp[w][g * (AT_DV + 2) + d] * e;
+      }
+      cp[g * (AT_DV + 2) + d] = a;
+      if (d == 0) {
+        cp[g * (AT_DV + 2) + AT_DV] = M;
+        cp[g * (AT_DV + 2) + AT_DV + 1] = ls;
+      }
+    }
+    __syncthreads();
+    at_cluster(cp, y, b, kh, t, tid);
+    __syncthreads();
+  }
+}
+#endif
+
 // AT_ML lanes a (row, head) in the merge.
 #define AT_ML 32
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/codegen"
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
 )
 
 // TestAttentionPrefetch checks when the attention part kernel issues all
@@ -88,6 +90,51 @@ func TestAttentionCluster(t *testing.T) {
 		}
 		if size > 0 && (size*split < c.s || (size-1)*split >= c.s || threads != 8*split) {
 			t.Errorf("%s: %d blocks of %d keys for %d keys", c.name, size, split, c.s)
+		}
+	}
+}
+
+// TestAttentionWarpForm checks where the warp form applies and its
+// geometry: a cluster of size blocks of warps warps of kpw keys, covering
+// the S keys with less than a block's worth to spare.
+func TestAttentionWarpForm(t *testing.T) {
+	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
+	cache := func(kv, s, d int) ir.Layout { return ir.Contiguous([]int{1, kv, s, d}) }
+	window := ir.Layout{Dims: []int{1, 8, 600, 64}, Strides: []int{8 * 2048 * 64, 2048 * 64, 64, 1}}
+	bf, f32 := dtype.BF16, dtype.F32
+	for _, c := range []struct {
+		name              string
+		tg                codegen.Target
+		rows, s, g, d, dv int
+		dt                dtype.DType
+		k, v              ir.Layout
+		size, warps, kpw  int
+	}{
+		{"1B decode step", h200, 8, 1024, 4, 64, 64, bf, cache(8, 1024, 64), cache(8, 1024, 64), 8, 16, 8},
+		{"window of 600", h200, 8, 600, 4, 64, 64, bf, cache(8, 600, 64), cache(8, 600, 64), 8, 10, 8},
+		{"2,048 keys", h200, 2, 2048, 2, 64, 64, bf, cache(1, 2048, 64), cache(1, 2048, 64), 8, 32, 8},
+		{"33 keys", h200, 3, 33, 2, 64, 64, bf, cache(3, 33, 64), cache(3, 33, 64), 5, 1, 8},
+		{"wide heads, 8 query heads a key head: 16 keys a warp", h200, 2, 1000, 8, 128, 128, bf, cache(2, 1000, 128), cache(2, 1000, 128), 8, 8, 16},
+		{"f32 heads of 64", h200, 8, 1024, 4, 64, 64, f32, cache(8, 1024, 64), cache(8, 1024, 64), 8, 16, 8},
+		{"heads of 32 in f32", h200, 8, 1024, 4, 32, 32, f32, cache(8, 1024, 32), cache(8, 1024, 32), 8, 16, 8},
+		{"f32 heads of 256: 1 KB keys", h200, 8, 1024, 4, 256, 256, f32, cache(8, 1024, 256), cache(8, 1024, 256), 0, 0, 0},
+		{"a window of a longer cache", h200, 8, 600, 4, 64, 64, bf, window, ir.Layout{Dims: window.Dims, Strides: window.Strides, Offset: 8 * 2048 * 64}, 8, 10, 8},
+		{"2,049 keys: 16 keys a warp", h200, 2, 2049, 2, 64, 64, bf, cache(1, 2049, 64), cache(1, 2049, 64), 8, 17, 16},
+		{"too many rows", h200, 512, 1024, 4, 64, 64, bf, cache(8, 1024, 64), cache(8, 1024, 64), 0, 0, 0},
+		{"9 query heads a key head", h200, 2, 100, 9, 64, 64, bf, cache(1, 100, 64), cache(1, 100, 64), 0, 0, 0},
+		{"heads of 32 in bf16: 2-byte value pieces", h200, 2, 100, 2, 32, 32, bf, cache(1, 100, 32), cache(1, 100, 32), 0, 0, 0},
+		{"f64", h200, 2, 100, 2, 64, 64, dtype.F64, cache(1, 100, 64), cache(1, 100, 64), 0, 0, 0},
+		{"keys strided along D", h200, 2, 100, 2, 64, 64, bf, ir.Layout{Dims: []int{1, 1, 100, 64}, Strides: []int{6400, 6400, 1, 100}}, cache(1, 100, 64), 0, 0, 0},
+		{"keys off a 16-byte boundary", h200, 2, 100, 2, 64, 64, bf, ir.Layout{Dims: []int{1, 1, 100, 64}, Strides: []int{6400, 6400, 64, 1}, Offset: 4}, cache(1, 100, 64), 0, 0, 0},
+		{"sm_80", codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_80"}, 8, 1024, 4, 64, 64, bf, cache(8, 1024, 64), cache(8, 1024, 64), 0, 0, 0},
+		{"AMD", codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, 8, 1024, 4, 64, 64, bf, cache(8, 1024, 64), cache(8, 1024, 64), 0, 0, 0},
+	} {
+		size, warps, kpw := attentionWarpForm(c.tg, c.rows, c.s, c.g, c.d, c.dv, c.dt, c.k, c.v)
+		if size != c.size || warps != c.warps || kpw != c.kpw {
+			t.Errorf("%s: attentionWarpForm = %d, %d, %d; want %d, %d, %d", c.name, size, warps, kpw, c.size, c.warps, c.kpw)
+		}
+		if size > 0 && (size*warps*kpw < c.s || (size-1)*warps*kpw >= c.s || size > attentionClusterMax || warps > attentionWarpsMax) {
+			t.Errorf("%s: %d blocks of %d warps of %d keys for %d keys", c.name, size, warps, kpw, c.s)
 		}
 	}
 }

@@ -127,20 +127,32 @@ func (s *suite) attnShapes(t *testing.T) {
 		{B: 1, H: 16, KV: 8, T: 1, S: 2100, D: 64, Dv: 64, start: []int64{2050}, scale: 0.125},
 		{B: 1, H: 2, KV: 1, T: 1, S: 50, D: 8, Dv: 260, start: []int64{45}, scale: 0.3},
 		{B: 1, H: 1, KV: 1, T: 1, S: 9000, D: 4, Dv: 4, start: []int64{8999}, scale: 0.5},
-		// The cluster form (NVIDIA sm_90+): a 1B llama's decode step, a
-		// cluster of 8 blocks of 128 keys, every key visible in one row
-		// and the last blocks masked in the other; a cluster of 7 blocks
-		// of 32 keys over two query positions.
+		// The cluster form (NVIDIA sm_90+; the first with
+		// LOOM_ATTENTION_WARPS=0, the warp form's otherwise): a 1B llama's
+		// decode step, a cluster of 8 blocks of 128 keys, every key
+		// visible in one row and the last blocks masked in the other; a
+		// cluster of 7 blocks of 32 keys over two query positions.
 		{B: 2, H: 32, KV: 8, T: 1, S: 1024, D: 64, Dv: 64, start: []int64{1023, 600}, scale: 0.125},
 		{B: 1, H: 8, KV: 2, T: 2, S: 200, D: 32, Dv: 32, start: []int64{150}, scale: 0.2},
+		// The warp form (NVIDIA sm_90+; 8 keys a warp, 4 lanes a key, a
+		// cluster of up to 8 blocks of up to 32 warps): wide heads with 8
+		// query heads a key head (16 keys a warp), a window ending inside
+		// a warp; 2,048 keys (32 warps a block), a row seeing a block and
+		// a half; a cache of 33 keys (a warp past S reads key 0, never
+		// visible).
+		{B: 1, H: 16, KV: 2, T: 1, S: 1000, D: 128, Dv: 128, start: []int64{977}, scale: 0.09},
+		{B: 2, H: 4, KV: 1, T: 2, S: 2048, D: 64, Dv: 64, start: []int64{2046, 380}, scale: 0.125},
+		{B: 3, H: 6, KV: 3, T: 1, S: 33, D: 64, Dv: 64, start: []int64{32, 0, 17}, scale: 0.125},
 	}
 	for i, a := range specs {
 		dt := wideFloats[i%len(wideFloats)]
 		t.Run(a.String()+"/"+dt.String(), func(t *testing.T) { s.runAttn(t, a, dt) })
 	}
-	// Every dtype on the decode shape.
+	// Every dtype on the decode shapes (the second: a 1B llama's step,
+	// which the warp form takes in f32, f16 and bf16).
 	for _, dt := range wideFloats {
 		t.Run("dtypes/"+dt.String(), func(t *testing.T) { s.runAttn(t, specs[0], dt) })
+		t.Run("dtypes1B/"+dt.String(), func(t *testing.T) { s.runAttn(t, specs[15], dt) })
 	}
 }
 
@@ -169,11 +181,18 @@ func (s *suite) attnViews(t *testing.T) {
 }
 
 // attnNaN: a NaN query element makes its head's row NaN (every score of
-// the row is NaN), and only that row.
+// the row is NaN), and only that row; the second shape is the warp
+// form's (NVIDIA sm_90+).
 func (s *suite) attnNaN(t *testing.T) {
-	a := attnSpec{B: 1, H: 2, KV: 1, T: 2, S: 70, D: 4, Dv: 3, start: []int64{60}, scale: 0.5}
+	for i, a := range []attnSpec{{B: 1, H: 2, KV: 1, T: 2, S: 70, D: 4, Dv: 3, start: []int64{60}, scale: 0.5},
+		{B: 1, H: 2, KV: 1, T: 2, S: 70, D: 64, Dv: 64, start: []int64{60}, scale: 0.5}} {
+		s.attnNaNOf(t, a, i)
+	}
+}
+
+func (s *suite) attnNaNOf(t *testing.T, a attnSpec, i int) {
 	for _, dt := range wideFloats {
-		t.Run(dt.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d/%v", i, dt), func(t *testing.T) {
 			tc := s.newCase(t)
 			qv := mmGen.draw(tc.r, dt, []int{a.B, a.H, a.T, a.D})
 			qv.f[((0*a.H+1)*a.T+1)*a.D+2] = math.NaN() // head 1, query 1
