@@ -1217,6 +1217,22 @@ LOOM_QMVQ3(q6_k)
 // 0.034 against 0.032: half the blocks, each warp's stages twice as long,
 // fewer loads in flight.
 //
+// Also tried and taken back (session 42, H200, branch wip/qmvtf; its
+// results were loom_qmvt's bits in every case of its GPU test):
+// loom_q8t and loom_qmvt as one launch, loom_qmvtf — the blocks resident,
+// one a multiprocessor (1,024 threads, ~200 KB of dynamic shared memory),
+// each quantizing all 8 activation rows into its shared memory (one
+// vector load a thread a group, all issued at once, the first weight
+// stage already in flight) and then walking 7–8 of these 16-row tiles at
+// once, the activation fragments read from shared memory: W13 with 8
+// rows, two and three rounds alternating with the two launches in two
+// calls, Q4_0 0.024–0.025 ms against 0.019–0.020, Q4_K 0.026–0.027
+// against 0.020, Q6_K 0.033–0.036 against 0.032, Q8_0 0.036–0.038
+// against 0.031. ncu: 24.4 µs, 11.9 cycles between a warp's issues at 32
+// warps a multiprocessor (63 registers), DRAM 29% of peak: the same
+// tiles' work as here, plus each block's quantization of the 32,768
+// activations, which loom_q8t spreads over 32 blocks.
+//
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
 // gfx90a and later; none of that hardware is here to test a port on.)
