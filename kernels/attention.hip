@@ -401,7 +401,8 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
 #if AT_WARPS
 // The warp form (AT_WARPS warps a block; the host's choice,
 // kernels/attention.go: NVIDIA sm_90+, a decode step's few rows, keys and
-// values with unit element stride and 16-byte aligned rows): a row's
+// values with unit element stride and 16-byte aligned rows; NVIDIA's
+// warps are 32 lanes, which the lane arithmetic below takes): a row's
 // blocks are one cluster (AT_CLUSTER), and each warp takes AT_KPW keys,
 // AT_LPK = 32/AT_KPW lanes a key, each lane a run of D/AT_LPK of its key's
 // elements (16-byte loads). Every load is issued at once after the wait:
