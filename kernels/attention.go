@@ -190,9 +190,10 @@ func attentionWarpForm(t codegen.Target, rows, s, g, d, dv int, dt dtype.DType, 
 		if warps > attentionWarpsMax {
 			continue
 		}
-		// Shared memory (float): queries, each warp's weights and partial
-		// result, the block's partial result.
-		if g*d+warps*g*kpw+(warps+1)*g*(dv+2) > attentionShared {
+		// Shared memory (float): queries (a run of a head 4 apart from
+		// the next), each warp's weights and partial result, the block's
+		// partial result.
+		if g*(d+4*lpk)+warps*g*kpw+(warps+1)*g*(dv+2) > attentionShared {
 			continue
 		}
 		return (s + kpw*warps - 1) / (kpw * warps), warps, kpw

@@ -431,10 +431,17 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
 // two rounds, session 42): Q4_K median step 553.1 / 552.3 µs against
 // 563.2 / 562.6, bf16 920.2 / 918.7 against 924.3 / 923.2. (The first
 // warp form, a lane a key, measured 565.8 / 566.0 and 921.8 / 921.2
-// against 563.8 / 562.7 and 923.2 / 923.4: no faster.) The kernel is
-// still latency-bound: 11.6 cycles between a warp's instructions.
+// against 563.8 / 562.7 and 923.2 / 923.4: no faster.) The kernel was
+// still latency-bound there: 11.6 cycles between a warp's instructions.
+// So the products are fused multiply-adds, the queries come in 16-byte
+// reads (each lane's run padded so that a key's lanes read different
+// banks) and the weights 4 at a time: one round alternating in one call
+// (same session), bf16 median step 909.7 µs against 927.8 with
+// LOOM_ATTENTION_WARPS=0, Q4_K 540.6 against 564.0.
 #define AT_LPK (32 / AT_KPW)
 #define AT_DL (AT_D / AT_LPK)  // a lane's elements of its key
+#define AT_QR (AT_DL + 4)       // a run of a query head in shared memory
+#define AT_QH (AT_LPK * AT_QR)  // a query head in shared memory
 #define AT_VL (AT_DV / 32)
 #define AT_KW (AT_DL * (int)sizeof(V_T) / 4)
 #define AT_VW (AT_VL * (int)sizeof(V_T) / 4)
@@ -448,8 +455,13 @@ LOOM_DEV V_T at_word(const unsigned int* w, int i) {
 }
 LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v,
                               const unsigned int* __restrict__ start, V_T* __restrict__ y) {
-  __shared__ AT_A qs[AT_G * AT_D];
-  __shared__ AT_A ps[AT_WARPS][AT_G * AT_KPW];
+  // The queries, each lane's run of AT_DL elements 4 floats apart from
+  // the next (AT_QR), so that the 16-byte reads of a key's AT_LPK lanes
+  // fall in different banks.
+  // (float4 arrays: 16-byte aligned; AT_A is float in this form.)
+  __shared__ float4 qs4[AT_G * AT_QH / 4];
+  __shared__ float4 ps4[AT_WARPS][AT_G * AT_KPW / 4];
+  AT_A* qs = reinterpret_cast<AT_A*>(qs4);
   __shared__ AT_A wp[AT_WARPS][AT_G * (AT_DV + 2)];
   __shared__ AT_A cp[AT_G * (AT_DV + 2)];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, kl = lane / AT_LPK, part = lane % AT_LPK;
@@ -494,7 +506,7 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     }
     for (int i = tid; i < AT_G * AT_D; i += AT_THREADS) {
       const int g = i / AT_D, d = i % AT_D;
-      qs[i] = AT_WIDEN(at_q(q, b, h0 + g, t)[d * AT_Q_SD]);
+      qs[g * AT_QH + d / AT_DL * AT_QR + d % AT_DL] = AT_WIDEN(at_q(q, b, h0 + g, t)[d * AT_Q_SD]);
     }
     const long long lim = (long long)start[AT_S_OFF + b * AT_S_SB] + t + 1;  // keys s < lim are visible
     const long long vis = lim < AT_S ? lim : AT_S;
@@ -507,10 +519,17 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
 #pragma unroll
       for (int g = 0; g < AT_G; ++g) sc[g] = 0;
 #pragma unroll
-      for (int d = 0; d < AT_DL; ++d) {
-        const AT_A kd = AT_WIDEN(at_word(kw, d));
+      for (int d = 0; d < AT_DL; d += 4) {
+        const AT_A k0 = AT_WIDEN(at_word(kw, d)), k1 = AT_WIDEN(at_word(kw, d + 1)),
+                   k2 = AT_WIDEN(at_word(kw, d + 2)), k3 = AT_WIDEN(at_word(kw, d + 3));
 #pragma unroll
-        for (int g = 0; g < AT_G; ++g) sc[g] += qs[g * AT_D + part * AT_DL + d] * kd;
+        for (int g = 0; g < AT_G; ++g) {
+          const float4 qv = *reinterpret_cast<const float4*>(qs + g * AT_QH + part * AT_QR + d);
+          sc[g] = fmaf(qv.x, k0, sc[g]);
+          sc[g] = fmaf(qv.y, k1, sc[g]);
+          sc[g] = fmaf(qv.z, k2, sc[g]);
+          sc[g] = fmaf(qv.w, k3, sc[g]);
+        }
       }
       const bool seen = s0 + kl < vis;
 #pragma unroll
@@ -528,7 +547,7 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
         AT_A sum = p;
 #pragma unroll
         for (int o = AT_LPK; o < 32; o <<= 1) sum += loom_shfl_xor(sum, o);
-        if (part == 0) ps[warp][g * AT_KPW + kl] = p;
+        if (part == 0) reinterpret_cast<AT_A*>(ps4[warp])[g * AT_KPW + kl] = p;
         m[g] = mx;
         l[g] = sum;
       }
@@ -541,14 +560,21 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     for (int g = 0; g < AT_G; ++g)
 #pragma unroll
       for (int e = 0; e < AT_VL; ++e) acc[g][e] = 0;
+    // A key past the visible ones takes no part (its weight is 0, but
+    // its values may be NaN).
+    const int nv = vis - s0 < AT_KPW ? (vis - s0 > 0 ? (int)(vis - s0) : 0) : AT_KPW;
 #pragma unroll
-    for (int j = 0; j < AT_KPW; ++j) {
-      if (s0 + j < vis) {
+    for (int j0 = 0; j0 < AT_KPW; j0 += 4) {
 #pragma unroll
-        for (int g = 0; g < AT_G; ++g) {
-          const AT_A p = ps[warp][g * AT_KPW + j];
+      for (int g = 0; g < AT_G; ++g) {
+        const float4 p4 = ps4[warp][(g * AT_KPW + j0) / 4];
+        const AT_A p[4] = {p4.x, p4.y, p4.z, p4.w};
 #pragma unroll
-          for (int e = 0; e < AT_VL; ++e) acc[g][e] += p * AT_WIDEN(at_word(vw[j], e));
+        for (int u = 0; u < 4; ++u) {
+          if (j0 + u < nv) {
+#pragma unroll
+            for (int e = 0; e < AT_VL; ++e) acc[g][e] = fmaf(p[u], AT_WIDEN(at_word(vw[j0 + u], e)), acc[g][e]);
+          }
         }
       }
     }
