@@ -113,6 +113,9 @@ func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
+func dotRowsQ4_KQ8_KAVX2P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+
+//go:noescape
 func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
 
 //go:noescape
@@ -248,16 +251,12 @@ func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	}
 	*buf = prepQ4_KY(arow, nb, *buf)
 	yp := *buf
-	for ; i < len(out); i++ {
-		var sums [8]float32
-		sumf := dotQ4_KQ8_KAVX2P(&rows[i*rb], &arow[0], &yp[0], nb, &sums)
-		for _, s := range sums {
-			sumf += s
-		}
-		out[i] = sumf
+	if n := len(out) - i; n > 0 {
+		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
+		dotRowsQ4_KQ8_KAVX2P(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
 	}
 	prepBufs.Put(buf)
-	return i
+	return len(out)
 }
 
 // blockAsm wraps a one-row assembly dot that returns its whole sum.
