@@ -116,6 +116,9 @@ func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
 func dotRowsQ4_KQ8_KAVX2P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 
 //go:noescape
+func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
+
+//go:noescape
 func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
 
 //go:noescape
@@ -167,15 +170,20 @@ func dotQ4_0Q8_0x4Prep(x0, x1, x2, x3, y, yp []byte, nb, ahead int) [4]float32 {
 var prepBufs sync.Pool
 
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
-// takes the activations prepared once for all the rows, where there is
-// one for w on this CPU, and returns the first row it did not do (ok
-// false: none).
+// takes the activations prepared once for all the rows (Q4_0, Q4_K), or
+// walks the rows itself (Q4_K, Q6_K: no call and Go loop a row), where
+// there is one for w on this CPU, and returns the first row it did not do
+// (ok false: none).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
 	switch {
 	case w == Q4_0 && hasDotAVX512 && len(out)-i >= 2 && nb >= 4:
 		return dotRowsQ4_0(rows, arow, rb, nb, i, out), true
 	case w == Q4_K && hasDotAVX2 && len(out)-i >= 2:
 		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
+	case w == Q6_K && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+		_ = rows[len(out)*rb-1] // the rows' bytes, checked once
+		dotRowsQ6_KQ8_KAVX2(&rows[i*rb], rb, len(out)-i, &arow[0], nb, &out[i])
+		return len(out), true
 	}
 	return i, false
 }

@@ -1306,6 +1306,72 @@ q6kloop:
 	VZEROUPPER
 	RET
 
+// func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
+//
+// dotQ6_KQ8_KAVX2 over n rows of rb bytes from x, out[i] = row i's eight
+// lanes added one by one in lane order from 0, as lanesAsm adds them: the
+// same bits, without a call and a Go loop a row (dotRowsQ4_KQ8_KAVX2P's
+// reason).
+TEXT ·dotRowsQ6_KQ8_KAVX2(SB), NOSPLIT, $48-48
+	MOVQ    x+0(FP), R13
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-40(SP)
+	MOVQ    out+40(FP), AX
+	MOVQ    AX, outp-48(SP)
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU permidx<>(SB), Y14
+	VMOVDQU lanemask<>(SB), Y13
+	VMOVDQU hi2<>(SB), Y12
+	VMOVDQU thirtytwos<>(SB), Y11
+
+q6krrow:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   nb+32(FP), CX
+	VXORPS Y10, Y10, Y10
+
+q6krloop:
+	VPMOVSXBW 192(SI), Y0 // the 16 int8 scales as int16
+	VMOVDQU   Y0, scr-32(SP)
+	VPXOR     Y9, Y9, Y9
+	Q6KHALF(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
+	Q6KHALF(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
+
+	Q6KTAIL((DI), Y9, Y10)
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q6krloop
+
+	// 0 + sums[0] + sums[1] + … + sums[7], in that order.
+	VXORPS       X7, X7, X7
+	VADDSS       X10, X7, X7
+	VPSHUFD      $0x55, X10, X1
+	VADDSS       X1, X7, X7
+	VPSHUFD      $0xAA, X10, X1
+	VADDSS       X1, X7, X7
+	VPSHUFD      $0xFF, X10, X1
+	VADDSS       X1, X7, X7
+	VEXTRACTF128 $1, Y10, X2
+	VADDSS       X2, X7, X7
+	VPSHUFD      $0x55, X2, X1
+	VADDSS       X1, X7, X7
+	VPSHUFD      $0xAA, X2, X1
+	VADDSS       X1, X7, X7
+	VPSHUFD      $0xFF, X2, X1
+	VADDSS       X1, X7, X7
+	MOVQ         outp-48(SP), AX
+	VMOVSS       X7, (AX)
+	ADDQ         $4, AX
+	MOVQ         AX, outp-48(SP)
+	ADDQ         rb+8(FP), R13
+	DECQ         cnt-40(SP)
+	JNZ          q6krrow
+
+	VZEROUPPER
+	RET
+
 // ---- AVX-512 ----
 //
 // The two-row Q4_0·Q8_0 dot product with AVX-512 (F, BW, VBMI, VNNI; see
