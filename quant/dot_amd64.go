@@ -110,16 +110,13 @@ func dotQ3_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
 func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 
 //go:noescape
-func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
-
-//go:noescape
 func dotRowsQ4_KQ8_KAVX2P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 
 //go:noescape
 func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
-func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+func dotRowsQ4_KQ8_KAVX2P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
 
 //go:noescape
 func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
@@ -214,7 +211,7 @@ func dotRowsQ4_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 }
 
 // prepQ4_KY lays the quants of Q8_K activation row y (nb blocks, at
-// least one) out as dotQ4_KQ8_KAVX2P reads them, in
+// least one) out as dotRowsQ4_KQ8_KAVX2P reads them, in
 // buf if it holds them (else a new buffer): per block 256 bytes, each 32
 // of them permuted as LANES32 permutes codes (prepQ4_KYAsm; prepQ4_KYGo
 // is its spec).
@@ -246,7 +243,7 @@ func prepQ4_KYGo(y []byte, nb int, p []byte) {
 //go:noescape
 func prepQ4_KYAsm(y, yp *byte, nb int)
 
-// dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotQ4_KQ8_KAVX2P, y's quants
+// dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotRowsQ4_KQ8_KAVX2P, y's quants
 // prepared once.
 func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	if nb == 0 {
@@ -390,22 +387,17 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	}
 	*buf = prepQ4_KY2(arowA, arowB, nb, *buf)
 	yp := *buf
-	for i := range outA {
-		var sa, sb [8]float32
-		fa, fb := dotQ4_KQ8_KAVX2P2(&rows[i*rb], &arowA[0], &arowB[0], &yp[0], nb, &sa, &sb)
-		// The lanes added in order, as dotRowsQ4_K and the twin do.
-		for l := range 8 {
-			fa += sa[l]
-			fb += sb[l]
-		}
-		outA[i], outB[i] = fa, fb
+	if n := len(outA); n > 0 {
+		_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
+		// Each row's lanes added in order, as dotRowsQ4_K and the twin do.
+		dotRowsQ4_KQ8_KAVX2P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
 	}
 	prepBufs.Put(buf)
 	return true
 }
 
 // prepQ4_KY2 lays two Q8_K activation rows' quants out as
-// dotQ4_KQ8_KAVX2P2 reads them, in buf if it holds them: per block a's
+// dotRowsQ4_KQ8_KAVX2P2 reads them, in buf if it holds them: per block a's
 // 256 bytes as prepQ4_KY lays them, then b's.
 func prepQ4_KY2(a, b []byte, nb int, buf []byte) []byte {
 	if cap(buf) < 512*nb {

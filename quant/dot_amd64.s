@@ -883,52 +883,35 @@ q4kygroup:
 	VZEROUPPER
 	RET
 
-// func dotQ4_KQ8_KAVX2P(x, y, yp *byte, nb int, sums *[8]float32) float32
-//
-// dotQ4_KQ8_KAVX2 with y's quants prepared once for many rows (yp, 256
-// bytes a block: prepQ4_KY): the same lanes, integers, float operations
-// and bits.
-TEXT ·dotQ4_KQ8_KAVX2P(SB), NOSPLIT, $32-44
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    yp+16(FP), R12
-	MOVQ    nb+24(FP), CX
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU permidx<>(SB), Y14
-	VMOVDQU lanemask<>(SB), Y13
-	VXORPS  Y10, Y10, Y10 // sums
-	VXORPS  X7, X7, X7    // sumf
-
-q4kploop:
-	K45HEAD
-
-	VPXOR Y9, Y9, Y9
-	Q4K64P(16, 0, scr-32(SP), scr-28(SP))
-	Q4K64P(48, 64, scr-24(SP), scr-20(SP))
-	Q4K64P(80, 128, scr-16(SP), scr-12(SP))
-	Q4K64P(112, 192, scr-8(SP), scr-4(SP))
-
-	K45TAIL
-
-	ADDQ $144, SI
-	ADDQ $292, DI
-	ADDQ $256, R12
-	DECQ CX
-	JNZ  q4kploop
-
-	MOVQ       sums+32(FP), AX
-	VMOVUPS    Y10, (AX)
-	VMOVSS     X7, ret+40(FP)
-	VZEROUPPER
-	RET
+// ADDLANES adds the eight float32 lanes of SUMS (XSUMS its low half) to
+// DST one by one in lane order, as the Go loops over a [8]float32 did.
+// Clobbers X1, X2.
+#define ADDLANES(SUMS, XSUMS, DST) \
+	VADDSS       XSUMS, DST, DST \
+	VPSHUFD      $0x55, XSUMS, X1 \
+	VADDSS       X1, DST, DST \
+	VPSHUFD      $0xAA, XSUMS, X1 \
+	VADDSS       X1, DST, DST \
+	VPSHUFD      $0xFF, XSUMS, X1 \
+	VADDSS       X1, DST, DST \
+	VEXTRACTF128 $1, SUMS, X2 \
+	VADDSS       X2, DST, DST \
+	VPSHUFD      $0x55, X2, X1 \
+	VADDSS       X1, DST, DST \
+	VPSHUFD      $0xAA, X2, X1 \
+	VADDSS       X1, DST, DST \
+	VPSHUFD      $0xFF, X2, X1 \
+	VADDSS       X1, DST, DST
 
 // func dotRowsQ4_KQ8_KAVX2P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 //
-// dotQ4_KQ8_KAVX2P over n rows of rb bytes from x, out[i] = row i's
+// dotQ4_KQ8_KAVX2 over n rows of rb bytes from x, with y's quants
+// prepared once for all of them (yp, 256 bytes a block: prepQ4_KY): the
+// same lanes, integers, float operations and bits, out[i] = row i's
 // minimums' sum plus its eight lanes added one by one in lane order, as
-// dotRowsQ4_K added them to what dotQ4_KQ8_KAVX2P returned: the same
-// bits, without a call and a Go loop a row (a 2,048-weight row is 8
-// blocks, ~180 cycles of products, against which those cost ~20%).
+// minLanesAsm adds them. The row loop is here rather than a call and a Go
+// loop a row (a 2,048-weight row is 8 blocks, ~180 cycles of products,
+// against which those cost ~8%, BenchmarkVecDotRows).
 TEXT ·dotRowsQ4_KQ8_KAVX2P(SB), NOSPLIT, $48-56
 	MOVQ    x+0(FP), R13
 	MOVQ    n+16(FP), AX
@@ -965,21 +948,7 @@ q4krloop:
 	JNZ  q4krloop
 
 	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
-	VADDSS       X10, X7, X7
-	VPSHUFD      $0x55, X10, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xAA, X10, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xFF, X10, X1
-	VADDSS       X1, X7, X7
-	VEXTRACTF128 $1, Y10, X2
-	VADDSS       X2, X7, X7
-	VPSHUFD      $0x55, X2, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xAA, X2, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xFF, X2, X1
-	VADDSS       X1, X7, X7
+	ADDLANES(Y10, X10, X7)
 	MOVQ         outp-48(SP), AX
 	VMOVSS       X7, (AX)
 	ADDQ         $4, AX
@@ -1345,22 +1314,8 @@ q6krloop:
 	JNZ  q6krloop
 
 	// 0 + sums[0] + sums[1] + … + sums[7], in that order.
-	VXORPS       X7, X7, X7
-	VADDSS       X10, X7, X7
-	VPSHUFD      $0x55, X10, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xAA, X10, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xFF, X10, X1
-	VADDSS       X1, X7, X7
-	VEXTRACTF128 $1, Y10, X2
-	VADDSS       X2, X7, X7
-	VPSHUFD      $0x55, X2, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xAA, X2, X1
-	VADDSS       X1, X7, X7
-	VPSHUFD      $0xFF, X2, X1
-	VADDSS       X1, X7, X7
+	VXORPS X7, X7, X7
+	ADDLANES(Y10, X10, X7)
 	MOVQ         outp-48(SP), AX
 	VMOVSS       X7, (AX)
 	ADDQ         $4, AX
@@ -1720,30 +1675,40 @@ q48done:
 	VPMADDWD     Y6, Y3, Y3     \
 	VPADDD       Y3, Y11, Y11
 
-// func dotQ4_KQ8_KAVX2P2(x, ya, yb, yp *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+// func dotRowsQ4_KQ8_KAVX2P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
 //
-// dotQ4_KQ8_KAVX2P for one weight row against two Q8_K activation rows ya
-// and yb, their quants prepared into one buffer yp (prepQ4_KY2: per block
-// ya's 256 bytes, then yb's): the block's scales, minimums and codes are
+// dotRowsQ4_KQ8_KAVX2P against two Q8_K activation rows ya and yb, their
+// quants prepared into one buffer yp (prepQ4_KY2: per block ya's 256
+// bytes, then yb's): each weight block's scales, minimums and codes are
 // unpacked once for both (K45HEAD's, with row b's minimums' sum beside
-// row a's), and each row gets the integers, float operations and bits
-// that dotQ4_KQ8_KAVX2P gives it alone. Registers: row a's lanes Y9,
-// sums Y10, sumf X7, sumi X8; row b's Y11, Y12, X4, X5.
-TEXT ·dotQ4_KQ8_KAVX2P2(SB), NOSPLIT, $32-64
-	MOVQ    x+0(FP), SI
-	MOVQ    ya+8(FP), DI
-	MOVQ    yb+16(FP), R13
-	MOVQ    yp+24(FP), R12
-	MOVQ    nb+32(FP), CX
+// row a's), and each activation row gets the integers, float operations
+// and bits that dotRowsQ4_KQ8_KAVX2P gives it alone, in outA and outB.
+// Registers: row a's lanes Y9, sums Y10, sumf X7, sumi X8; row b's Y11,
+// Y12, X4, X5; the weight row R14.
+TEXT ·dotRowsQ4_KQ8_KAVX2P2(SB), NOSPLIT, $56-72
+	MOVQ    x+0(FP), R14
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-40(SP)
+	MOVQ    outA+56(FP), AX
+	MOVQ    AX, oa-48(SP)
+	MOVQ    outB+64(FP), AX
+	MOVQ    AX, ob-56(SP)
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU permidx<>(SB), Y14
 	VMOVDQU lanemask<>(SB), Y13
-	VXORPS  Y10, Y10, Y10
-	VXORPS  Y12, Y12, Y12
-	VXORPS  X7, X7, X7
-	VXORPS  X4, X4, X4
 
-q4kp2loop:
+q4krp2row:
+	MOVQ   R14, SI
+	MOVQ   ya+24(FP), DI
+	MOVQ   yb+32(FP), R13
+	MOVQ   yp+40(FP), R12
+	MOVQ   nb+48(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y12, Y12, Y12
+	VXORPS X7, X7, X7
+	VXORPS X4, X4, X4
+
+q4krp2loop:
 	K45HEAD2
 	VMOVAPS X3, X5 // row b's minimums' sum
 
@@ -1762,14 +1727,22 @@ q4kp2loop:
 	ADDQ $292, R13
 	ADDQ $512, R12
 	DECQ CX
-	JNZ  q4kp2loop
+	JNZ  q4krp2loop
 
-	MOVQ    sa+40(FP), AX
-	VMOVUPS Y10, (AX)
-	MOVQ    sb+48(FP), AX
-	VMOVUPS Y12, (AX)
-	VMOVSS  X7, fa+56(FP)
-	VMOVSS  X4, fb+60(FP)
+	ADDLANES(Y10, X10, X7)
+	ADDLANES(Y12, X12, X4)
+	MOVQ   oa-48(SP), AX
+	VMOVSS X7, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, oa-48(SP)
+	MOVQ   ob-56(SP), AX
+	VMOVSS X4, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, ob-56(SP)
+	ADDQ   rb+8(FP), R14
+	DECQ   cnt-40(SP)
+	JNZ    q4krp2row
+
 	VZEROUPPER
 	RET
 
