@@ -125,9 +125,6 @@ func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
 
 //go:noescape
-func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
-
-//go:noescape
 func dotQ6_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32)
 
 // The wrappers run on rows VecDot has checked (whole blocks, exact
@@ -274,6 +271,19 @@ func blockAsm(f func(x, y *byte, nb int) float32) func(x, y []byte, nb int) floa
 	}
 }
 
+// rowsAsm wraps an assembly dot over rows that stores each row's whole
+// sum as a one-row dot.
+func rowsAsm(f func(x *byte, rb, n int, y *byte, nb int, out *float32)) func(x, y []byte, nb int) float32 {
+	return func(x, y []byte, nb int) float32 {
+		if nb == 0 {
+			return 0
+		}
+		var out float32
+		f(&x[0], len(x), 1, &y[0], nb, &out)
+		return out
+	}
+}
+
 // minLanesAsm wraps an assembly dot that returns the minimums' sum and
 // leaves its eight float lanes in sums (Q4_K, Q5_K): the lanes are added
 // to that sum in order, as the twins do.
@@ -322,7 +332,7 @@ var asmDots = map[Type]func(w, a []byte, nb int) float32{
 	Q3_K: lanesAsm(dotQ3_KQ8_KAVX2),
 	Q4_K: minLanesAsm(dotQ4_KQ8_KAVX2),
 	Q5_K: minLanesAsm(dotQ5_KQ8_KAVX2),
-	Q6_K: lanesAsm(dotQ6_KQ8_KAVX2),
+	Q6_K: rowsAsm(dotRowsQ6_KQ8_KAVX2),
 }
 
 // asmDots2 are the two-row forms (two weight rows, one activation row)

@@ -1241,46 +1241,13 @@ q3kloop:
 	VMULPS       Y1, ACC, ACC    \
 	VADDPS       ACC, SUMS, SUMS
 
-// func dotQ6_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32)
-//
-// Per block: aux lanes of Σ sc·(q−32)·y as above; sums[l] += d·aux[l]
-// (d = dx·dy). The caller adds the lanes.
-TEXT ·dotQ6_KQ8_KAVX2(SB), NOSPLIT, $32-32
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    nb+16(FP), CX
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU permidx<>(SB), Y14
-	VMOVDQU lanemask<>(SB), Y13
-	VMOVDQU hi2<>(SB), Y12
-	VMOVDQU thirtytwos<>(SB), Y11
-	VXORPS  Y10, Y10, Y10
-
-q6kloop:
-	VPMOVSXBW 192(SI), Y0      // the 16 int8 scales as int16
-	VMOVDQU   Y0, scr-32(SP)
-	VPXOR     Y9, Y9, Y9
-	Q6KHALF(0, 128, 4, scr-32(SP), scr-28(SP), scr-24(SP), scr-20(SP))
-	Q6KHALF(64, 160, 132, scr-16(SP), scr-12(SP), scr-8(SP), scr-4(SP))
-
-	Q6KTAIL((DI), Y9, Y10)
-
-	ADDQ $210, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  q6kloop
-
-	MOVQ       sums+24(FP), AX
-	VMOVUPS    Y10, (AX)
-	VZEROUPPER
-	RET
-
 // func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
-// dotQ6_KQ8_KAVX2 over n rows of rb bytes from x, out[i] = row i's eight
-// lanes added one by one in lane order from 0, as lanesAsm adds them: the
-// same bits, without a call and a Go loop a row (dotRowsQ4_KQ8_KAVX2P's
-// reason).
+// Per block of each of n rows of rb bytes from x: aux lanes of
+// Σ sc·(q−32)·y as above; sums[l] += d·aux[l] (d = dx·dy); out[i] = row
+// i's eight lanes added one by one in lane order from 0, as the twin adds
+// them. The row loop is here rather than a call and a Go loop a row
+// (dotRowsQ4_KQ8_KAVX2P's reason); a single row (VecDot) is n = 1.
 TEXT ·dotRowsQ6_KQ8_KAVX2(SB), NOSPLIT, $48-48
 	MOVQ    x+0(FP), R13
 	MOVQ    n+16(FP), AX
