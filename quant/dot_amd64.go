@@ -119,7 +119,7 @@ func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 func dotRowsQ4_KQ8_KAVX2P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
 
 //go:noescape
-func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
+func dotRowsQ5_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
 func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
@@ -165,7 +165,7 @@ var prepBufs sync.Pool
 
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
 // takes the activations prepared once for all the rows (Q4_0, Q4_K), or
-// walks the rows itself (Q4_K, Q6_K: no call and Go loop a row), where
+// walks the rows itself (Q4_K, Q5_K, Q6_K: no call and Go loop a row), where
 // there is one for w on this CPU, and returns the first row it did not do
 // (ok false: none).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
@@ -174,9 +174,13 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ4_0(rows, arow, rb, nb, i, out), true
 	case w == Q4_K && hasDotAVX2 && len(out)-i >= 2:
 		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
-	case w == Q6_K && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+	case (w == Q5_K || w == Q6_K) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+		f := dotRowsQ6_KQ8_KAVX2
+		if w == Q5_K {
+			f = dotRowsQ5_KQ8_KAVX2
+		}
 		_ = rows[len(out)*rb-1] // the rows' bytes, checked once
-		dotRowsQ6_KQ8_KAVX2(&rows[i*rb], rb, len(out)-i, &arow[0], nb, &out[i])
+		f(&rows[i*rb], rb, len(out)-i, &arow[0], nb, &out[i])
 		return len(out), true
 	}
 	return i, false
@@ -331,7 +335,7 @@ var asmDots = map[Type]func(w, a []byte, nb int) float32{
 	Q2_K: blockAsm(dotQ2_KQ8_KAVX2),
 	Q3_K: lanesAsm(dotQ3_KQ8_KAVX2),
 	Q4_K: minLanesAsm(dotQ4_KQ8_KAVX2),
-	Q5_K: minLanesAsm(dotQ5_KQ8_KAVX2),
+	Q5_K: rowsAsm(dotRowsQ5_KQ8_KAVX2),
 	Q6_K: rowsAsm(dotRowsQ6_KQ8_KAVX2),
 }
 

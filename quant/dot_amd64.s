@@ -982,21 +982,32 @@ q4krloop:
 	LANES32(Y0, yoff(DI), sc1) \
 	LANES32(Y1, yoff+32(DI), sc2)
 
-// func dotQ5_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
+// func dotRowsQ5_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // dotQ4_KQ8_KAVX2 for Q5_K's 176-byte blocks (d, dmin, the 12 scale
 // bytes, 32 qh bytes, 128 qs bytes): the same scales, mins, lanes and
-// float operations, the codes with their fifth bit (Q5K64).
-TEXT ·dotQ5_KQ8_KAVX2(SB), NOSPLIT, $32-36
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    nb+16(FP), CX
+// float operations, the codes with their fifth bit (Q5K64); over n rows
+// of rb bytes from x, out[i] = row i's minimums' sum plus its eight lanes
+// in lane order (as minLanesAsm adds them). The row loop is here rather
+// than a call and a Go loop a row (dotRowsQ4_KQ8_KAVX2P's reason); a
+// single row (VecDot) is n = 1.
+TEXT ·dotRowsQ5_KQ8_KAVX2(SB), NOSPLIT, $48-48
+	MOVQ    x+0(FP), R13
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-40(SP)
+	MOVQ    out+40(FP), AX
+	MOVQ    AX, outp-48(SP)
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU permidx<>(SB), Y14
 	VMOVDQU lanemask<>(SB), Y13
 	VMOVDQU sixteens<>(SB), Y11
-	VXORPS  Y10, Y10, Y10 // sums
-	VXORPS  X7, X7, X7    // sumf
+
+q5krow:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   nb+32(FP), CX
+	VXORPS Y10, Y10, Y10 // sums
+	VXORPS X7, X7, X7    // sumf
 
 q5kloop:
 	K45HEAD
@@ -1015,9 +1026,16 @@ q5kloop:
 	DECQ CX
 	JNZ  q5kloop
 
-	MOVQ       sums+24(FP), AX
-	VMOVUPS    Y10, (AX)
-	VMOVSS     X7, ret+32(FP)
+	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
+	ADDLANES(Y10, X10, X7)
+	MOVQ   outp-48(SP), AX
+	VMOVSS X7, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, outp-48(SP)
+	ADDQ   rb+8(FP), R13
+	DECQ   cnt-40(SP)
+	JNZ    q5krow
+
 	VZEROUPPER
 	RET
 
@@ -1844,9 +1862,9 @@ q6kx2loop:
 
 // func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
 //
-// dotQ5_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
+// dotRowsQ5_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
 // the block's scales, minimums and codes unpacked once for both, each
-// row's lanes, integers, float operations and bits as dotQ5_KQ8_KAVX2
+// row's lanes, integers, float operations and bits as dotRowsQ5_KQ8_KAVX2
 // gives it alone. Row a as there (Y9, Y10, X7, X8); row b's lanes in Y2
 // and its sums, sumf and minimums' sum on the stack (bsum, bf, bi: the
 // registers are all taken), added to in the same order.
