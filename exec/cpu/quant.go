@@ -82,9 +82,7 @@ func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 		if err := e.parallelRows(ctx, M, func(r0, r1 int) error {
 			row := make([]float32, K)
 			for m := r0; m < r1; m++ {
-				for i := range K {
-					row[i] = float32(loadFloat(x.DType, xs, m*K+i))
-				}
+				loadRowF32(x.DType, xs, m*K, row)
 				if err := quant.Quantize(act, row, acts[int64(m)*arb:int64(m+1)*arb]); err != nil {
 					return err
 				}
@@ -98,11 +96,7 @@ func (e *Executor) runQuant(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 			if M > 1 {
 				valsB = make([]float32, n1-n0)
 			}
-			store := func(m int, vals []float32) {
-				for j, v := range vals {
-					storeFloat(n.DType, out, m*N+n0+j, float64(v))
-				}
-			}
+			store := func(m int, vals []float32) { storeRowF32(n.DType, out, m*N+n0, vals) }
 			m := 0
 			// A prompt's rows two at a time: each weight block unpacked
 			// once for both where the CPU has such a kernel (Q4_K with
@@ -171,6 +165,37 @@ func loadFloat(d dtype.DType, b []byte, i int) float64 {
 		return float64(dtype.BFloat16(binary.LittleEndian.Uint16(b[2*i:])).Float32())
 	}
 	return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+}
+
+// loadRowF32 fills dst with elements [i, i+len(dst)) of a float array of
+// d, each as loadFloat gives it (rounded to float32: exact but for f64);
+// f32 without the per-element switch.
+func loadRowF32(d dtype.DType, b []byte, i int, dst []float32) {
+	if d == dtype.F32 {
+		bb := b[4*i : 4*(i+len(dst))]
+		for j := range dst {
+			dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(bb[4*j:]))
+		}
+		return
+	}
+	for j := range dst {
+		dst[j] = float32(loadFloat(d, b, i+j))
+	}
+}
+
+// storeRowF32 writes vals as elements [i, i+len(vals)) of a float array of
+// d, each as storeFloat writes it; f32 without the per-element switch.
+func storeRowF32(d dtype.DType, b []byte, i int, vals []float32) {
+	if d == dtype.F32 {
+		bb := b[4*i : 4*(i+len(vals))]
+		for j, v := range vals {
+			binary.LittleEndian.PutUint32(bb[4*j:], math.Float32bits(v))
+		}
+		return
+	}
+	for j, v := range vals {
+		storeFloat(d, b, i+j, float64(v))
+	}
 }
 
 // storeFloat writes v, rounded once, as element i of a float array of d.
