@@ -22,7 +22,7 @@ func dotQ4_0Q8_0AVX2(x, y *byte, nb int) float32
 func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 
 //go:noescape
-func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
+func dotRowsQ8_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 // hasDotAVX512 reports whether dotQ4_0Q8_0x4AVX512 can run: AVX-512 F
 // and BW (512-bit byte and word operations), VBMI (VPERMT2B), VNNI
@@ -165,7 +165,7 @@ var prepBufs sync.Pool
 
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
 // takes the activations prepared once for all the rows (Q4_0, Q4_K), or
-// walks the rows itself (Q4_K, Q5_K, Q6_K: no call and Go loop a row), where
+// walks the rows itself (Q4_K, Q5_K, Q6_K, Q8_0: no call and Go loop a row), where
 // there is one for w on this CPU, and returns the first row it did not do
 // (ok false: none).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
@@ -174,10 +174,13 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ4_0(rows, arow, rb, nb, i, out), true
 	case w == Q4_K && hasDotAVX2 && len(out)-i >= 2:
 		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
-	case (w == Q5_K || w == Q6_K) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+	case (w == Q5_K || w == Q6_K || w == Q8_0) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		f := dotRowsQ6_KQ8_KAVX2
-		if w == Q5_K {
+		switch w {
+		case Q5_K:
 			f = dotRowsQ5_KQ8_KAVX2
+		case Q8_0:
+			f = dotRowsQ8_0Q8_0AVX2
 		}
 		_ = rows[len(out)*rb-1] // the rows' bytes, checked once
 		f(&rows[i*rb], rb, len(out)-i, &arow[0], nb, &out[i])
@@ -331,7 +334,7 @@ var asmDots = map[Type]func(w, a []byte, nb int) float32{
 	Q4_1: blockAsm(dotQ4_1Q8_1AVX2),
 	Q5_0: blockAsm(dotQ5_0Q8_0AVX2),
 	Q5_1: blockAsm(dotQ5_1Q8_1AVX2),
-	Q8_0: blockAsm(dotQ8_0Q8_0AVX2),
+	Q8_0: rowsAsm(dotRowsQ8_0Q8_0AVX2),
 	Q2_K: blockAsm(dotQ2_KQ8_KAVX2),
 	Q3_K: lanesAsm(dotQ3_KQ8_KAVX2),
 	Q4_K: minLanesAsm(dotQ4_KQ8_KAVX2),

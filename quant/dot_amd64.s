@@ -135,13 +135,21 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 	VMOVD     R, X    \
 	VCVTPH2PS X, X
 
-// func dotQ8_0Q8_0AVX2(x, y *byte, nb int) float32
+// func dotRowsQ8_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
-// Per block: sumi = Σ x·y (int32, exact); sumf += float32(sumi)·(dx·dy).
-TEXT ·dotQ8_0Q8_0AVX2(SB), NOSPLIT, $0-28
-	MOVQ   x+0(FP), SI
-	MOVQ   y+8(FP), DI
-	MOVQ   nb+16(FP), CX
+// Per block: sumi = Σ x·y (int32, exact); sumf += float32(sumi)·(dx·dy);
+// out[i] = row i's sumf, for n rows of rb bytes from x. The row loop is
+// here rather than a call and a Go loop a row (dotRowsQ4_KQ8_KAVX2P's
+// reason); a single row (VecDot) is n = 1.
+TEXT ·dotRowsQ8_0Q8_0AVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), R13
+	MOVQ n+16(FP), R9
+	MOVQ out+40(FP), R10
+
+q80row:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   nb+32(FP), CX
 	VXORPS X7, X7, X7
 
 q80loop:
@@ -165,7 +173,12 @@ q80loop:
 	DECQ      CX
 	JNZ       q80loop
 
-	VMOVSS     X7, ret+24(FP)
+	VMOVSS X7, (R10)
+	ADDQ   $4, R10
+	ADDQ   rb+8(FP), R13
+	DECQ   R9
+	JNZ    q80row
+
 	VZEROUPPER
 	RET
 
