@@ -370,6 +370,8 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	}
 	switch w {
 	case Q4_K:
+		dotRows2Q4_K(rows, arowA, arowB, rb, nb, outA, outB)
+		return true
 	case Q5_K:
 		for i := range outA {
 			var sa, sb [8]float32
@@ -398,19 +400,25 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	default:
 		return false
 	}
+}
+
+// dotRows2Q4_K runs every Q4_K row against arowA and arowB on
+// dotRowsQ4_KQ8_KAVX2P2, the two rows' quants prepared once (nb > 0).
+func dotRows2Q4_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
+	n := len(outA)
+	if n == 0 {
+		return
+	}
 	buf, _ := prepBufs.Get().(*[]byte)
 	if buf == nil {
 		buf = new([]byte)
 	}
 	*buf = prepQ4_KY2(arowA, arowB, nb, *buf)
 	yp := *buf
-	if n := len(outA); n > 0 {
-		_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
-		// Each row's lanes added in order, as dotRowsQ4_K and the twin do.
-		dotRowsQ4_KQ8_KAVX2P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
-	}
+	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
+	// Each row's lanes added in order, as dotRowsQ4_K and the twin do.
+	dotRowsQ4_KQ8_KAVX2P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
 	prepBufs.Put(buf)
-	return true
 }
 
 // prepQ4_KY2 lays two Q8_K activation rows' quants out as

@@ -129,6 +129,21 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 	VPSHUFD      $0xb1, X, T \
 	VPADDD       T, X, X
 
+// The row kernels (dotRows*) keep the rows left in cnt-40(SP) and each
+// output pointer in a frame slot. ROWSTORE stores row sum X at the output
+// pointer in slot OUT and advances it; ROWNEXT moves the weight row
+// register ROW on by rb and loops to LABEL while rows are left. Clobber AX.
+#define ROWSTORE(X, OUT) \
+	MOVQ   OUT, AX    \
+	VMOVSS X, (AX)    \
+	ADDQ   $4, AX     \
+	MOVQ   AX, OUT
+
+#define ROWNEXT(ROW, LABEL) \
+	ADDQ rb+8(FP), ROW \
+	DECQ cnt-40(SP)    \
+	JNZ  LABEL
+
 // F16 loads the f16 at addr into the low float32 of X (R is a scratch GPR).
 #define F16(addr, R, X) \
 	MOVWLZX   addr, R \
@@ -962,13 +977,8 @@ q4krloop:
 
 	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
 	ADDLANES(Y10, X10, X7)
-	MOVQ         outp-48(SP), AX
-	VMOVSS       X7, (AX)
-	ADDQ         $4, AX
-	MOVQ         AX, outp-48(SP)
-	ADDQ         rb+8(FP), R13
-	DECQ         cnt-40(SP)
-	JNZ          q4krrow
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q4krrow)
 
 	VZEROUPPER
 	RET
@@ -1041,13 +1051,8 @@ q5kloop:
 
 	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
 	ADDLANES(Y10, X10, X7)
-	MOVQ   outp-48(SP), AX
-	VMOVSS X7, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, outp-48(SP)
-	ADDQ   rb+8(FP), R13
-	DECQ   cnt-40(SP)
-	JNZ    q5krow
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q5krow)
 
 	VZEROUPPER
 	RET
@@ -1314,13 +1319,8 @@ q6krloop:
 	// 0 + sums[0] + sums[1] + … + sums[7], in that order.
 	VXORPS X7, X7, X7
 	ADDLANES(Y10, X10, X7)
-	MOVQ         outp-48(SP), AX
-	VMOVSS       X7, (AX)
-	ADDQ         $4, AX
-	MOVQ         AX, outp-48(SP)
-	ADDQ         rb+8(FP), R13
-	DECQ         cnt-40(SP)
-	JNZ          q6krrow
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q6krrow)
 
 	VZEROUPPER
 	RET
@@ -1729,17 +1729,9 @@ q4krp2loop:
 
 	ADDLANES(Y10, X10, X7)
 	ADDLANES(Y12, X12, X4)
-	MOVQ   oa-48(SP), AX
-	VMOVSS X7, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, oa-48(SP)
-	MOVQ   ob-56(SP), AX
-	VMOVSS X4, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, ob-56(SP)
-	ADDQ   rb+8(FP), R14
-	DECQ   cnt-40(SP)
-	JNZ    q4krp2row
+	ROWSTORE(X7, oa-48(SP))
+	ROWSTORE(X4, ob-56(SP))
+	ROWNEXT(R14, q4krp2row)
 
 	VZEROUPPER
 	RET
