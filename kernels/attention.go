@@ -191,9 +191,9 @@ func attentionWarpForm(t codegen.Target, rows, s, g, d, dv int, dt dtype.DType, 
 			continue
 		}
 		// Shared memory (float): queries (a run of a head 4 apart from
-		// the next), each warp's weights and partial result, the block's
-		// partial result.
-		if g*(d+4*lpk)+warps*g*kpw+(warps+1)*g*(dv+2) > attentionShared {
+		// the next), each warp's weights, largest scores and partial
+		// result, the block's partial result.
+		if g*(d+4*lpk)+warps*g*(kpw+1)+(warps+1)*g*(dv+2) > attentionShared {
 			continue
 		}
 		return (s + kpw*warps - 1) / (kpw * warps), warps, kpw

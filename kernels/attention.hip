@@ -189,34 +189,48 @@ LOOM_DEV double at_dsmem(unsigned int a, double) {
   return v;
 }
 // at_cluster ends a part block's row: cp is the block's partial result
-// (G heads of Dv + 2), laid out as a scratch split's.
+// (G heads of Dv + 2), laid out as a scratch split's. Every block of the
+// cluster merges a share of the row's G·Dv outputs: AT_CP lanes an output
+// (the cluster's size rounded up to a power of 2), lane c reading block
+// c's m, l and element of acc from its shared memory (ld.shared::cluster,
+// all three loads at once), the lanes meeting by xor-shuffles (the largest
+// m, then the weighted sums), so that a thread's chain is three remote
+// loads and a few shuffles. (Rank 0 alone merging, each of its threads an
+// output over every block in turn: 24 remote loads and 8 exponentials a
+// thread in a chain, while the other blocks waited at the last barrier;
+// ncu on W-attn, session 43: ~440 instructions a warp there, 15% of the
+// kernel's stall samples at that barrier.)
+#define AT_CP (AT_CLUSTER > 4 ? 8 : AT_CLUSTER > 2 ? 4 : AT_CLUSTER > 1 ? 2 : 1)
 LOOM_DEV void at_cluster(const AT_A* cp, V_T* __restrict__ y, long long b, long long kh, long long t, int tid) {
   at_cluster_sync();
-  if (at_cluster_rank() == 0) {
-    for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
-      const int g = i / AT_DV, d = i % AT_DV;
-      const AT_A zero = 0;
-      AT_A m[AT_CLUSTER], l[AT_CLUSTER], x[AT_CLUSTER];
-#pragma unroll
-      for (int c = 0; c < AT_CLUSTER; ++c) {
-        m[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV, c), zero);
-        l[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV + 1, c), zero);
-        x[c] = at_dsmem(at_remote(cp + g * (AT_DV + 2) + d, c), zero);
-      }
-      AT_A M = AT_NEG_INF;
-#pragma unroll
-      for (int c = 0; c < AT_CLUSTER; ++c) M = at_max(M, m[c]);
-      AT_A ls = 0, acc = 0;
-#pragma unroll
-      for (int c = 0; c < AT_CLUSTER; ++c) {
-        // A split with no visible key (or only −Inf scores) is skipped.
-        const bool skip = l[c] == 0 && m[c] == AT_NEG_INF;
-        const AT_A w = skip ? (AT_A)0 : AT_EXP(m[c] - M);
-        ls += skip ? (AT_A)0 : l[c] * w;
-        acc += skip ? (AT_A)0 : x[c] * w;
-      }
-      y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ls);
+  const int rank = (int)at_cluster_rank();
+  const AT_A zero = 0;
+  // A uniform loop (i0 is the block's): every lane of a warp takes part
+  // in the shuffles; items past the outputs, and lanes past the cluster's
+  // blocks, take part as skipped blocks (m = −Inf, l = 0).
+  for (int i0 = rank * AT_THREADS; i0 < (int)(AT_G * AT_DV) * AT_CP; i0 += AT_CLUSTER * AT_THREADS) {
+    const int i = i0 + tid, c = i % AT_CP;
+    const bool ok = i < (int)(AT_G * AT_DV) * AT_CP && c < AT_CLUSTER;
+    const int o = ok ? i / AT_CP : 0, g = o / (int)AT_DV, d = o % (int)AT_DV;
+    AT_A m = AT_NEG_INF, l = 0, x = 0;
+    if (ok) {
+      m = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV, c), zero);
+      l = at_dsmem(at_remote(cp + g * (AT_DV + 2) + AT_DV + 1, c), zero);
+      x = at_dsmem(at_remote(cp + g * (AT_DV + 2) + d, c), zero);
     }
+    AT_A M = m;
+#pragma unroll
+    for (int s = 1; s < AT_CP; s <<= 1) M = at_max(M, loom_shfl_xor(M, s));
+    // A block with no visible key (or only −Inf scores) is skipped.
+    const bool skip = l == 0 && m == AT_NEG_INF;
+    const AT_A w = skip ? (AT_A)0 : AT_EXP(m - M);
+    AT_A ls = skip ? (AT_A)0 : l * w, acc = skip ? (AT_A)0 : x * w;
+#pragma unroll
+    for (int s = 1; s < AT_CP; s <<= 1) {
+      ls += loom_shfl_xor(ls, s);
+      acc += loom_shfl_xor(acc, s);
+    }
+    if (ok && c == 0) y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ls);
   }
   at_cluster_sync();
 }
@@ -445,6 +459,10 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
 #define AT_VL (AT_DV / 32)
 #define AT_KW (AT_DL * (int)sizeof(V_T) / 4)
 #define AT_VW (AT_VL * (int)sizeof(V_T) / 4)
+// AT_WP: threads an output in the block's merge, a power of 2 of at most
+// the warps: as many as the block's threads allow for G·Dv outputs.
+#define AT_WP_(n) ((int)(AT_G * AT_DV) * (n) <= AT_THREADS && (n) <= AT_WARPS)
+#define AT_WP (AT_WP_(32) ? 32 : AT_WP_(16) ? 16 : AT_WP_(8) ? 8 : AT_WP_(4) ? 4 : AT_WP_(2) ? 2 : 1)
 // at_word(w, i): element i of the elements packed in words w.
 LOOM_DEV V_T at_word(const unsigned int* w, int i) {
   if constexpr (sizeof(V_T) == 4) {
@@ -463,6 +481,7 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
   __shared__ float4 ps4[AT_WARPS][AT_G * AT_KPW / 4];
   AT_A* qs = reinterpret_cast<AT_A*>(qs4);
   __shared__ AT_A wp[AT_WARPS][AT_G * (AT_DV + 2)];
+  __shared__ AT_A wm[AT_G][AT_WARPS];  // each warp's largest score a head
   __shared__ AT_A cp[AT_G * (AT_DV + 2)];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, kl = lane / AT_LPK, part = lane % AT_LPK;
   for (long long row = blockIdx.x; row < AT_ROWS; row += gridDim.x) {
@@ -513,7 +532,7 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     __syncthreads();
     // This lane's key's scores (−Inf where not visible), its lanes' parts
     // summed.
-    AT_A m[AT_G], l[AT_G];
+    AT_A l[AT_G];
     {
       AT_A sc[AT_G];
 #pragma unroll
@@ -541,14 +560,27 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
         AT_A mx = x;
 #pragma unroll
         for (int o = AT_LPK; o < 32; o <<= 1) mx = at_max(mx, loom_shfl_xor(mx, o));
-        // A warp with no visible key (or only −Inf scores): weights 0,
-        // l = 0, so that the merges skip it.
+        sc[g] = x;
+        if (lane == 0) wm[g][warp] = mx;
+      }
+      __syncthreads();
+      // The block's largest score of each head (lane w reads warp w's),
+      // so that every warp's exponentials share it: the block's merge is
+      // then a plain sum.
+#pragma unroll
+      for (int g = 0; g < AT_G; ++g) {
+        AT_A mx = lane < AT_WARPS ? wm[g][lane < AT_WARPS ? lane : 0] : AT_NEG_INF;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) mx = at_max(mx, loom_shfl_xor(mx, o));
+        const AT_A x = sc[g];
+        // A block with no visible key (or only −Inf scores): weights 0,
+        // l = 0, m = −Inf, so that the cluster's merge skips it.
         const AT_A p = mx == AT_NEG_INF || x == AT_NEG_INF ? (AT_A)0 : AT_EXP(x - mx);
         AT_A sum = p;
 #pragma unroll
         for (int o = AT_LPK; o < 32; o <<= 1) sum += loom_shfl_xor(sum, o);
         if (part == 0) reinterpret_cast<AT_A*>(ps4[warp])[g * AT_KPW + kl] = p;
-        m[g] = mx;
+        if (tid == 0) cp[g * (AT_DV + 2) + AT_DV] = mx;
         l[g] = sum;
       }
     }
@@ -582,37 +614,41 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     for (int g = 0; g < AT_G; ++g) {
 #pragma unroll
       for (int e = 0; e < AT_VL; ++e) wp[warp][g * (AT_DV + 2) + lane * AT_VL + e] = acc[g][e];
-      if (lane == 0) {
-        wp[warp][g * (AT_DV + 2) + AT_DV] = m[g];
-        wp[warp][g * (AT_DV + 2) + AT_DV + 1] = l[g];
-      }
+      if (lane == 0) wp[warp][g * (AT_DV + 2) + AT_DV + 1] = l[g];
     }
     __syncthreads();
-    // The block's partial result: its warps merged in key order, as
-    // at_cluster merges the blocks (a warp to skip: l = 0, m = −Inf).
-    for (int i = tid; i < AT_G * AT_DV; i += AT_THREADS) {
-      const int g = i / AT_DV, d = i % AT_DV;
-      AT_A M = AT_NEG_INF;
+    // The block's partial result: its warps' sums (one largest score for
+    // all of them), AT_WP threads an output, each summing every AT_WP-th
+    // warp, then meeting by xor-shuffles. (Each thread an output, merging
+    // every warp's own largest score in turn: ~520 instructions a warp in
+    // a chain, half of the block's threads idle; ncu on W-attn, session 43.)
+    for (int i0 = 0; i0 < (int)(AT_G * AT_DV) * AT_WP; i0 += AT_THREADS) {
+      const int i = i0 + tid, sub = i % AT_WP;
+      const bool ok = i < (int)(AT_G * AT_DV) * AT_WP;
+      const int o = ok ? i / AT_WP : 0, g = o / (int)AT_DV, d = o % (int)AT_DV;
+      AT_A a = 0, ls = 0;
 #pragma unroll
-      for (int w = 0; w < AT_WARPS; ++w) M = at_max(M, wp[w][g * (AT_DV + 2) + AT_DV]);
-      AT_A ls = 0, a = 0;
-#pragma unroll
-      for (int w = 0; w < AT_WARPS; ++w) {
-        const AT_A mw = wp[w][g * (AT_DV + 2) + AT_DV], lw = wp[w][g * (AT_DV + 2) + AT_DV + 1];
-        const bool skip = lw == 0 && mw == AT_NEG_INF;
-        const AT_A e = skip ? (AT_A)0 : AT_EXP(mw - M);
-        ls += skip ? (AT_A)0 : lw * e;
-        a += skip ? (AT_A)0 : wp[w][g * (AT_DV + 2) + d] * e;
+      for (int j = 0; j < (AT_WARPS + AT_WP - 1) / AT_WP; ++j) {
+        const int w = sub + j * AT_WP;
+        if (w < AT_WARPS) {
+          a += wp[w][g * (AT_DV + 2) + d];
+          ls += wp[w][g * (AT_DV + 2) + AT_DV + 1];
+        }
       }
-      cp[g * (AT_DV + 2) + d] = a;
-      if (d == 0) {
-        cp[g * (AT_DV + 2) + AT_DV] = M;
-        cp[g * (AT_DV + 2) + AT_DV + 1] = ls;
+#pragma unroll
+      for (int st = 1; st < AT_WP; st <<= 1) {
+        a += loom_shfl_xor(a, st);
+        ls += loom_shfl_xor(ls, st);
+      }
+      if (ok && sub == 0) {
+        cp[g * (AT_DV + 2) + d] = a;
+        if (d == 0) cp[g * (AT_DV + 2) + AT_DV + 1] = ls;
       }
     }
-    __syncthreads();
+    // at_cluster's first barrier (the cluster's, release/acquire) also
+    // orders the block's own stores of cp before its reads, and its last
+    // keeps every block until the others have read it.
     at_cluster(cp, y, b, kh, t, tid);
-    __syncthreads();
   }
 }
 #endif
