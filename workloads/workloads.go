@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -149,7 +150,8 @@ func wCumsum(sz Size) (*graph.Graph, error) {
 // such values quantized to that GGML format (rows of its raw shape), and an input named "mask" of square
 // trailing dims is a causal attention mask (0 on and below the diagonal,
 // −∞ above), and a u32 input named "start" (an attention's offsets)
-// holds 2^31: past every key, so that every key is seen.
+// holds 2^31: past every key, so that every key is seen; one named
+// "start_<n>" holds n (keys 0…n visible to the first query).
 func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	in := map[string]*tensor.Tensor{}
@@ -163,9 +165,9 @@ func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 			continue
 		}
 		vals := make([]float32, n.Numel())
-		if n.Name == "start" && n.DType == dtype.U32 {
+		if v, ok := startValue(n.Name); ok && n.DType == dtype.U32 {
 			for i := range vals {
-				vals[i] = 1 << 31
+				vals[i] = v
 			}
 		} else if n.Name == "mask" && len(n.Shape) >= 2 && n.Shape[len(n.Shape)-1] == n.Shape[len(n.Shape)-2] {
 			causalMask(vals, n.Shape[len(n.Shape)-1])
@@ -185,6 +187,18 @@ func Inputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, error) {
 		in[n.Name] = t
 	}
 	return in, nil
+}
+
+// startValue is the value of an attention's offsets input named name
+// ("start": 2^31, "start_<n>": n; see Inputs).
+func startValue(name string) (float32, bool) {
+	if name == "start" {
+		return 1 << 31, true
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(name, "start_")); err == nil && strings.HasPrefix(name, "start_") && n >= 0 {
+		return float32(n), true
+	}
+	return 0, false
 }
 
 // Bytes is the minimum traffic of one run: every input read once and every
