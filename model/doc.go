@@ -78,10 +78,11 @@
 // split off as views) instead of five.
 //
 // Cost of attention: a decode program attends over the cache's first W
-// positions (a narrowed view, no copy), W the smallest power of two from
-// 16 that holds the positions, capped at MaxSeqLen; each W is a program of
-// its own (at most log₂(MaxSeqLen/16) + 1), compiled on first use
-// (Generate compiles those it will need before its clock starts).
+// positions (a narrowed view, no copy), W the smallest of 16, 24, 32, 48,
+// 64, 96, … (the powers of two and the sizes halfway between them) that
+// holds the positions, capped at MaxSeqLen; each W is a program of its own
+// (at most 2·log₂(MaxSeqLen/16) + 1), compiled on first use (Generate
+// compiles those it will need before its clock starts).
 //
 // Cost of launching: a decode step of the 1B shape is ~203 kernels. Each
 // decode run is made under exec.WithReplay, so an executor that records

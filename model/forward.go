@@ -26,9 +26,9 @@ import (
 // are picked from the tables with IndexSelect, and the attention runs over the
 // cache's first W positions (a view, no copy) with the mask t ≤ pos
 // computed from the position input. W, the program's window, is the
-// smallest power of two from 16 up that holds pos + 1, capped at
-// MaxSeqLen: attention costs what the context holds (within 2×), not what
-// it could hold, for at most log₂(MaxSeqLen/16) + 1 programs.
+// smallest of 16, 24, 32, 48, 64, 96, … that holds pos + 1, capped at
+// MaxSeqLen: attention costs what the context holds (within 1.5×), not
+// what it could hold, for at most 2·log₂(MaxSeqLen/16) + 1 programs.
 //
 // Grouped-query attention without copies: the G = Heads/KVHeads query
 // heads that share a key/value head are rows of one product. Queries
@@ -345,11 +345,18 @@ func (m *Model) buildPrefill(k prefillKey) (*graph.Program, error) {
 const minDecodeWindow = 16
 
 // decodeWindow is the attention window of the decode program for a step
-// whose sequences hold n positions (the new one included).
+// whose sequences hold n positions (the new one included): the smallest of
+// the powers of two from minDecodeWindow and the sizes halfway between
+// them (16, 24, 32, 48, …) that holds n, capped at MaxSeqLen. Powers of
+// two alone left a step at position 513 attending over 1,024 positions.
 func (m *Model) decodeWindow(n int) int {
 	w := minDecodeWindow
 	for w < n {
-		w *= 2
+		if w&(w-1) == 0 {
+			w = w / 2 * 3 // 2^k → 3·2^(k−1)
+		} else {
+			w = w / 3 * 4 // 3·2^(k−1) → 2^(k+1)
+		}
 	}
 	return min(w, m.maxSeq)
 }

@@ -513,3 +513,33 @@ func TestGreedyNaN(t *testing.T) {
 		t.Fatalf("a step with NaN logits gave %v, %v; want the NaN error naming token 0", next, err)
 	}
 }
+
+// TestDecodeWindow: a decode program's attention window is the smallest of
+// 16, 24, 32, 48, 64, … that holds the positions, capped at MaxSeqLen, and
+// the windows from 1 to MaxSeqLen are 2·log₂(MaxSeqLen/16) + 1 programs.
+func TestDecodeWindow(t *testing.T) {
+	m := &Model{maxSeq: 2048}
+	for _, c := range []struct{ n, want int }{
+		{1, 16}, {16, 16}, {17, 24}, {24, 24}, {25, 32}, {33, 48}, {49, 64}, {65, 96},
+		{512, 512}, {513, 768}, {640, 768}, {768, 768}, {769, 1024}, {1025, 1536}, {1537, 2048}, {2048, 2048},
+	} {
+		if got := m.decodeWindow(c.n); got != c.want {
+			t.Errorf("decodeWindow(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	seen := map[int]bool{}
+	for n := 1; n <= m.maxSeq; n++ {
+		w := m.decodeWindow(n)
+		if w < n || w > m.maxSeq {
+			t.Fatalf("decodeWindow(%d) = %d: does not hold the positions or passes MaxSeqLen %d", n, w, m.maxSeq)
+		}
+		seen[w] = true
+	}
+	if len(seen) != 15 {
+		t.Errorf("%d windows for MaxSeqLen 2048, want 15", len(seen))
+	}
+	m.maxSeq = 100
+	if got := m.decodeWindow(97); got != 100 {
+		t.Errorf("decodeWindow(97) with MaxSeqLen 100 = %d, want 100", got)
+	}
+}
