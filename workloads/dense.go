@@ -43,7 +43,7 @@ var Dense = []Workload{
 	{ID: "W13d-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16", Build: w13d(quant.Q6_K)},
 	{ID: "W13d-q8_0", Desc: "dequantize W [14336, 4096] Q8_0 to bf16", Build: w13d(quant.Q8_0)},
 	{ID: "W-attn", Desc: "decode attention bf16 (CausalAttention): q [1, 32, 1, 64] over 8 key/value heads, k and v [1, 8, 1024, 64], every key visible (bytes: the keys and values)", Build: wAttn},
-	{ID: "W-attn2k", Desc: "the 1B model's decode attention at position 640 of a 2,048-token cache: q [1, 32, 1, 64] over k and v [1, 8, 2048, 64], keys 0…640 visible (bytes: all the keys and values)", Build: wAttn2k},
+	{ID: "W-attn768", Desc: "the 1B model's decode attention at position 640 (its window of 768 positions): q [1, 32, 1, 64] over k and v [1, 8, 768, 64], keys 0…640 visible (bytes: all the keys and values)", Build: wAttn768},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 	{ID: "block-bcast", Desc: "the same block with every product a broadcast multiply and a sum (no Matmul)", Build: func(Size) (*graph.Graph, error) { return Block(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
 }
@@ -171,10 +171,11 @@ func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
 // wAttn is a 1B llama's decode-step attention over a 1024-position window
 // of its cache, as one CausalAttention step (the model's decode path).
 // Its start input (Inputs: 2^31) lets every key be seen.
-// wAttn2k is W-attn over the cache of the 1B model's decode step (2,048
-// positions) at position 640: a third of the keys visible.
-func wAttn2k(Size) (*graph.Graph, error) {
-	const H, KV, S, D = 32, 8, 2048, 64
+// wAttn768 is W-attn as the 1B model's decode step at position 640 runs
+// it: over its window of 768 positions (model.decodeWindow), keys 0…640
+// visible.
+func wAttn768(Size) (*graph.Graph, error) {
+	const H, KV, S, D = 32, 8, 768, 64
 	g := graph.New()
 	q := g.Input("q", dtype.BF16, 1, H, 1, D)
 	k := g.Input("k", dtype.BF16, 1, KV, S, D)
