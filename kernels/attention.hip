@@ -452,6 +452,18 @@ LOOM_DEV void attention_part(const V_T* __restrict__ q, const V_T* __restrict__ 
 // banks) and the weights 4 at a time: one round alternating in one call
 // (same session), bf16 median step 909.7 µs against 927.8 with
 // LOOM_ATTENTION_WARPS=0, Q4_K 540.6 against 564.0.
+//
+// The block's merge by the block's largest score (below) and at_cluster's
+// merge spread over the blocks: ncu on W-attn 7.26–7.55 µs against
+// 7.71–7.97 (session 43; ~520 and ~440 instructions a warp had gone to
+// the two merges, of ~990). Tried after that and dropped (same session):
+// the row's runs of AT_KPW keys dealt to the blocks in turn (run
+// warp·AT_CLUSTER + rank), with warps past the visible keys skipping
+// their products, so that each block would hold its share of the visible
+// keys: W-attn 8.10–8.22 µs against 7.26–7.39, a 2,048-key row with 641
+// visible 9.47–9.66 against 10.21–10.43, and the 1B decode step slower
+// (bf16 median 911.2 / 910.3 µs against 902.5 / 902.4, Q4_K 545.0 /
+// 545.1 against 535.4 / 536.5).
 #define AT_LPK (32 / AT_KPW)
 #define AT_DL (AT_D / AT_LPK)  // a lane's elements of its key
 #define AT_QR (AT_DL + 4)       // a run of a query head in shared memory
