@@ -164,6 +164,15 @@ LOOM_DEV void at_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// at_cluster_done is the cluster's last barrier, which only keeps every
+// block (and its shared memory) until the others have read it: relaxed,
+// with no memory ordering (the release compiles to a GPU-wide membar that
+// waits for the block's stores to the output). A thread's remote loads
+// have returned before it arrives: their values are in the stores ahead.
+LOOM_DEV void at_cluster_done() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
 LOOM_DEV unsigned int at_cluster_rank() {
   unsigned int r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -232,7 +241,7 @@ LOOM_DEV void at_cluster(const AT_A* cp, V_T* __restrict__ y, long long b, long 
     }
     if (ok && c == 0) y[((b * AT_H + kh * AT_G + g) * AT_T + t) * AT_DV + d] = AT_NARROW(acc / ls);
   }
-  at_cluster_sync();
+  at_cluster_done();
 }
 #endif
 
