@@ -171,25 +171,22 @@ func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
 // wAttn is a 1B llama's decode-step attention over a 1024-position window
 // of its cache, as one CausalAttention step (the model's decode path).
 // Its start input (Inputs: 2^31) lets every key be seen.
+func wAttn(Size) (*graph.Graph, error) { return decodeAttention(1024, "start") }
+
 // wAttn768 is W-attn as the 1B model's decode step at position 640 runs
 // it: over its window of 768 positions (model.decodeWindow), keys 0…640
 // visible.
-func wAttn768(Size) (*graph.Graph, error) {
-	const H, KV, S, D = 32, 8, 768, 64
-	g := graph.New()
-	q := g.Input("q", dtype.BF16, 1, H, 1, D)
-	k := g.Input("k", dtype.BF16, 1, KV, S, D)
-	v := g.Input("v", dtype.BF16, 1, KV, S, D)
-	g.Output("out", graph.CausalAttention(q, k, v, g.Input("start_640", dtype.U32, 1), 1/math.Sqrt(D)))
-	return g, g.Err()
-}
+func wAttn768(Size) (*graph.Graph, error) { return decodeAttention(768, "start_640") }
 
-func wAttn(Size) (*graph.Graph, error) {
-	const H, KV, S, D = 32, 8, 1024, 64
+// decodeAttention is a 1B llama's decode-step attention over s positions
+// of its cache (32 query heads over 8 key/value heads of 64, bf16), its
+// offsets the input named start (Inputs gives it its value).
+func decodeAttention(s int, start string) (*graph.Graph, error) {
+	const H, KV, D = 32, 8, 64
 	g := graph.New()
 	q := g.Input("q", dtype.BF16, 1, H, 1, D)
-	k := g.Input("k", dtype.BF16, 1, KV, S, D)
-	v := g.Input("v", dtype.BF16, 1, KV, S, D)
-	g.Output("out", graph.CausalAttention(q, k, v, g.Input("start", dtype.U32, 1), 1/math.Sqrt(D)))
+	k := g.Input("k", dtype.BF16, 1, KV, s, D)
+	v := g.Input("v", dtype.BF16, 1, KV, s, D)
+	g.Output("out", graph.CausalAttention(q, k, v, g.Input(start, dtype.U32, 1), 1/math.Sqrt(D)))
 	return g, g.Err()
 }
