@@ -64,7 +64,8 @@
 // alternating.
 // VecDotRows2 takes two activation rows (a prompt's product): Q4_K, Q5_K
 // and Q6_K have kernels that unpack each weight block once for both rows
-// (dotRowsQ4_KQ8_KAVX2P2, dotQ5_KQ8_KAVX2x2, dotQ6_KQ8_KAVX2x2), each row's
+// (dotRowsQ4_KQ8_KAVX2P2, dotRowsQ5_KQ8_KAVX2x2, dotRowsQ6_KQ8_KAVX2x2: the
+// row loop in the assembly, as the one-row kernels), each row's
 // bits those of its one-row kernel; 1.3–1.4× in cache.
 // Unlike GGML's AVX2 code these return the twins' bits exactly (NaN
 // payloads aside): the integer sums are exact for any bytes and the float

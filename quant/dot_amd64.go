@@ -122,10 +122,10 @@ func dotRowsQ4_KQ8_KAVX2P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, o
 func dotRowsQ5_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
-func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+func dotRowsQ5_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 
 //go:noescape
-func dotQ6_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32)
+func dotRowsQ6_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 
 // The wrappers run on rows VecDot has checked (whole blocks, exact
 // lengths), so the assembly reads only inside them; nb = 0 never reaches it.
@@ -372,30 +372,19 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	case Q4_K:
 		dotRows2Q4_K(rows, arowA, arowB, rb, nb, outA, outB)
 		return true
-	case Q5_K:
-		for i := range outA {
-			var sa, sb [8]float32
-			fa, fb := dotQ5_KQ8_KAVX2x2(&rows[i*rb], &arowA[0], &arowB[0], nb, &sa, &sb)
-			// The lanes added in order, as minLanesAsm and the twin do.
-			for l := range 8 {
-				fa += sa[l]
-				fb += sb[l]
-			}
-			outA[i], outB[i] = fa, fb
+	case Q5_K, Q6_K:
+		n := len(outA)
+		if n == 0 {
+			return true
 		}
-		return true
-	case Q6_K:
-		for i := range outA {
-			var sa, sb [8]float32
-			dotQ6_KQ8_KAVX2x2(&rows[i*rb], &arowA[0], &arowB[0], nb, &sa, &sb)
-			// The lanes added in order from 0, as lanesAsm and the twin do.
-			var fa, fb float32
-			for l := range 8 {
-				fa += sa[l]
-				fb += sb[l]
-			}
-			outA[i], outB[i] = fa, fb
+		_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
+		// Each row's lanes added in order inside the kernels, as their
+		// one-row forms and the twin add them.
+		f := dotRowsQ5_KQ8_KAVX2x2
+		if w == Q6_K {
+			f = dotRowsQ6_KQ8_KAVX2x2
 		}
+		f(&rows[0], rb, n, &arowA[0], &arowB[0], nb, &outA[0], &outB[0])
 		return true
 	default:
 		return false

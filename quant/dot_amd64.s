@@ -1787,24 +1787,35 @@ q4krp2loop:
 	VPOR    Y3, Y1, Y1       \
 	LANES32OFF2(Y1, yoff+96(DI), yoff+96(R13), s3)
 
-// func dotQ6_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32)
+// func dotRowsQ6_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 //
-// dotQ6_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
-// the block's scales and codes rebuilt once for both, each row's lanes,
-// integers, float operations and bits as dotQ6_KQ8_KAVX2 gives it alone.
-// Row a's lanes Y9 and sums Y10; row b's Y7 and Y8.
-TEXT ·dotQ6_KQ8_KAVX2x2(SB), NOSPLIT, $32-48
-	MOVQ    x+0(FP), SI
-	MOVQ    ya+8(FP), DI
-	MOVQ    yb+16(FP), R13
-	MOVQ    nb+24(FP), CX
+// dotRowsQ6_KQ8_KAVX2 against two Q8_K activation rows: each weight
+// block's scales and codes rebuilt once for both, each activation row's
+// lanes, integers, float operations and bits as dotRowsQ6_KQ8_KAVX2 gives
+// it alone, row i's sums in outA[i] and outB[i]. Row a's lanes Y9 and
+// sums Y10; row b's Y7 and Y8; the weight row R14. The row loop is here
+// rather than a call and a Go loop a row (dotRowsQ4_KQ8_KAVX2P's reason).
+TEXT ·dotRowsQ6_KQ8_KAVX2x2(SB), NOSPLIT, $56-64
+	MOVQ    x+0(FP), R14
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-40(SP)
+	MOVQ    outA+48(FP), AX
+	MOVQ    AX, oa-48(SP)
+	MOVQ    outB+56(FP), AX
+	MOVQ    AX, ob-56(SP)
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU permidx<>(SB), Y14
 	VMOVDQU lanemask<>(SB), Y13
 	VMOVDQU hi2<>(SB), Y12
 	VMOVDQU thirtytwos<>(SB), Y11
-	VXORPS  Y10, Y10, Y10
-	VXORPS  Y8, Y8, Y8
+
+q6kx2row:
+	MOVQ   R14, SI
+	MOVQ   ya+24(FP), DI
+	MOVQ   yb+32(FP), R13
+	MOVQ   nb+40(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y8, Y8, Y8
 
 q6kx2loop:
 	VPMOVSXBW 192(SI), Y0      // the 16 int8 scales as int16
@@ -1823,10 +1834,15 @@ q6kx2loop:
 	DECQ CX
 	JNZ  q6kx2loop
 
-	MOVQ    sa+32(FP), AX
-	VMOVUPS Y10, (AX)
-	MOVQ    sb+40(FP), AX
-	VMOVUPS Y8, (AX)
+	// 0 + sums[0] + sums[1] + … + sums[7], in that order, for each row.
+	VXORPS X3, X3, X3
+	ADDLANES(Y10, X10, X3)
+	VXORPS X4, X4, X4
+	ADDLANES(Y8, X8, X4)
+	ROWSTORE(X3, oa-48(SP))
+	ROWSTORE(X4, ob-56(SP))
+	ROWNEXT(R14, q6kx2row)
+
 	VZEROUPPER
 	RET
 
@@ -1865,32 +1881,42 @@ q6kx2loop:
 	LANES32x2(Y0, yoff(DI), yoff(R13), sc1) \
 	LANES32x2(Y1, yoff+32(DI), yoff+32(R13), sc2)
 
-// func dotQ5_KQ8_KAVX2x2(x, ya, yb *byte, nb int, sa, sb *[8]float32) (fa, fb float32)
+// func dotRowsQ5_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 //
-// dotRowsQ5_KQ8_KAVX2 for one weight row against two Q8_K activation rows:
-// the block's scales, minimums and codes unpacked once for both, each
-// row's lanes, integers, float operations and bits as dotRowsQ5_KQ8_KAVX2
-// gives it alone. Row a as there (Y9, Y10, X7, X8); row b's lanes in Y2
-// and its sums, sumf and minimums' sum on the stack (bsum, bf, bi: the
-// registers are all taken), added to in the same order.
-TEXT ·dotQ5_KQ8_KAVX2x2(SB), NOSPLIT, $96-56
-	MOVQ    x+0(FP), SI
-	MOVQ    ya+8(FP), DI
-	MOVQ    yb+16(FP), R13
-	MOVQ    nb+24(FP), CX
+// dotRowsQ5_KQ8_KAVX2 against two Q8_K activation rows: each weight
+// block's scales, minimums and codes unpacked once for both, each
+// activation row's lanes, integers, float operations and bits as
+// dotRowsQ5_KQ8_KAVX2 gives it alone, row i's sums in outA[i] and
+// outB[i]. Row a as there (Y9, Y10, X7, X8); row b's lanes in Y2 and its
+// sums, sumf and minimums' sum on the stack (bsum, bf, bi: the registers
+// are all taken), added to in the same order; the weight row R14.
+TEXT ·dotRowsQ5_KQ8_KAVX2x2(SB), NOSPLIT, $96-64
+	MOVQ    x+0(FP), R14
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-40(SP)
+	MOVQ    outA+48(FP), AX
+	MOVQ    AX, oa-88(SP)
+	MOVQ    outB+56(FP), AX
+	MOVQ    AX, ob-96(SP)
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU permidx<>(SB), Y14
 	VMOVDQU lanemask<>(SB), Y13
 	VMOVDQU sixteens<>(SB), Y11
+
+q5kx2row:
+	MOVQ    R14, SI
+	MOVQ    ya+24(FP), DI
+	MOVQ    yb+32(FP), R13
+	MOVQ    nb+40(FP), CX
 	VXORPS  Y10, Y10, Y10
 	VXORPS  X7, X7, X7
 	VXORPS  Y2, Y2, Y2
-	VMOVUPS Y2, bsum-64(SP)
-	VMOVSS  X2, bf-68(SP)
+	VMOVUPS Y2, bsum-72(SP)
+	VMOVSS  X2, bf-76(SP)
 
 q5kx2loop:
 	K45HEAD2 // row b's minimums' sum to bi
-	VMOVSS      X3, bi-72(SP)
+	VMOVSS      X3, bi-80(SP)
 
 	VMOVDQU 16(SI), Y12        // qh
 	VPXOR   Y9, Y9, Y9
@@ -1908,14 +1934,14 @@ q5kx2loop:
 	VBROADCASTSS X1, Y1
 	VCVTDQ2PS    Y2, Y2
 	VMULPS       Y1, Y2, Y2
-	VADDPS       bsum-64(SP), Y2, Y2
-	VMOVUPS      Y2, bsum-64(SP)
+	VADDPS       bsum-72(SP), Y2, Y2
+	VMOVUPS      Y2, bsum-72(SP)
 	F16(2(SI), AX, X2)
 	VMULSS       X3, X2, X2
-	VMULSS       bi-72(SP), X2, X2
-	VMOVSS       bf-68(SP), X1
+	VMULSS       bi-80(SP), X2, X2
+	VMOVSS       bf-76(SP), X1
 	VSUBSS       X2, X1, X1
-	VMOVSS       X1, bf-68(SP)
+	VMOVSS       X1, bf-76(SP)
 	K45TAIL
 
 	ADDQ $176, SI
@@ -1924,13 +1950,15 @@ q5kx2loop:
 	DECQ CX
 	JNZ  q5kx2loop
 
-	MOVQ    sa+32(FP), AX
-	VMOVUPS Y10, (AX)
-	MOVQ    sb+40(FP), AX
-	VMOVUPS bsum-64(SP), Y2
-	VMOVUPS Y2, (AX)
-	VMOVSS  X7, fa+48(FP)
-	VMOVSS  bf-68(SP), X1
-	VMOVSS  X1, fb+52(FP)
+	// sumf + sums[0] + sums[1] + … + sums[7], in that order, for each row
+	// (as minLanesAsm adds them).
+	ADDLANES(Y10, X10, X7)
+	VMOVUPS bsum-72(SP), Y3
+	VMOVSS  bf-76(SP), X4
+	ADDLANES(Y3, X3, X4)
+	ROWSTORE(X7, oa-88(SP))
+	ROWSTORE(X4, ob-96(SP))
+	ROWNEXT(R14, q5kx2row)
+
 	VZEROUPPER
 	RET
