@@ -268,8 +268,11 @@ func (s stored) floatTensor(dt dtype.DType) (*tensor.Tensor, error) {
 }
 
 // rawTensor copies a stored quantized matrix [R, K] into the u8 tensor
-// [R, rowBytes] a graph.QInput takes.
-func (s stored) rawTensor() (*tensor.Tensor, error) {
+// [R, rowBytes] a graph.QInput takes; with view, the tensor reads the
+// checkpoint's mapping in place (or undoPermute's copy), for a caller that
+// copies it into a tensor of its own before the checkpoint is closed (the
+// parts of a fused weight: stackRows and interleaveRows copy them).
+func (s stored) rawTensor(view bool) (*tensor.Tensor, error) {
 	rows := 1
 	for _, d := range s.shape[:len(s.shape)-1] {
 		rows *= d
@@ -282,7 +285,10 @@ func (s stored) rawTensor() (*tensor.Tensor, error) {
 	if s.unpermute > 0 {
 		src = undoPermute(src, s.shape, s.unpermute)
 	}
-	return tensor.New(slices.Clone(src), rows, rb)
+	if !view && s.unpermute == 0 {
+		src = slices.Clone(src)
+	}
+	return tensor.New(src, rows, rb)
 }
 
 // undoPermute returns a copy of data with llama.cpp's Q/K row permutation

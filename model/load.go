@@ -397,7 +397,11 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		var err error
 		quantized := !isFloatFormat(s.format)
 		if quantized {
-			t, err = s.rawTensor()
+			// A fused weight's parts are copied into the fused tensor
+			// below (combine), so they are read from the mapping in place
+			// rather than copied twice.
+			_, part := groupOf[w.name]
+			t, err = s.rawTensor(part)
 			m.stored[w.name] = s.format
 		} else {
 			t, err = s.floatTensor(m.dt)
