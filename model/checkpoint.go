@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/gguf"
@@ -215,8 +216,16 @@ func openGGUF(path string) (*opened, error) {
 }
 
 // floatTensor converts a stored float tensor to a host tensor of dt,
-// undoing the Q/K permutation if needed.
-func (s stored) floatTensor(dt dtype.DType) (*tensor.Tensor, error) {
+// undoing the Q/K permutation if needed. With view, a tensor stored in dt
+// (and not permuted) reads the checkpoint's mapping in place where its
+// bytes are aligned to its elements, as rawTensor's view does (for the
+// parts of a fused weight).
+func (s stored) floatTensor(dt dtype.DType, view bool) (*tensor.Tensor, error) {
+	if view && s.unpermute == 0 && len(s.data) > 0 {
+		if t, ok := mappedFloat(s.data, s.format, dt, s.shape); ok {
+			return t, nil
+		}
+	}
 	t, err := tensor.Zeros(dt, s.shape...)
 	if err != nil {
 		return nil, err
@@ -265,6 +274,26 @@ func (s stored) floatTensor(dt dtype.DType) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("model: compute dtype %v is not f32, f16 or bf16", dt)
 	}
 	return t, nil
+}
+
+// mappedFloat wraps b (a stored tensor's bytes in format f) as a tensor of
+// dt and shape without copying it, where f is dt and b is aligned to dt's
+// elements (ok false: copy it instead).
+func mappedFloat(b []byte, f quant.Type, dt dtype.DType, shape []int) (*tensor.Tensor, bool) {
+	var t *tensor.Tensor
+	var err error
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	switch {
+	case f == quant.F32 && dt == dtype.F32 && uintptr(p)%4 == 0 && len(b)%4 == 0:
+		t, err = tensor.New(unsafe.Slice((*float32)(p), len(b)/4), shape...)
+	case f == quant.F16 && dt == dtype.F16 && uintptr(p)%2 == 0 && len(b)%2 == 0:
+		t, err = tensor.New(unsafe.Slice((*dtype.Float16)(p), len(b)/2), shape...)
+	case f == quant.BF16 && dt == dtype.BF16 && uintptr(p)%2 == 0 && len(b)%2 == 0:
+		t, err = tensor.New(unsafe.Slice((*dtype.BFloat16)(p), len(b)/2), shape...)
+	default:
+		return nil, false
+	}
+	return t, err == nil
 }
 
 // rawTensor copies a stored quantized matrix [R, K] into the u8 tensor

@@ -396,15 +396,15 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		var t *tensor.Tensor
 		var err error
 		quantized := !isFloatFormat(s.format)
+		// A fused weight's parts are copied into the fused tensor below
+		// (combine), so they are read from the mapping in place rather
+		// than copied twice.
+		_, part := groupOf[w.name]
 		if quantized {
-			// A fused weight's parts are copied into the fused tensor
-			// below (combine), so they are read from the mapping in place
-			// rather than copied twice.
-			_, part := groupOf[w.name]
 			t, err = s.rawTensor(part)
 			m.stored[w.name] = s.format
 		} else {
-			t, err = s.floatTensor(m.dt)
+			t, err = s.floatTensor(m.dt, part)
 		}
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", s.name, err)
