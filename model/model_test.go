@@ -543,3 +543,33 @@ func TestDecodeWindow(t *testing.T) {
 		t.Errorf("decodeWindow(97) with MaxSeqLen 100 = %d, want 100", got)
 	}
 }
+
+// TestMappedFloat: a stored float tensor in the compute dtype is wrapped
+// in place where its bytes are aligned to its elements; a misaligned one,
+// or one in another dtype, is not (Load copies it).
+func TestMappedFloat(t *testing.T) {
+	buf := make([]byte, 4*6+2)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	tt, ok := mappedFloat(buf[:24], quant.F32, dtype.F32, []int{2, 3})
+	if !ok || &tt.Bytes()[0] != &buf[0] || len(tt.Bytes()) != 24 {
+		t.Fatalf("aligned f32: ok %v, not the stored bytes in place", ok)
+	}
+	tt, ok = mappedFloat(buf[2:14], quant.BF16, dtype.BF16, []int{6})
+	if !ok || &tt.Bytes()[0] != &buf[2] || tt.Shape()[0] != 6 {
+		t.Fatalf("aligned bf16: ok %v, not the stored bytes in place", ok)
+	}
+	if _, ok := mappedFloat(buf[1:25], quant.F32, dtype.F32, []int{6}); ok {
+		t.Error("misaligned f32 wrapped in place")
+	}
+	if _, ok := mappedFloat(buf[1:13], quant.F16, dtype.F16, []int{6}); ok {
+		t.Error("misaligned f16 wrapped in place")
+	}
+	if _, ok := mappedFloat(buf[:24], quant.BF16, dtype.F32, []int{12}); ok {
+		t.Error("bf16 bytes wrapped as f32")
+	}
+	if _, ok := mappedFloat(buf[:24], quant.F32, dtype.F32, []int{7}); ok {
+		t.Error("24 bytes wrapped as 7 f32s")
+	}
+}
