@@ -151,10 +151,11 @@ LOOM_DEV void at_fold(const AT_A* part, V_T* __restrict__ y, unsigned int* __res
 // one thread block cluster (__cluster_dims__(1, AT_CLUSTER, 1) on the
 // entry; a block's rank in it is its split), each block's partial result
 // (acc[Dv], m, l a head) stays in its shared memory, and after a cluster
-// barrier (release/acquire: every block's partial written) the rank-0
-// block merges the row as at_fold does, reading the other blocks' shared
-// memory (ld.shared::cluster), in split order; a second barrier keeps
-// every block, and its shared memory, until that is done. The fold's
+// barrier (release/acquire: every block's partial written) the blocks
+// merge the row between them (at_cluster: a share of the outputs each,
+// one lane a block's partial read from its shared memory with
+// ld.shared::cluster); a second barrier (relaxed) keeps every block, and
+// its shared memory, until that is done. The fold's
 // store of the partials, threadfence, counter and two rounds of loads from
 // global memory become two barriers and one round of loads within the GPC.
 #ifndef __cluster_dims__
