@@ -244,7 +244,7 @@ func (s stored) floatTensor(dt dtype.DType, view bool) (*tensor.Tensor, error) {
 		}
 		return math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 	}
-	same := s.format == quant.F32 && dt == dtype.F32 || s.format == quant.F16 && dt == dtype.F16 || s.format == quant.BF16 && dt == dtype.BF16
+	same := storedAs(s.format, dt)
 	switch d := t.Data().(type) {
 	case []float32:
 		if same {
@@ -276,23 +276,38 @@ func (s stored) floatTensor(dt dtype.DType, view bool) (*tensor.Tensor, error) {
 	return t, nil
 }
 
+// storedAs says whether float format f stores elements of dtype dt as they
+// are (the bytes need no conversion).
+func storedAs(f quant.Type, dt dtype.DType) bool {
+	return f == quant.F32 && dt == dtype.F32 || f == quant.F16 && dt == dtype.F16 || f == quant.BF16 && dt == dtype.BF16
+}
+
 // mappedFloat wraps b (a stored tensor's bytes in format f) as a tensor of
-// dt and shape without copying it, where f is dt and b is aligned to dt's
-// elements (ok false: copy it instead).
+// dt and shape without copying it, where f stores dt as it is and b is
+// aligned to dt's elements (ok false: copy it instead).
 func mappedFloat(b []byte, f quant.Type, dt dtype.DType, shape []int) (*tensor.Tensor, bool) {
-	var t *tensor.Tensor
-	var err error
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	switch {
-	case f == quant.F32 && dt == dtype.F32 && uintptr(p)%4 == 0 && len(b)%4 == 0:
-		t, err = tensor.New(unsafe.Slice((*float32)(p), len(b)/4), shape...)
-	case f == quant.F16 && dt == dtype.F16 && uintptr(p)%2 == 0 && len(b)%2 == 0:
-		t, err = tensor.New(unsafe.Slice((*dtype.Float16)(p), len(b)/2), shape...)
-	case f == quant.BF16 && dt == dtype.BF16 && uintptr(p)%2 == 0 && len(b)%2 == 0:
-		t, err = tensor.New(unsafe.Slice((*dtype.BFloat16)(p), len(b)/2), shape...)
-	default:
+	if !storedAs(f, dt) {
 		return nil, false
 	}
+	switch dt {
+	case dtype.F32:
+		return viewAs[float32](b, shape)
+	case dtype.F16:
+		return viewAs[dtype.Float16](b, shape)
+	default:
+		return viewAs[dtype.BFloat16](b, shape)
+	}
+}
+
+// viewAs wraps b as a tensor of T elements and shape, where b holds whole
+// elements aligned to T.
+func viewAs[T float32 | dtype.Float16 | dtype.BFloat16](b []byte, shape []int) (*tensor.Tensor, bool) {
+	size := int(unsafe.Sizeof(*new(T)))
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if uintptr(p)%uintptr(size) != 0 || len(b)%size != 0 {
+		return nil, false
+	}
+	t, err := tensor.New(unsafe.Slice((*T)(p), len(b)/size), shape...)
 	return t, err == nil
 }
 
