@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -304,7 +305,14 @@ func TestGPUSpeed1B(t *testing.T) {
 			c.name += " (sampled: temperature 0.8, top-k 50, top-p 0.9)"
 			opts.Temperature, opts.TopK, opts.TopP, opts.Seed = 0.8, 50, 0.9, 1
 		}
+		// Load's cost on the host: its wall time and the bytes it allocated.
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		t0 := time.Now()
 		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay, NoPipeline: c.noPipeline})
+		took := time.Since(t0)
+		runtime.ReadMemStats(&ms1)
+		t.Logf("%s: Load %v, %d MB allocated on the host", c.name, took.Round(time.Millisecond), (ms1.TotalAlloc-ms0.TotalAlloc)>>20)
 		// A first run compiles and warms up; the second is measured.
 		for i := range 2 {
 			l0 := e.Stats().Kernels.Launches
