@@ -26,7 +26,10 @@ type ResidentValue interface {
 
 // Resident is implemented by executors that can keep tensors in their
 // memory, so that runs can be chained and weights kept on the device without
-// copies.
+// copies. A resident executor's Upload copies the tensor's bytes into its
+// own memory before it returns: the host tensor may be reused or unmapped
+// at once (model.Load uploads weights straight from a checkpoint's
+// mapping).
 type Resident interface {
 	Executor
 	// Adopt returns the memory of a resident tensor this executor owns, with

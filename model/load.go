@@ -390,6 +390,15 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		}
 	}
 	pending := map[string][]*tensor.Tensor{} // fused name → its parts' tensors so far
+	// On an executor that keeps tensors (exec.Resident: the GPU), Upload
+	// has copied the host tensor's bytes when it returns (hip's
+	// MemcpyHtoD waits for its stream), and the model keeps only the
+	// device copy: every weight is read from the checkpoint's mapping in
+	// place and uploaded from there, not copied on the host first. On the
+	// CPU the host tensor is the weight the runs read, so it is a copy
+	// that outlives the mapping (except a fused weight's parts, which
+	// combine copies).
+	_, resident := m.e.(exec.Resident)
 	var weights []wspec
 	for _, w := range m.weights {
 		s := found[w.name]
@@ -400,11 +409,12 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		// (combine), so they are read from the mapping in place rather
 		// than copied twice.
 		_, part := groupOf[w.name]
+		view := part || resident
 		if quantized {
-			t, err = s.rawTensor(part)
+			t, err = s.rawTensor(view)
 			m.stored[w.name] = s.format
 		} else {
-			t, err = s.floatTensor(m.dt, part)
+			t, err = s.floatTensor(m.dt, view)
 		}
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", s.name, err)
