@@ -1917,6 +1917,16 @@ LOOM_DEV void qf_quantize(const typename X::T* __restrict__ x, int* qa, float* d
 // store(n, v) stores row n's sum v (f32): X::st(v) into y, or, in a fused
 // kernel (QMVFFused, kernels/quant.go), the epilogue of X::st(v) at flat
 // index n of the output.
+//
+// Tried and dropped (session 44, H200, the 1B-shaped Q4_K model's decode,
+// one call): a register cap on the fused one-row entries, as the bf16
+// skinny products took (gemv.hip, GEMV_BOUNDS): __launch_bounds__(256,
+// B) for B = 4, 6, 8 blocks a multiprocessor gave median steps of 631.8,
+// 865.4 and 913.6 µs against 528.2 uncapped: already B = 4 (at most 64
+// registers a thread) is slower, so these kernels likely need more
+// registers than that, and what spills costs more than the extra blocks
+// resident save (their register counts were not read: no device time was
+// left for ncu).
 template <class F, class X, int R, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
                    long long K, long long N, long long rowBytes, S store) {
