@@ -22,6 +22,21 @@ package blas
 //   - Batches loop over items: Debian's 0.3.21 has no cblas_sgemm_batch
 //     (nm -D lists only cblas_{s,d,c,z}gemm and *gemm3m).
 //   - Dims and leading dimensions above 2³¹−1 are rejected (blasint is int).
+//   - Every call gets the host's count, however small. Measured (session
+//     44, the 2-core development VM, OpenBLAS 0.3.21 pthread): after a
+//     call its idle workers spin (sched_yield, for its default thread
+//     timeout of ~2²⁸ cycles) and took ~25% of the CPU samples of a 1B
+//     Q4_K prefill from the executor's own workers. With the calls below
+//     2²⁴ multiply-adds (or all of them) on one thread, so that the
+//     workers stay asleep, that prefill took 1.24–1.29 s for 64 tokens
+//     against 1.43–1.45 (256 tokens 4.9–5.4 s against 5.2–5.6; 512 no
+//     different); but the tiny model's f32 decode, whose products are all
+//     small, lost 3–8% with the calls below 2²⁶ on one thread (507–537
+//     tokens/s against 544–555, three rounds alternating), and alone a
+//     second thread is faster at every size measured (256×64×64: 24
+//     against 34 µs). A short spin (OPENBLAS_THREAD_TIMEOUT=4 or 16, which
+//     the library reads when it loads) made small calls slower still
+//     (256×64×64 on 2 threads: 41–47 µs). Left as it is.
 
 import (
 	"errors"
