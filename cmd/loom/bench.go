@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -36,6 +37,9 @@ type benchFlags struct {
 	convHW    *int
 	compile   *int
 	reruns    *int
+	model     *string
+	promptLen *int
+	decode    *int
 }
 
 func newBenchFlags(w io.Writer) *benchFlags {
@@ -44,7 +48,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 	return &benchFlags{
 		fs:        fs,
 		device:    fs.String("device", "auto", "executor: "+devices),
-		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; W13 (quantized decode) on request)"),
+		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; on request W13… (quantized decode) and the models llama-tiny[-FORMAT] and llama1b-bf16 / llama1b-FORMAT (random weights; FORMAT a block format such as q4_k))"),
 		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
 		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),
@@ -56,6 +60,9 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		convHW:    fs.Int("conv-hw", 0, "height and width of the W12 convolutions (default 56)"),
 		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
 		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
+		model:     fs.String("model", "", "also bench this checkpoint (a GGUF file, or a directory with config.json and safetensors) as the model workloads are"),
+		promptLen: fs.Int("prompt-len", 0, "model workloads: prompt tokens (default 512 on a GPU, 64 on the CPU)"),
+		decode:    fs.Int("decode-steps", 0, "model workloads: tokens generated after the prompt's (default 128 on a GPU, 32 on the CPU)"),
 	}
 }
 
@@ -166,8 +173,28 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		read = newReader(readBytes)
 		results = append(results, benchResult{Workload: "read", Device: e.Name(), GBps: float64(readBytes) / medianSeconds(*f.reps, read) / 1e9, Bytes: readBytes})
 	}
+	promptLen, decode := 64, 32
+	if gpu {
+		promptLen, decode = 512, 128
+	}
+	if *f.promptLen > 0 {
+		promptLen = *f.promptLen
+	}
+	if *f.decode > 0 {
+		decode = *f.decode
+	}
+	var models []modelResult
 	for _, id := range strings.Split(list, ",") {
-		w, err := workloads.ByID(strings.TrimSpace(id))
+		if id = strings.TrimSpace(id); isModelWorkload(id) {
+			r, err := runModelWorkload(e, id, promptLen, decode, copyGBps)
+			if err != nil {
+				fmt.Fprintf(stderr, "loom bench: %s: %v\n", id, err)
+				return exitFail
+			}
+			models = append(models, r)
+			continue
+		}
+		w, err := workloads.ByID(id)
 		if err != nil {
 			fmt.Fprintln(stderr, "loom bench:", err)
 			return exitUsage
@@ -199,7 +226,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		results = append(results, r)
 	}
+	if *f.model != "" {
+		r, err := benchModel(e, filepath.Base(*f.model), *f.model, 0, promptLen, decode, copyGBps)
+		if err != nil {
+			fmt.Fprintf(stderr, "loom bench: %s: %v\n", *f.model, err)
+			return exitFail
+		}
+		models = append(models, r)
+	}
 	printBench(stdout, results, copyGBps)
+	printModels(stdout, models)
 	var compiles []compileResult
 	if g, ok := e.(*rocm.Executor); ok && *f.compile > 0 {
 		compiles, err = benchCompile(g, *f.compile)
@@ -212,8 +248,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *f.json != "" {
 		b, _ := json.MarshalIndent(struct {
 			Workloads []benchResult   `json:"workloads"`
+			Models    []modelResult   `json:"models,omitempty"`
 			Compile   []compileResult `json:"compile,omitempty"`
-		}{results, compiles}, "", "  ")
+		}{results, models, compiles}, "", "  ")
 		if err := os.WriteFile(*f.json, append(b, '\n'), 0o644); err != nil {
 			fmt.Fprintln(stderr, "loom bench:", err)
 			return exitFail

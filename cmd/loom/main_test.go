@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/model"
+	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
 
@@ -304,6 +306,83 @@ func TestBenchReadPaired(t *testing.T) {
 	for _, mode := range []string{"on", "off"} {
 		if want := "W13-q8_0 (fusion " + mode + "): "; !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestBenchModels: the model workloads on the CPU write the tiny model
+// (f32, and its matrices in Q4_K), generate greedily from a prompt of
+// -prompt-len ids for -decode-steps tokens, and report the run in the
+// table and the JSON: the weight bytes, the prompt's and the decode's
+// rates and the copy bound those bytes set, the decode steps' median; a
+// -model checkpoint is benched the same way under its file name. An id
+// that names no model, or a format weights are not stored in, is an error
+// naming it.
+func TestBenchModels(t *testing.T) {
+	tmp := t.TempDir()
+	js := filepath.Join(tmp, "b.json")
+	ck := filepath.Join(tmp, "tiny-q8_0.gguf")
+	w, err := model.RandomWeights(model.TinyConfig(), 3, dtype.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteGGUF(ck, model.TinyConfig(), w, quant.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny,llama-tiny-q4_k", "-model", ck,
+		"-prompt-len", "12", "-decode-steps", "5", "-reps", "1", "-elems", "4096", "-json", js)
+	if status != exitOK {
+		t.Fatalf("loom bench models: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+	}
+	raw, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Models []modelResult }
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	c := model.TinyConfig()
+	// The tiny config's f32 weights (Model.WeightBytes): embeddings and LM
+	// head, per layer q, k, v, o, gate, up, down and two norms, the final
+	// norm, and the rope tables (cos and sin, 2,048 positions × HeadDim/2).
+	floatBytes := 4 * int64(2*c.Vocab*c.Hidden+c.Layers*(c.Hidden*(c.Heads+2*c.KVHeads)*c.HeadDim+c.Heads*c.HeadDim*c.Hidden+3*c.Hidden*c.Intermediate+2*c.Hidden)+c.Hidden+2*2048*c.HeadDim/2)
+	names := []string{"llama-tiny", "llama-tiny-q4_k", "tiny-q8_0.gguf"}
+	if len(got.Models) != len(names) {
+		t.Fatalf("%d models in the JSON, want %d:\n%s", len(got.Models), len(names), raw)
+	}
+	for i, r := range got.Models {
+		if r.Model != names[i] || r.Device != "cpu" || r.PromptTokens != 12 || r.DecodeSteps != 5 {
+			t.Errorf("model %d: %+v, want %s on cpu, 12 prompt tokens, 5 decode steps", i, r, names[i])
+		}
+		if r.PrefillMS <= 0 || r.PromptTokS <= 0 || r.DecodeTokS <= 0 || r.MedianStepUS <= 0 || r.P90StepUS < r.MedianStepUS {
+			t.Errorf("%s: times %+v", r.Model, r)
+		}
+		if want := r.DecodeTokS / r.BoundTokS * 100; r.BoundTokS <= 0 || math.Abs(r.BoundPct-want) > 1e-9*want {
+			t.Errorf("%s: bound %v tokens/s, %v%% (want %v%%)", r.Model, r.BoundTokS, r.BoundPct, want)
+		}
+		if !strings.Contains(out, r.Model) {
+			t.Errorf("the table lacks %s:\n%s", r.Model, out)
+		}
+	}
+	if got.Models[0].WeightBytes != floatBytes {
+		t.Errorf("llama-tiny: %d weight bytes, want %d", got.Models[0].WeightBytes, floatBytes)
+	}
+	// Q4_K and Q8_0 matrices are smaller than f32 (the embeddings and norms
+	// stay float where they are not whole blocks).
+	for _, r := range got.Models[1:] {
+		if r.WeightBytes <= 0 || r.WeightBytes >= floatBytes/2 {
+			t.Errorf("%s: %d weight bytes, want fewer than half of f32's %d", r.Model, r.WeightBytes, floatBytes)
+		}
+	}
+	for _, c := range []struct{ id, want string }{
+		{"llama-huge", `unknown model workload "llama-huge"`},
+		{"llama-tiny-q8_k", `"q8_k" is not a block format for weights`},
+		{"llama1b", "name its weights"},
+	} {
+		status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", c.id, "-reps", "1", "-elems", "4096")
+		if status == exitOK || !strings.Contains(errs, c.id) || !strings.Contains(errs, c.want) {
+			t.Errorf("loom bench -workloads %s: exit %d, stderr %q, want an error naming it and %q\nstdout:\n%s", c.id, status, errs, c.want, out)
 		}
 	}
 }

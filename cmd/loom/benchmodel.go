@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/exec"
+	"github.com/loomgraph/loom/exec/rocm"
+	"github.com/loomgraph/loom/model"
+	"github.com/loomgraph/loom/quant"
+)
+
+// Model workloads (issue 16's speed figures as `loom bench` measures them):
+// a llama-family model generating greedily from a prompt of random ids,
+// on the bench's executor, timed as a user's Generate call is — one call
+// to warm up (compile, record replays), then one measured.
+//
+//   - llama-tiny[-FORMAT]: the tiny test config (4 layers, hidden 256;
+//     f32, or its matrices in a block format such as q4_k);
+//   - llama1b-bf16, llama1b-FORMAT: the Llama-3.2-1B shape in bf16, or
+//     with its matrices in a block format (bf16 activations);
+//   - -model PATH: a checkpoint of the user's (GGUF, or a directory with
+//     config.json and safetensors), in the dtype it declares.
+//
+// The generated models have random weights (seed 1), written to a
+// temporary directory and removed after the run: the 1B shape's bf16
+// weights are 2.47 GB, so llama1b-* take a minute or two and are run only
+// on request. Reported per model: its weight bytes, the prefill's time and
+// rate, the decode rate and its share of the bound that the weight bytes
+// and the measured copy bandwidth set (a step reads every weight once:
+// copy GB/s ÷ weight GB tokens/s), the decode steps' median and 90th
+// percentile (token to token), and on the GPU the kernel launches a token
+// and the device memory in use after the run.
+
+// modelResult is one model row of the bench output and of its JSON.
+type modelResult struct {
+	Model        string  `json:"model"`
+	Device       string  `json:"device"`
+	WeightBytes  int64   `json:"weight_bytes"`
+	PromptTokens int     `json:"prompt_tokens"`
+	PrefillMS    float64 `json:"prefill_ms"`
+	PromptTokS   float64 `json:"prompt_tokens_per_s"`
+	DecodeSteps  int     `json:"decode_steps"`
+	DecodeTokS   float64 `json:"decode_tokens_per_s"`
+	BoundTokS    float64 `json:"copy_bound_tokens_per_s"`
+	BoundPct     float64 `json:"copy_bound_pct"`
+	MedianStepUS float64 `json:"median_step_us"`
+	P90StepUS    float64 `json:"p90_step_us"`
+	LaunchesTok  float64 `json:"launches_per_token,omitempty"`
+	DeviceBytes  int64   `json:"device_bytes_in_use,omitempty"`
+}
+
+// isModelWorkload says whether id names a model workload (parseModelWorkload
+// says whether it is a valid one).
+func isModelWorkload(id string) bool { return strings.HasPrefix(id, "llama") }
+
+// modelSpec is what a model workload id asks for: a config, the dtype of
+// its float weights and of the computation, and the block format of its
+// matrices where quantized.
+type modelSpec struct {
+	cfg       model.Config
+	dt        dtype.DType
+	quantized bool
+	format    quant.Type
+}
+
+func parseModelWorkload(id string) (modelSpec, error) {
+	var s modelSpec
+	rest := ""
+	switch {
+	case id == "llama-tiny":
+		s = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}
+	case strings.HasPrefix(id, "llama-tiny-"):
+		s, rest = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}, strings.TrimPrefix(id, "llama-tiny-")
+	case id == "llama1b" || strings.HasPrefix(id, "llama1b-"):
+		s, rest = modelSpec{cfg: model.Llama1BConfig(), dt: dtype.BF16}, strings.TrimPrefix(id, "llama1b-")
+		if id == "llama1b" {
+			rest = ""
+		}
+	default:
+		return s, fmt.Errorf("unknown model workload %q (want llama-tiny[-FORMAT], llama1b-bf16 or llama1b-FORMAT)", id)
+	}
+	switch rest {
+	case "", "bf16":
+		if rest == "bf16" && s.dt != dtype.BF16 {
+			return s, fmt.Errorf("model workload %q: the tiny config is f32 (or a block format)", id)
+		}
+		if rest == "" && s.dt == dtype.BF16 {
+			return s, fmt.Errorf("model workload %q: name its weights (llama1b-bf16, llama1b-q4_k, …)", id)
+		}
+		return s, nil
+	}
+	f, err := quant.ParseType(rest)
+	if err != nil {
+		return s, fmt.Errorf("model workload %q: %w", id, err)
+	}
+	// Q8_1 and Q8_K are activation formats: no weight is stored in them.
+	if tr, ok := f.Traits(); !ok || !tr.Supported || tr.Block == 1 || f == quant.Q8_1 || f == quant.Q8_K {
+		return s, fmt.Errorf("model workload %q: %q is not a block format for weights", id, rest)
+	}
+	s.quantized, s.format = true, f
+	return s, nil
+}
+
+// writeModel writes spec's model with random weights under dir and
+// returns its path: safetensors and config.json for float weights, a GGUF
+// file for a block format.
+func writeModel(dir string, s modelSpec) (string, error) {
+	w, err := model.RandomWeights(s.cfg, 1, s.dt)
+	if err != nil {
+		return "", err
+	}
+	if !s.quantized {
+		path := filepath.Join(dir, "model")
+		return path, model.WriteHF(path, s.cfg, w)
+	}
+	path := filepath.Join(dir, "model.gguf")
+	return path, model.WriteGGUF(path, s.cfg, w, s.format)
+}
+
+// benchModel loads the model at path (dt: the compute dtype, or 0 for
+// the checkpoint's) onto e and times two greedy generations of decode
+// tokens after a prompt of promptLen random ids; the second is reported.
+func benchModel(e exec.Executor, name, path string, dt dtype.DType, promptLen, decode int, copyGBps float64) (modelResult, error) {
+	r := modelResult{Model: name, Device: e.Name()}
+	if promptLen < 1 || decode < 0 {
+		return r, fmt.Errorf("a prompt of %d tokens and %d decode steps: want at least 1 and 0", promptLen, decode)
+	}
+	m, err := model.Load(path, model.Options{Executor: e, DType: dt})
+	if err != nil {
+		return r, err
+	}
+	defer m.Close()
+	if promptLen+decode > m.MaxSeqLen() {
+		return r, fmt.Errorf("a prompt of %d tokens and %d more do not fit the model's %d positions", promptLen, decode, m.MaxSeqLen())
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.Config().Vocab)
+	}
+	g, ok := e.(*rocm.Executor)
+	var at []time.Time
+	opts := model.GenerateOptions{MaxTokens: decode + 1, StopTokens: []int{},
+		OnToken: func(int) bool { at = append(at, time.Now()); return true }}
+	ctx := context.Background()
+	var gen *model.Generation
+	var launches int64
+	for i := range 2 { // the first compiles, warms up and records
+		at = at[:0]
+		if ok {
+			launches = g.Stats().Kernels.Launches
+		}
+		if gen, err = m.Generate(ctx, prompt, opts); err != nil {
+			return r, err
+		}
+		if ok && i == 1 {
+			st := g.Stats()
+			r.LaunchesTok = float64(st.Kernels.Launches-launches) / float64(len(gen.Tokens))
+			r.DeviceBytes = st.Memory.InUse
+		}
+	}
+	r.WeightBytes = m.WeightBytes()
+	r.PromptTokens = gen.PromptTokens
+	r.PrefillMS = float64(gen.Prefill) / float64(time.Millisecond)
+	r.PromptTokS = gen.PromptTokensPerSecond()
+	r.DecodeSteps = gen.DecodeSteps
+	r.DecodeTokS = gen.DecodeTokensPerSecond()
+	if r.WeightBytes > 0 && copyGBps > 0 {
+		r.BoundTokS = copyGBps * 1e9 / float64(r.WeightBytes)
+		r.BoundPct = 100 * r.DecodeTokS / r.BoundTokS
+	}
+	var steps []time.Duration
+	for j := 1; j < len(at); j++ {
+		steps = append(steps, at[j].Sub(at[j-1]))
+	}
+	slices.Sort(steps)
+	if n := len(steps); n > 0 {
+		r.MedianStepUS = float64(steps[n/2]) / float64(time.Microsecond)
+		r.P90StepUS = float64(steps[n*9/10]) / float64(time.Microsecond)
+	}
+	return r, nil
+}
+
+// runModelWorkload writes the model id names to a temporary directory,
+// benches it and removes it.
+func runModelWorkload(e exec.Executor, id string, promptLen, decode int, copyGBps float64) (modelResult, error) {
+	s, err := parseModelWorkload(id)
+	if err != nil {
+		return modelResult{}, err
+	}
+	dir, err := os.MkdirTemp("", "loom-bench-model-")
+	if err != nil {
+		return modelResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	path, err := writeModel(dir, s)
+	if err != nil {
+		return modelResult{}, fmt.Errorf("%s: write the model: %w", id, err)
+	}
+	return benchModel(e, id, path, s.dt, promptLen, decode, copyGBps)
+}
+
+func printModels(w io.Writer, rs []modelResult) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%-16s %-6s %9s %6s %10s %9s %9s %9s %7s %9s %8s %9s %10s\n", "model", "device", "weight_GB", "prompt", "prefill_ms", "prompt/s", "decode/s", "bound/s", "%bound", "median_us", "p90_us", "launches", "device_MB")
+	for _, r := range rs {
+		launches, mem := "-", "-"
+		if r.LaunchesTok > 0 {
+			launches = fmt.Sprintf("%.1f", r.LaunchesTok)
+		}
+		if r.DeviceBytes > 0 {
+			mem = fmt.Sprintf("%.0f", float64(r.DeviceBytes)/(1<<20))
+		}
+		fmt.Fprintf(w, "%-16s %-6s %9.3f %6d %10.2f %9.0f %9.1f %9.1f %6.1f%% %9.1f %8.1f %9s %10s\n", r.Model, r.Device, float64(r.WeightBytes)/1e9, r.PromptTokens, r.PrefillMS, r.PromptTokS, r.DecodeTokS, r.BoundTokS, r.BoundPct, r.MedianStepUS, r.P90StepUS, launches, mem)
+	}
+	fmt.Fprintln(w, "models: greedy generation from random prompt ids, the second of two calls; bound/s = copy GB/s ÷ weight GB (a decode step reads every weight once); median/p90: decode steps token to token; launches: kernel launches a token, prefill included")
+}
