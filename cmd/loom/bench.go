@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loomgraph/loom/blas"
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm"
 	"github.com/loomgraph/loom/graph"
@@ -38,6 +39,7 @@ type benchFlags struct {
 	compile   *int
 	reruns    *int
 	model     *string
+	modelDT   *string
 	promptLen *int
 	decode    *int
 }
@@ -61,6 +63,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		compile:   fs.Int("compile-reps", 5, "GPU: time kernel preparation (cold and from the disk cache) over this many reps; 0 skips it"),
 		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 		model:     fs.String("model", "", "also bench this checkpoint (a GGUF file, or a directory with config.json and safetensors) as the model workloads are"),
+		modelDT:   fs.String("dtype", "", "-model: the compute dtype, f32, f16 or bf16 (default: the weights')"),
 		promptLen: fs.Int("prompt-len", 0, "model workloads: prompt tokens (default 512 on a GPU, 64 on the CPU)"),
 		decode:    fs.Int("decode-steps", 0, "model workloads: tokens generated after the prompt's (default 128 on a GPU, 32 on the CPU)"),
 	}
@@ -100,6 +103,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if *f.reps < 1 {
 		fmt.Fprintln(stderr, "loom bench: -reps must be at least 1")
 		return exitUsage
+	}
+	modelDT := dtype.Invalid
+	if *f.modelDT != "" {
+		d, err := dtype.Parse(*f.modelDT)
+		if err != nil || !d.IsFloat() || d == dtype.F64 {
+			return usageErr(f.fs, "-dtype %q: want f32, f16 or bf16", *f.modelDT)
+		}
+		modelDT = d
 	}
 	e, why, err := openExecutor(*f.device)
 	if err != nil {
@@ -227,7 +238,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		results = append(results, r)
 	}
 	if *f.model != "" {
-		r, err := benchModel(e, filepath.Base(*f.model), *f.model, 0, promptLen, decode, copyGBps)
+		r, err := benchModel(e, filepath.Base(*f.model), *f.model, modelDT, promptLen, decode, copyGBps)
 		if err != nil {
 			fmt.Fprintf(stderr, "loom bench: %s: %v\n", *f.model, err)
 			return exitFail

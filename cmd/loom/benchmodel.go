@@ -28,7 +28,7 @@ import (
 //   - llama1b-bf16, llama1b-FORMAT: the Llama-3.2-1B shape in bf16, or
 //     with its matrices in a block format (bf16 activations);
 //   - -model PATH: a checkpoint of the user's (GGUF, or a directory with
-//     config.json and safetensors), in the dtype it declares.
+//     config.json and safetensors), in the dtype it declares or -dtype.
 //
 // The generated models have random weights (seed 1), written to a
 // temporary directory and removed after the run: the 1B shape's bf16
@@ -126,8 +126,8 @@ func writeModel(dir string, s modelSpec) (string, error) {
 	return path, model.WriteGGUF(path, s.cfg, w, s.format)
 }
 
-// benchModel loads the model at path (dt: the compute dtype, or 0 for
-// the checkpoint's) onto e and times two greedy generations of decode
+// benchModel loads the model at path (dt: the compute dtype, or
+// dtype.Invalid for the checkpoint's) onto e and times two greedy generations of decode
 // tokens after a prompt of promptLen random ids; the second is reported.
 func benchModel(e exec.Executor, name, path string, dt dtype.DType, promptLen, decode int, copyGBps float64) (modelResult, error) {
 	r := modelResult{Model: name, Device: e.Name()}

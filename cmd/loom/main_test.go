@@ -315,7 +315,8 @@ func TestBenchReadPaired(t *testing.T) {
 // -prompt-len ids for -decode-steps tokens, and report the run in the
 // table and the JSON: the weight bytes, the prompt's and the decode's
 // rates and the copy bound those bytes set, the decode steps' median; a
-// -model checkpoint is benched the same way under its file name. An id
+// -model checkpoint is benched the same way under its file name (in bf16
+// with -dtype bf16; -dtype f64 is a usage error). An id
 // that names no model, or a format weights are not stored in, is an error
 // naming it.
 func TestBenchModels(t *testing.T) {
@@ -329,7 +330,7 @@ func TestBenchModels(t *testing.T) {
 	if err := model.WriteGGUF(ck, model.TinyConfig(), w, quant.Q8_0); err != nil {
 		t.Fatal(err)
 	}
-	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny,llama-tiny-q4_k", "-model", ck,
+	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny,llama-tiny-q4_k", "-model", ck, "-dtype", "bf16",
 		"-prompt-len", "12", "-decode-steps", "5", "-reps", "1", "-elems", "4096", "-json", js)
 	if status != exitOK {
 		t.Fatalf("loom bench models: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
@@ -374,6 +375,9 @@ func TestBenchModels(t *testing.T) {
 		if r.WeightBytes <= 0 || r.WeightBytes >= floatBytes/2 {
 			t.Errorf("%s: %d weight bytes, want fewer than half of f32's %d", r.Model, r.WeightBytes, floatBytes)
 		}
+	}
+	if status, _, errs := loom(t, "bench", "-device", "cpu", "-model", ck, "-dtype", "f64"); status != exitUsage || !strings.Contains(errs, `-dtype "f64"`) {
+		t.Errorf("-dtype f64: exit %d, stderr %q", status, errs)
 	}
 	for _, c := range []struct{ id, want string }{
 		{"llama-huge", `unknown model workload "llama-huge"`},
