@@ -250,6 +250,9 @@ func TestVecDotRows(t *testing.T) {
 			if trial%4 == 1 { // many rows: the prepared activations serve many pairs
 				rows = 16 + r.IntN(25)
 			}
+			if trial%10 == 3 { // a 4,096-value row (128 blocks of 32)
+				nb = 4096 / tr.Block
+			}
 			n := nb * tr.Block
 			w := testRows(typ, nb, rows, trial)
 			atr, _ := act.Traits()

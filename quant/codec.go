@@ -239,8 +239,9 @@ func VecDotRows2(w Type, rows []byte, act Type, arowA, arowB []byte, n int, outA
 // out[i] for row i: the same values, bit for bit. Where the CPU has a
 // two-row kernel for w's type (Q4_0 with AVX2), rows go through it in
 // pairs: the two rows' dependent float additions overlap, which a row at a
-// time cannot do without changing the twin's order. With AVX-512, arow is
-// laid out for that kernel once (prepQ4_0Y512).
+// time cannot do without changing the twin's order. arow is laid out for
+// the kernel once (prepQ4_0Y2; with AVX-512, the four-row kernel's
+// prepQ4_0Y512).
 func VecDotRows(w Type, rows []byte, act Type, arow []byte, n int, out []float32) error {
 	if len(out) == 0 {
 		return nil

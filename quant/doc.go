@@ -61,7 +61,16 @@
 // the kernel alone, 2–16% for 64 rows with the preparation. Its prefetches go to L2. W13 on 2 cores of a Zen 4 VM:
 // 67–76% of the read measured beside each run against 53–64% for the AVX2
 // kernel (LOOM_CPU_AVX512=off), 1.16–1.56 against 1.65–2.10 ms,
-// alternating.
+// alternating. The AVX2 kernel takes its activations prepared once a row
+// too (prepQ4_0Y2: each pair of blocks' low-nibble quants side by side,
+// then their high ones, so that a pair of weight blocks' nibbles is one
+// 256-bit load, split and multiplied once; the blocks' 8·Σy and scales),
+// and walks the pairs of rows in the assembly (dotRowsQ4_0Q8_0x2PAVX2):
+// W13 on the 2 cores of a Zen 3 VM (no AVX-512), five rounds alternating,
+// 1.47–1.62 ms and 70–73% of the read beside each run against 1.94–2.03
+// ms and 52–63% for the kernel before (a call a pair, the activations'
+// bytes and 8·Σy computed for every pair); in cache (64 rows) 9.9–10.2
+// against 9.5 GB/s.
 // VecDotRows2 takes two activation rows (a prompt's product): Q4_K, Q5_K
 // and Q6_K have kernels that unpack each weight block once for both rows
 // (dotRowsQ4_KQ8_KAVX2P2, dotRowsQ5_KQ8_KAVX2x2, dotRowsQ6_KQ8_KAVX2x2: the

@@ -24,6 +24,43 @@ func dotQ4_0Q8_0x2AVX2(x0, x1, y *byte, nb int, out *[2]float32)
 //go:noescape
 func dotRowsQ8_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
+//go:noescape
+func dotRowsQ4_0Q8_0x2PAVX2(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+
+// q40P2Quad is the bytes prepQ4_0Y2 gives each whole quad of activation
+// blocks.
+const q40P2Quad = 160
+
+// prepQ4_0Y2 lays the whole quads of Q8_0 activation row y (nb blocks)
+// out as dotRowsQ4_0Q8_0x2PAVX2 reads them, in buf if it holds them (else a
+// new buffer): per quad of blocks b0…b3, 160 bytes — b0's quants 0–15 then
+// b1's, b0's 16–31 then b1's, the same for b2 and b3, then the four
+// blocks' 8·Σy as int32 and their scales as float32 (exact: every f16 is
+// a float32).
+func prepQ4_0Y2(y []byte, nb int, buf []byte) []byte {
+	nq := nb / 4
+	if cap(buf) < nq*q40P2Quad {
+		buf = make([]byte, nq*q40P2Quad)
+	}
+	buf = buf[:nq*q40P2Quad]
+	for q := range nq {
+		p := buf[q*q40P2Quad : (q+1)*q40P2Quad]
+		for j := range 4 {
+			blk := y[(4*q+j)*34 : (4*q+j+1)*34]
+			at := 64*(j/2) + 16*(j%2)
+			copy(p[at:at+16], blk[2:18])
+			copy(p[at+32:at+48], blk[18:34])
+			var sum int32
+			for _, v := range blk[2:34] {
+				sum += int32(int8(v))
+			}
+			binary.LittleEndian.PutUint32(p[128+4*j:], uint32(8*sum))
+			binary.LittleEndian.PutUint32(p[144+4*j:], math.Float32bits(lef16(blk)))
+		}
+	}
+	return buf
+}
+
 // hasDotAVX512 reports whether dotQ4_0Q8_0x4AVX512 can run: AVX-512 F
 // and BW (512-bit byte and word operations), VBMI (VPERMT2B), VNNI
 // (VPDPBUSD), on top of AVX2 and F16C for its tail and scales.
@@ -172,6 +209,8 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 	switch {
 	case w == Q4_0 && hasDotAVX512 && len(out)-i >= 2 && nb >= 4:
 		return dotRowsQ4_0(rows, arow, rb, nb, i, out), true
+	case w == Q4_0 && hasDotAVX2 && len(out)-i >= 2 && nb >= 4:
+		return dotRowsQ4_0x2(rows, arow, rb, nb, i, out), true
 	case w == Q4_K && hasDotAVX2 && len(out)-i >= 2:
 		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
 	case (w == Q5_K || w == Q6_K || w == Q8_0) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
@@ -212,6 +251,25 @@ func dotRowsQ4_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 	}
 	prepBufs.Put(buf)
 	return i
+}
+
+// dotRowsQ4_0x2 runs the pairs of Q4_0 rows in [i, len(out)) on
+// dotRowsQ4_0Q8_0x2PAVX2, the activations prepared once, and returns the
+// row after the last pair (an odd last row is VecDotRows's to do).
+func dotRowsQ4_0x2(rows, arow []byte, rb, nb, i int, out []float32) int {
+	pairs := (len(out) - i) / 2
+	if pairs == 0 {
+		return i
+	}
+	buf, _ := prepBufs.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = prepQ4_0Y2(arow, nb, *buf)
+	_ = rows[(i+2*pairs)*rb-1] // the rows' bytes, checked once
+	dotRowsQ4_0Q8_0x2PAVX2(&rows[i*rb], rb, pairs, &arow[0], &(*buf)[0], nb, &out[i])
+	prepBufs.Put(buf)
+	return i + 2*pairs
 }
 
 // prepQ4_KY lays the quants of Q8_K activation row y (nb blocks, at

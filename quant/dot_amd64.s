@@ -682,6 +682,116 @@ q42done:
 	VZEROUPPER
 	RET
 
+// Q40P2INT computes the int32 lanes of Q4_0 blocks X+xoff and X+xoff+18
+// against their prepared activations at R12+ypoff (prepQ4_0Y2: the two
+// blocks' low-nibble quants side by side, then their high-nibble ones)
+// into DST: lanes 0–3 the first block's Σ q·y in four partial sums, lanes
+// 4–7 the second's (the raw nibbles q, without the −8: Q40P2SUM takes
+// 8·Σy off). One 256-bit pass for two blocks' nibbles, where Q40ROW takes
+// one for each. Clobbers Y0, Y1.
+#define Q40P2INT(X, xoff, ypoff, DST) \
+	VMOVDQU     xoff+2(X), X0          \
+	VINSERTI128 $1, xoff+20(X), Y0, Y0 \
+	VPSRLW      $4, Y0, Y1             \
+	VPAND       Y15, Y0, Y0            \
+	VPAND       Y15, Y1, Y1            \
+	VPMADDUBSW  ypoff(R12), Y0, Y0     \
+	VPMADDUBSW  ypoff+32(R12), Y1, Y1  \
+	VPADDW      Y1, Y0, Y0             \
+	VPMADDWD    Y13, Y0, DST
+
+// Q40P2SUM reduces a quad's lanes A (blocks 0, 1) and B (blocks 2, 3), as
+// Q40P2INT leaves them, to the four blocks' sumi in block order, takes off
+// their 8·Σy (R12+128) and converts them to float32 into OUT. XA and XB
+// are A's and B's low halves. Clobbers A, B.
+#define Q40P2SUM(A, B, XA, XB, OUT) \
+	VPHADDD      B, A, A      \
+	VPHADDD      A, A, A      \
+	VEXTRACTI128 $1, A, XB    \
+	VPUNPCKLDQ   XB, XA, XA   \
+	VPSUBD       128(R12), XA, XA \
+	VCVTDQ2PS    XA, OUT
+
+// func dotRowsQ4_0Q8_0x2PAVX2(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+//
+// dotQ4_0Q8_0x2AVX2 over n pairs of weight rows (rows 2p and 2p+1 from x,
+// rb bytes apart; their sums in out[2p] and out[2p+1]) with the
+// activations prepared once a row (prepQ4_0Y2, yp: per quad of blocks the
+// low- and high-nibble quants of each pair of blocks side by side, the
+// blocks' 8·Σy and their scales as float32): a pair of weight blocks'
+// nibbles is one 256-bit load, split and multiplied once (Q40P2INT), the
+// 8·Σy are not computed again for every pair of weight rows, and the row
+// loop is here rather than a call a pair. The float operations are the
+// twin's, block by block in order, as dotQ4_0Q8_0x2AVX2 does them: each
+// row's bits are the single-row kernel's. The blocks past the last whole
+// quad take Q40STEP2 on the raw activations y.
+TEXT ·dotRowsQ4_0Q8_0x2PAVX2(SB), NOSPLIT, $16-56
+	MOVQ    x+0(FP), R13
+	MOVQ    n+16(FP), AX
+	MOVQ    AX, cnt-8(SP)
+	MOVQ    out+48(FP), AX
+	MOVQ    AX, outp-16(SP)
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU eights<>(SB), Y14
+	VMOVDQU onesw<>(SB), Y13
+
+q4r2pair:
+	MOVQ   R13, SI
+	MOVQ   R13, R8
+	ADDQ   rb+8(FP), R8
+	MOVQ   y+24(FP), DI
+	MOVQ   yp+32(FP), R12
+	MOVQ   nb+40(FP), CX
+	VXORPS X7, X7, X7
+	VXORPS X6, X6, X6
+	CMPQ   CX, $4
+	JLT    q4r2tail
+
+q4r2quad:
+	PREFETCHT0 PF(SI)
+	PREFETCHT0 PF+64(SI)
+	PREFETCHT0 PF(R8)
+	PREFETCHT0 PF+64(R8)
+	Q40P2INT(SI, 0, 0, Y8)
+	Q40P2INT(SI, 36, 64, Y9)
+	Q40P2INT(R8, 0, 0, Y10)
+	Q40P2INT(R8, 36, 64, Y11)
+	Q40P2SUM(Y8, Y9, X8, X9, X5)
+	Q40P2SUM(Y10, Y11, X10, X11, X12)
+	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
+	F16X4(0(R8), 18(R8), 36(R8), 54(R8), AX, X3)
+	VMOVUPS 144(R12), X2
+	Q40FLOAT2(X1, X3, X2)
+	ADDQ    $72, SI
+	ADDQ    $72, R8
+	ADDQ    $136, DI
+	ADDQ    $160, R12
+	SUBQ    $4, CX
+	CMPQ    CX, $4
+	JGE     q4r2quad
+
+q4r2tail:
+	TESTQ CX, CX
+	JZ    q4r2done
+
+q4r2loop:
+	Q40STEP2
+	DECQ CX
+	JNZ  q4r2loop
+
+q4r2done:
+	MOVQ   outp-16(SP), AX
+	VMOVSS X7, (AX)
+	VMOVSS X6, 4(AX)
+	ADDQ   $8, AX
+	MOVQ   AX, outp-16(SP)
+	MOVQ   rb+8(FP), AX
+	LEAQ   (R13)(AX*2), R13
+	DECQ   cnt-8(SP)
+	JNZ    q4r2pair
+	VZEROUPPER
+	RET
+
 // LANES32 adds to the int32 lanes Y9 the contributions of 32 elements: Q
 // holds their unsigned codes in element order, yaddr their 32 q8 bytes,
 // scaddr the dword (scale_a, scale_b) of int16. Clobbers Q, Y5, Y6.
