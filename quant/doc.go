@@ -70,7 +70,12 @@
 // 1.47–1.62 ms and 70–73% of the read beside each run against 1.94–2.03
 // ms and 52–63% for the kernel before (a call a pair, the activations'
 // bytes and 8·Σy computed for every pair); in cache (64 rows) 9.9–10.2
-// against 9.5 GB/s.
+// against 9.5 GB/s. Tried and left (same session): four rows at once, the
+// four rows' products of a quad transposed so that each block's addition
+// is one VADDPS for the four rows (the same bits): as fast in cache
+// (10.2–10.4 GB/s both) but W13 2.13–2.38 ms against 1.65–1.82, four
+// alternating rounds (four streams of weights, each prefetched a line a
+// quad).
 // VecDotRows2 takes two activation rows (a prompt's product): Q4_K, Q5_K
 // and Q6_K have kernels that unpack each weight block once for both rows
 // (dotRowsQ4_KQ8_KAVX2P2, dotRowsQ5_KQ8_KAVX2x2, dotRowsQ6_KQ8_KAVX2x2: the
