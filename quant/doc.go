@@ -70,7 +70,12 @@
 // 1.47–1.62 ms and 70–73% of the read beside each run against 1.94–2.03
 // ms and 52–63% for the kernel before (a call a pair, the activations'
 // bytes and 8·Σy computed for every pair); in cache (64 rows) 9.9–10.2
-// against 9.5 GB/s. Tried and left (same session): four rows at once, the
+// against 9.5 GB/s; each block's addition then one VADDPS for both rows
+// (Q40FLOAT2T: the two rows' products paired by an unpack, where
+// Q40FLOAT2 adds and shuffles each row's on its own): in cache 10.3–10.6
+// against 10.2–10.3 GB/s, on W13 within the VM's noise (1.52–1.74 ms and
+// 67–86% of the read against 1.58–1.89 and 72–79%, eight rounds
+// alternating). Tried and left (same session): four rows at once, the
 // four rows' products of a quad transposed so that each block's addition
 // is one VADDPS for the four rows (the same bits): as fast in cache
 // (10.2–10.4 GB/s both) but W13 2.13–2.38 ms against 1.65–1.82, four

@@ -712,6 +712,25 @@ q42done:
 	VPSUBD       128(R12), XA, XA \
 	VCVTDQ2PS    XA, OUT
 
+// Q40FLOAT2T is Q40FLOAT2 with the two rows' sums side by side in X7
+// (row 0 in lane 0, row 1 in lane 1): the two rows' products of each
+// block paired in one vector (an unpack), so that each block's addition
+// is one VADDPS for both rows, the twin's additions in block order lane by
+// lane (lanes 2 and 3 add what they add, unread). Clobbers X0, X1.
+#define Q40FLOAT2T(DX0, DX1, DY) \
+	VMULPS    DX0, X5, X5   \
+	VMULPS    DX1, X12, X12 \
+	VMULPS    DY, X5, X5    \
+	VMULPS    DY, X12, X12  \
+	VUNPCKLPS X12, X5, X0   \
+	VUNPCKHPS X12, X5, X1   \
+	VADDPS    X0, X7, X7    \
+	VMOVHLPS  X0, X0, X0    \
+	VADDPS    X0, X7, X7    \
+	VADDPS    X1, X7, X7    \
+	VMOVHLPS  X1, X1, X1    \
+	VADDPS    X1, X7, X7
+
 // func dotRowsQ4_0Q8_0x2PAVX2(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 //
 // dotQ4_0Q8_0x2AVX2 over n pairs of weight rows (rows 2p and 2p+1 from x,
@@ -761,7 +780,7 @@ q4r2quad:
 	F16X4(0(SI), 18(SI), 36(SI), 54(SI), AX, X1)
 	F16X4(0(R8), 18(R8), 36(R8), 54(R8), AX, X3)
 	VMOVUPS 144(R12), X2
-	Q40FLOAT2(X1, X3, X2)
+	Q40FLOAT2T(X1, X3, X2)
 	ADDQ    $72, SI
 	ADDQ    $72, R8
 	ADDQ    $136, DI
@@ -771,6 +790,7 @@ q4r2quad:
 	JGE     q4r2quad
 
 q4r2tail:
+	VMOVSHDUP X7, X6 // row 1's sum to X6 for Q40STEP2 (row 0's stays in X7)
 	TESTQ CX, CX
 	JZ    q4r2done
 
