@@ -200,6 +200,16 @@ func dotQ4_0Q8_0x4Prep(x0, x1, x2, x3, y, yp []byte, nb, ahead int) [4]float32 {
 // step's products call it per chunk of rows).
 var prepBufs sync.Pool
 
+// prepBuf takes a buffer from prepBufs (a new empty one if it has none);
+// the caller puts the same pointer back, so a call allocates nothing once
+// the buffer has grown.
+func prepBuf() *[]byte {
+	if buf, _ := prepBufs.Get().(*[]byte); buf != nil {
+		return buf
+	}
+	return new([]byte)
+}
+
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
 // takes the activations prepared once for all the rows (Q4_0, Q4_K), or
 // walks the rows itself (Q4_K, Q5_K, Q6_K, Q8_0: no call and Go loop a row), where
@@ -231,10 +241,7 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 // dotRowsQ4_0 runs Q4_0 rows [i, len(out)) four at a time on the AVX-512
 // kernel (the last two or three rows as four, some twice).
 func dotRowsQ4_0(rows, arow []byte, rb, nb, i int, out []float32) int {
-	buf, _ := prepBufs.Get().(*[]byte) // the same pointer goes back: no allocation a call
-	if buf == nil {
-		buf = new([]byte)
-	}
+	buf := prepBuf()
 	var yp []byte
 	yp, *buf = prepQ4_0Y512(arow, nb, *buf)
 	row := func(r int) []byte { return rows[r*rb : (r+1)*rb] }
@@ -261,10 +268,7 @@ func dotRowsQ4_0x2(rows, arow []byte, rb, nb, i int, out []float32) int {
 	if pairs == 0 {
 		return i
 	}
-	buf, _ := prepBufs.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
+	buf := prepBuf()
 	*buf = prepQ4_0Y2(arow, nb, *buf)
 	_ = rows[(i+2*pairs)*rb-1] // the rows' bytes, checked once
 	dotRowsQ4_0Q8_0x2PAVX2(&rows[i*rb], rb, pairs, &arow[0], &(*buf)[0], nb, &out[i])
@@ -312,10 +316,7 @@ func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 		clear(out[i:])
 		return len(out)
 	}
-	buf, _ := prepBufs.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
+	buf := prepBuf()
 	*buf = prepQ4_KY(arow, nb, *buf)
 	yp := *buf
 	if n := len(out) - i; n > 0 {
@@ -456,10 +457,7 @@ func dotRows2Q4_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
 	if n == 0 {
 		return
 	}
-	buf, _ := prepBufs.Get().(*[]byte)
-	if buf == nil {
-		buf = new([]byte)
-	}
+	buf := prepBuf()
 	*buf = prepQ4_KY2(arowA, arowB, nb, *buf)
 	yp := *buf
 	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly

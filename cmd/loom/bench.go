@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/loomgraph/loom/blas"
-	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm"
 	"github.com/loomgraph/loom/graph"
@@ -104,13 +103,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loom bench: -reps must be at least 1")
 		return exitUsage
 	}
-	modelDT := dtype.Invalid
-	if *f.modelDT != "" {
-		d, err := dtype.Parse(*f.modelDT)
-		if err != nil || !d.IsFloat() || d == dtype.F64 {
-			return usageErr(f.fs, "-dtype %q: want f32, f16 or bf16", *f.modelDT)
-		}
-		modelDT = d
+	modelDT, ok := parseComputeDType(*f.modelDT)
+	if !ok {
+		return usageErr(f.fs, "-dtype %q: want f32, f16 or bf16", *f.modelDT)
 	}
 	e, why, err := openExecutor(*f.device)
 	if err != nil {

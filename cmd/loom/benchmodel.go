@@ -74,28 +74,30 @@ type modelSpec struct {
 
 func parseModelWorkload(id string) (modelSpec, error) {
 	var s modelSpec
-	rest := ""
-	switch {
-	case id == "llama-tiny":
-		s = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}
-	case strings.HasPrefix(id, "llama-tiny-"):
-		s, rest = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}, strings.TrimPrefix(id, "llama-tiny-")
-	case id == "llama1b" || strings.HasPrefix(id, "llama1b-"):
-		s, rest = modelSpec{cfg: model.Llama1BConfig(), dt: dtype.BF16}, strings.TrimPrefix(id, "llama1b-")
-		if id == "llama1b" {
-			rest = ""
+	var rest string
+	// id is a config's name, then nothing or "-" and the weights' form.
+	named := func(name string) bool {
+		r, ok := strings.CutPrefix(id, name)
+		if !ok || (r != "" && r[0] != '-') {
+			return false
 		}
+		rest = strings.TrimPrefix(r, "-")
+		return true
+	}
+	switch {
+	case named("llama-tiny"):
+		s = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}
+	case named("llama1b"):
+		s = modelSpec{cfg: model.Llama1BConfig(), dt: dtype.BF16}
 	default:
 		return s, fmt.Errorf("unknown model workload %q (want llama-tiny[-FORMAT], llama1b-bf16 or llama1b-FORMAT)", id)
 	}
-	switch rest {
-	case "", "bf16":
-		if rest == "bf16" && s.dt != dtype.BF16 {
-			return s, fmt.Errorf("model workload %q: the tiny config is f32 (or a block format)", id)
-		}
-		if rest == "" && s.dt == dtype.BF16 {
-			return s, fmt.Errorf("model workload %q: name its weights (llama1b-bf16, llama1b-q4_k, …)", id)
-		}
+	switch {
+	case rest == "" && s.dt == dtype.BF16:
+		return s, fmt.Errorf("model workload %q: name its weights (llama1b-bf16, llama1b-q4_k, …)", id)
+	case rest == "bf16" && s.dt != dtype.BF16:
+		return s, fmt.Errorf("model workload %q: the tiny config is f32 (or a block format)", id)
+	case rest == "" || rest == "bf16":
 		return s, nil
 	}
 	f, err := quant.ParseType(rest)

@@ -84,13 +84,9 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 			ids = append(ids, id)
 		}
 	}
-	dt := dtype.Invalid
-	if *f.dtype != "" {
-		d, err := dtype.Parse(*f.dtype)
-		if err != nil || !d.IsFloat() || d == dtype.F64 {
-			return usageErr(f.fs, "-dtype %q: want f32, f16 or bf16", *f.dtype)
-		}
-		dt = d
+	dt, ok := parseComputeDType(*f.dtype)
+	if !ok {
+		return usageErr(f.fs, "-dtype %q: want f32, f16 or bf16", *f.dtype)
 	}
 	opts := model.GenerateOptions{MaxTokens: *f.n, Temperature: *f.temp, TopK: *f.topK, TopP: *f.topP, Seed: *f.seed}
 	if _, err := model.NewSampler(opts); err != nil {
@@ -239,4 +235,17 @@ func stats(g *model.Generation) string {
 	return fmt.Sprintf("prompt: %d tokens, %.1f tokens/s (%s); decode: %d tokens, %.1f tokens/s (%s); stop: %s; compile %s",
 		g.PromptTokens, g.PromptTokensPerSecond(), g.Prefill.Round(time.Microsecond),
 		g.DecodeSteps, g.DecodeTokensPerSecond(), g.Decode.Round(time.Microsecond), g.StopReason, g.Compile.Round(time.Microsecond))
+}
+
+// parseComputeDType reads a -dtype flag: f32, f16 or bf16, or "" for
+// dtype.Invalid (the weights' dtype); ok is false for anything else.
+func parseComputeDType(s string) (dt dtype.DType, ok bool) {
+	if s == "" {
+		return dtype.Invalid, true
+	}
+	d, err := dtype.Parse(s)
+	if err != nil || !d.IsFloat() || d == dtype.F64 {
+		return dtype.Invalid, false
+	}
+	return d, true
 }
