@@ -208,6 +208,17 @@ func Kernels() ([]Entry, error) {
 			return nil, errors.Join(err, qerr)
 		}
 	}
+	// A one-row skinny product after a step of its own input (its weight
+	// is an operand the step before does not write: its first loads of
+	// the weight are issued before the wait, gemv.hip's LOOM_GEMV_DEFER).
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+		if err := addFused(fmt.Sprintf("skinny product after a step %v", dt), func(g *graph.Graph) *graph.Tensor {
+			x := g.Input("x", dt, 1, 256).Neg()
+			return x.Matmul(g.Input("w", dt, 96, 256).T()).Add(g.Input("r", dt, 1, 96))
+		}); err != nil {
+			return nil, err
+		}
+	}
 	// A skinny product whose query and key rows interleave each head's
 	// halves, with the rotary embedding as its pair epilogue keeping every
 	// element (plan.Kernel.PairKeep), for one and three rows.

@@ -19,8 +19,9 @@ var entryRE = regexp.MustCompile(`extern "C" __global__[^{]*\{`)
 // (a weight), then calls loom_grid_entry() before anything else (the
 // tensor-core mat-vec's weight stage, in flight while loom_q8t, which it
 // always follows, still runs; the one-row quantized mat-vec's first
-// weight stage, DEFER, where the step before does not write the weight).
-var deferringCalls = []string{"qmvt<", "qmv1<"}
+// weight stage, DEFER, where the step before does not write the weight;
+// the one-row skinny product's first spans of its weight, LOOM_GEMV_DEFER).
+var deferringCalls = []string{"qmvt<", "qmv1<", "const gemv_pre<GEMV_PRE> pre = gemv_defer<"}
 
 // qmv1Defers matches a qmv1 call whose last template argument, DEFER, is
 // true.
@@ -85,7 +86,8 @@ func TestKernelsWaitOnEntry(t *testing.T) {
 				t.Errorf("%s %s: the prelude lacks loom_grid_entry", tg.Arch, label)
 			}
 		}
-		deferred := 0 // the quantized mat-vecs after a step that defer their wait
+		deferred := 0     // the quantized mat-vecs after a step that defer their wait
+		deferredGemv := 0 // and the skinny products
 		for _, e := range es {
 			_, code, err := Render(e, tg)
 			if err != nil {
@@ -95,11 +97,17 @@ func TestKernelsWaitOnEntry(t *testing.T) {
 			if strings.HasPrefix(e.Label, "quantized mat-vec after a step") && strings.Contains(code, "{ loom_grid_defer();") {
 				deferred++
 			}
+			if strings.HasPrefix(e.Label, "skinny product after a step") && strings.Contains(code, "\nLOOM_GEMV_DEFER(") {
+				deferredGemv++
+			}
 		}
 		// Their weight is not written by the step before (plan.Kernel.Ahead):
 		// the deferred variant is the one rendered, and checked above.
 		if deferred != 2 {
 			t.Errorf("%s: %d quantized mat-vecs after a step begin with loom_grid_defer(), want 2", tg.Arch, deferred)
+		}
+		if deferredGemv != 3 {
+			t.Errorf("%s: %d skinny products after a step instantiate LOOM_GEMV_DEFER, want 3", tg.Arch, deferredGemv)
 		}
 		check("gemm", kernels.GemmSource(tg))
 		check("gemv", kernels.GemvSource(tg))

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -169,9 +171,53 @@ func GemvFused(t codegen.Target, variant string, k *plan.Kernel, parts *plan.Fus
 		b.WriteString("#define GEMV_CTYPE(T) T\n")
 		b.WriteString("#define GEMV_STC(c, m, ldc, n, v) (c)[(m) * (ldc) + (n)] = (v)\n")
 	}
-	body := b.String() + gemvHIP + fmt.Sprintf("\nLOOM_GEMV(%s, %s, %s, %s, %d, %s, %s)\n", ty.t, ld, vec, ty.st, lanes, maxm, namePlaceholder)
+	inst := fmt.Sprintf("\nLOOM_GEMV(%s, %s, %s, %s, %d, %s, %s)\n", ty.t, ld, vec, ty.st, lanes, maxm, namePlaceholder)
+	if maxm == "1" && f[1][0] == 'v' && gemvWeightAhead(k, parts) {
+		inst = fmt.Sprintf("\nLOOM_GEMV_DEFER(%s, %s, gemv_cv16_%s, %s, %s, %d, %s)\n", ty.t, ld, f[0], vec, ty.st, lanes, namePlaceholder)
+	}
+	body := b.String() + gemvHIP + inst
 	name, code = fusedUnit(t, body, variant)
 	return name, code, nil
+}
+
+// gemvDeferOn: a fused one-row skinny product whose weight (B) the step
+// before does not write issues its first loads of B before it waits for
+// the kernel ahead (gemv.hip's LOOM_GEMV_DEFER); LOOM_GEMV_DEFER=0 waits
+// first, to compare. Measured on an H200 (session 45, TestGPUSpeed1B bf16,
+// alternating runs in one call, two rounds): median decode step 838.5 /
+// 837.4 µs against 854.2 / 853.6 waiting first (1,143.8 / 1,151.0 tokens/s
+// against 1,114.4 / 1,147.0). Two spans a lane (GEMV_PRE); four took
+// 930.3 / 930.2 µs and eight 1,565: the loads held across the wait do not
+// fit the one-row kernels' 32 registers (ncu: 8 MB of local memory read
+// by the gate/up product with four).
+var gemvDeferOn = os.Getenv("LOOM_GEMV_DEFER") != "0"
+
+// gemvWeightAhead says whether fused kernel k's core reads its B operand
+// from one of k's operands that the step before k does not write
+// (plan.Kernel.Ahead): a deferred product may then load it before its wait.
+func gemvWeightAhead(k *plan.Kernel, parts *plan.FusedParts) bool {
+	if !gemvDeferOn || parts.Core == nil {
+		return false
+	}
+	g, err := plan.Gemm(parts.Core)
+	if err != nil || g.B == g.A {
+		return false
+	}
+	for i, op := range parts.Core.Ins {
+		if op.Buf != g.B {
+			continue
+		}
+		j := -1
+		if i < len(parts.CoreIns) {
+			j = parts.CoreIns[i]
+		}
+		// B must be an operand of k (not a temporary) that the step
+		// before does not write.
+		if j < 0 || j >= len(k.Ahead) || !k.Ahead[j] {
+			return false
+		}
+	}
+	return slices.ContainsFunc(parts.Core.Ins, func(op plan.Operand) bool { return op.Buf == g.B })
 }
 
 // GemvPairs reports whether skinny product variant (a PlanGemv name) can

@@ -79,34 +79,103 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
 #else
 #define GEMV_BOUNDS(MAXM) __launch_bounds__(GEMV_THREADS)
 #endif
-#define LOOM_GEMV(T, LD, VEC, ST, LANES, MAXM, NAME)                                                       \
-  extern "C" __global__ void GEMV_BOUNDS(MAXM)                                          \
-      NAME(const T* __restrict__ a, const T* __restrict__ b, GEMV_CTYPE(T)* __restrict__ c, int M,    \
-           int N, int K, long long lda, long long ldb, long long ldc, long long sa, long long sb,      \
-           long long sc GEMV_EXTRA) { loom_grid_entry();                                                                 \
-    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
-    const int groups = GEMV_THREADS / LANES;                                                          \
-    a += (long long)blockIdx.y * sa;                                                                  \
-    b += (long long)blockIdx.y * sb;                                                                  \
-    c += (long long)blockIdx.y * sc;                                                                  \
-    for (long long n0 = (long long)blockIdx.x * groups; n0 < N; n0 += (long long)gridDim.x * groups) { \
+// GEMV_PARAMS: an entry's parameters (a fused kernel's operands after
+// them, GEMV_EXTRA).
+#define GEMV_PARAMS(T)                                                                               \
+  const T* __restrict__ a, const T* __restrict__ b, GEMV_CTYPE(T)* __restrict__ c, int M, int N, int K, \
+      long long lda, long long ldb, long long ldc, long long sa, long long sb, long long sc GEMV_EXTRA
+
+// GEMV_PRE: the spans of its first row that each lane of a deferred
+// one-row kernel (LOOM_GEMV_DEFER) loads before it waits. Two: their 8
+// registers held across the wait fit the kernel's 32 (GEMV_BOUNDS); four
+// spilled and made the 1B bf16 decode step slower (gemv.go, gemvDeferOn).
+#define GEMV_PRE 2
+
+// gemv_pre holds a lane's first P spans of B, 16 bytes each, as loaded.
+template <int P>
+struct gemv_pre {
+  uint4 v[P > 0 ? P : 1];
+};
+
+// gemv_defer (LOOM_GEMV_DEFER's entry, begun with loom_grid_defer()):
+// issues the loads of the lane's first P spans of its group's first row of
+// B (the row the body takes first), then waits for the kernel ahead
+// (loom_grid_entry). B is the weight, an operand the step before does not
+// write (plan.Kernel.Ahead): its loads are in flight while that kernel
+// finishes, and everything before that kernel has finished (see codegen's
+// loom_grid_defer). Spans past K load nothing.
+template <class T, int VEC, int LANES, int P>
+LOOM_DEV gemv_pre<P> gemv_defer(const T* __restrict__ b, int N, int K, long long ldb, long long sb) {
+  gemv_pre<P> pre;
+  const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
+  const long long n = (long long)blockIdx.x * (GEMV_THREADS / LANES) + group;
+  const T* row = b + (long long)blockIdx.y * sb + (n < N ? n : 0) * ldb;
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int k = VEC * lane + j * VEC * LANES;
+    pre.v[j] = k < K ? *reinterpret_cast<const uint4*>(row + k) : make_uint4(0, 0, 0, 0);
+  }
+  loom_grid_entry();
+  return pre;
+}
+
+// gemv_cv16_<dt>: the VEC elements of 16 bytes of B already loaded (a
+// deferred kernel's pre, by value: taking its address as the loads above
+// do would put it in local memory), as loom_ld16_<dt> converts them.
+LOOM_DEV void gemv_cv16_f32(float* d, uint4 u) {
+  d[0] = __uint_as_float(u.x); d[1] = __uint_as_float(u.y); d[2] = __uint_as_float(u.z); d[3] = __uint_as_float(u.w);
+}
+LOOM_DEV void gemv_cv16_f16(float* d, uint4 u) {
+  const unsigned int q[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    d[2 * k] = loom_f16_to_f32((unsigned short)(q[k] & 0xffffu));
+    d[2 * k + 1] = loom_f16_to_f32((unsigned short)(q[k] >> 16));
+  }
+}
+LOOM_DEV void gemv_cv16_bf16(float* d, uint4 u) {
+  const unsigned int q[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    d[2 * k] = __uint_as_float(q[k] << 16);
+    d[2 * k + 1] = __uint_as_float(q[k] & 0xffff0000u);
+  }
+}
+
+// GEMV_STEP: a lane's products of one span of B (w, its VEC elements at k)
+// with the M rows of A.
+#define GEMV_STEP(w, k, LD, VEC, MAXM)                                                              \
+  _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                                \
+    if (m < M) {                                                                                    \
+      float x[VEC];                                                                                 \
+      GEMV_LDA(LD, x, a, m, lda, k);                                                                \
+      float s = acc[m];                                                                             \
+      _Pragma("unroll") for (int v = 0; v < VEC; ++v) s = fmaf(w[v], x[v], s);                      \
+      acc[m] = s;                                                                                   \
+    }                                                                                               \
+  }
+
+// GEMV_ROW: a group's row n0 + group of C; with PU > 0 spans of it
+// taken from pre (gemv_defer) before the rest are read from B.
+#define GEMV_ROW(T, LD, CV, VEC, ST, LANES, MAXM, PU)                                                 \
+    {                                                                                                 \
       const long long n = n0 + group;                                                                 \
       const bool valid = n < N;                                                                       \
       const T* row = b + (valid ? n : 0) * ldb;                                                       \
       float acc[MAXM];                                                                           \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;                             \
-      _Pragma("unroll 4") for (int k = VEC * lane; k < K; k += VEC * LANES) {                         \
+      _Pragma("unroll") for (int j = 0; j < (PU); ++j) {                                              \
+        const int k = VEC * lane + j * VEC * LANES;                                                   \
+        if (k < K) {                                                                                  \
+          float w[VEC];                                                                               \
+          CV(w, pre.v[j]);                                                                            \
+          GEMV_STEP(w, k, LD, VEC, MAXM)                                                              \
+        }                                                                                             \
+      }                                                                                               \
+      _Pragma("unroll 4") for (int k = VEC * lane + (PU) * VEC * LANES; k < K; k += VEC * LANES) {    \
         float w[VEC];                                                                                 \
         LD(w, row + k);                                                                               \
-        _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                       \
-          if (m < M) {                                                                                \
-            float x[VEC];                                                                             \
-            GEMV_LDA(LD, x, a, m, lda, k);                                                            \
-            float s = acc[m];                                                                         \
-            _Pragma("unroll") for (int v = 0; v < VEC; ++v) s = fmaf(w[v], x[v], s);                  \
-            acc[m] = s;                                                                               \
-          }                                                                                           \
-        }                                                                                             \
+        GEMV_STEP(w, k, LD, VEC, MAXM)                                                                \
       }                                                                                               \
       _Pragma("unroll") for (int m = 0; m < MAXM; ++m) {                                         \
         _Pragma("unroll") for (int s = 1; s < GEMV_W(LANES); s <<= 1) acc[m] += loom_shfl_xor(acc[m], s); \
@@ -131,7 +200,41 @@ LOOM_DEV void gemv_ld1_bf16(float* d, const unsigned short* p) { d[0] = loom_bf1
         __syncthreads();                                                                              \
       }                                                                                               \
       GEMV_STORE(valid, lane, group, acc, ST, MAXM, LANES)                                             \
+    }
+
+// GEMV_BODY: an entry's work after its wait. With P > 0 the block's first
+// rows (one a group) are peeled off the grid-stride walk: they take their
+// first P spans from pre, which is dead after them (a pre live through
+// the walk spilled: ncu of the gate/up product, 46 MB of local loads).
+#define GEMV_BODY(T, LD, CV, VEC, ST, LANES, MAXM, P)                                                  \
+    const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;                                \
+    const int groups = GEMV_THREADS / LANES;                                                          \
+    a += (long long)blockIdx.y * sa;                                                                  \
+    b += (long long)blockIdx.y * sb;                                                                  \
+    c += (long long)blockIdx.y * sc;                                                                  \
+    long long n0 = (long long)blockIdx.x * groups;                                                    \
+    if ((P) > 0) {                                                                                    \
+      if (n0 < N) GEMV_ROW(T, LD, CV, VEC, ST, LANES, MAXM, P)                                        \
+      n0 += (long long)gridDim.x * groups;                                                            \
     }                                                                                                 \
+    for (; n0 < N; n0 += (long long)gridDim.x * groups) GEMV_ROW(T, LD, CV, VEC, ST, LANES, MAXM, 0)
+
+// GEMV_NOCV: no spans preloaded (P = 0: never called).
+#define GEMV_NOCV(w, u) (void)0
+#define LOOM_GEMV(T, LD, VEC, ST, LANES, MAXM, NAME)                                                   \
+  extern "C" __global__ void GEMV_BOUNDS(MAXM) NAME(GEMV_PARAMS(T)) { loom_grid_entry();              \
+    const gemv_pre<0> pre{};                                                                          \
+    (void)pre;                                                                                        \
+    GEMV_BODY(T, LD, GEMV_NOCV, VEC, ST, LANES, MAXM, 0)                                              \
+  }
+
+// LOOM_GEMV_DEFER: the one-row 16-byte kernel whose first loads of B are
+// issued before it waits for the kernel ahead (gemv_defer); GemvFused's
+// choice where the step before does not write B.
+#define LOOM_GEMV_DEFER(T, LD, CV, VEC, ST, LANES, NAME)                                                   \
+  extern "C" __global__ void GEMV_BOUNDS(1) NAME(GEMV_PARAMS(T)) { loom_grid_defer();                 \
+    const gemv_pre<GEMV_PRE> pre = gemv_defer<T, VEC, LANES, GEMV_PRE>(b, N, K, ldb, sb);             \
+    GEMV_BODY(T, LD, CV, VEC, ST, LANES, 1, GEMV_PRE)                                                 \
   }
 
 // Tried and taken back (session 26): at M = 8 a batch-8 decode step's

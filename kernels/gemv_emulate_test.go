@@ -185,12 +185,21 @@ func swigluKernel(t *testing.T, m, n int, product func(g *graph.Graph) *graph.Te
 // C its entry and types; OPERANDS replaced by ops): the program and the
 // launch PlanGemv gives.
 func buildGemvPair(t *testing.T, dt dtype.DType, kdim int, k *plan.Kernel, parts *plan.FusedParts, main, ops string) (string, GemmLaunch) {
+	return buildGemvVariant(t, dt, kdim, k, parts, main, ops, "")
+}
+
+// buildGemvVariant is buildGemvPair with the skinny product's variant
+// given (a PlanGemv name of the same kind, or "" for PlanGemv's own).
+func buildGemvVariant(t *testing.T, dt dtype.DType, kdim int, k *plan.Kernel, parts *plan.FusedParts, main, ops, variant string) (string, GemmLaunch) {
 	t.Helper()
 	gs, err := plan.Gemm(parts.Core)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, ok := PlanGemv(dt, gs.Call, kdim%8 == 0)
+	if variant != "" {
+		l.Name = variant
+	}
 	if !ok || !GemvPairs(l.Name) {
 		t.Fatalf("PlanGemv: %s, pairs %v", l.Name, GemvPairs(l.Name))
 	}
@@ -221,13 +230,29 @@ func TestEmulateGemvPair(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		d       dtype.DType
-		m, k, n int // n pairs
-	}{{dtype.BF16, 1, 256, 40}, {dtype.F32, 3, 512, 24}, {dtype.F16, 8, 1024, 9}, {dtype.BF16, 1, 100, 13}} {
-		t.Run(fmt.Sprintf("%v/M%dK%dN%d", c.d, c.m, c.k, c.n), func(t *testing.T) {
+		m, k, n int    // n pairs
+		ahead   bool   // the weight marked as not written by the step before: the deferred one-row kernel
+		variant string // the product's variant ("": PlanGemv's)
+	}{{dtype.BF16, 1, 256, 40, false, ""}, {dtype.F32, 3, 512, 24, false, ""}, {dtype.F16, 8, 1024, 9, false, ""}, {dtype.BF16, 1, 100, 13, false, ""},
+		// LOOM_GEMV_DEFER: rows longer than the spans loaded before the
+		// wait and shorter (spans past K load nothing), and a grid of
+		// fewer blocks than the rows need (a group's later rows read B
+		// themselves).
+		{dtype.BF16, 1, 2048, 40, true, "loom_gemv_bf16_v32_m1"}, {dtype.F32, 1, 1000, 24, true, "loom_gemv_f32_v32_m1"},
+		{dtype.F16, 1, 512, 9, true, ""}, {dtype.BF16, 1, 4096, 20, true, "loom_gemv_bf16_v64_m1"}} {
+		t.Run(fmt.Sprintf("%v/M%dK%dN%d/ahead=%v/%s", c.d, c.m, c.k, c.n, c.ahead, c.variant), func(t *testing.T) {
 			k, parts := swigluKernel(t, c.m, c.n, func(g *graph.Graph) *graph.Tensor {
 				return g.Input("x", c.d, c.m, c.k).Matmul(g.Input("w", c.d, 2*c.n, c.k).T())
 			})
-			prog, l := buildGemvPair(t, c.d, c.k, k, parts, gemvPairMain, "")
+			if c.ahead {
+				for i := range k.Ahead {
+					k.Ahead[i] = true
+				}
+			}
+			prog, l := buildGemvVariant(t, c.d, c.k, k, parts, gemvPairMain, "", c.variant)
+			if _, code, err := GemvFused(emuTarget, l.Name, k, parts); err != nil || strings.Contains(code, "\nLOOM_GEMV_DEFER(") != c.ahead {
+				t.Fatalf("GemvFused(%s) with the weight ahead %v: deferred variant %v (%v)", l.Name, c.ahead, !c.ahead, err)
+			}
 			vals := func(rows int, scale float64) []float64 {
 				v := make([]float64, rows*c.k)
 				for i := range v {

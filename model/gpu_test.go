@@ -313,9 +313,10 @@ func TestGPUSpeed1B(t *testing.T) {
 		took := time.Since(t0)
 		runtime.ReadMemStats(&ms1)
 		t.Logf("%s: Load %v, %d MB allocated on the host", c.name, took.Round(time.Millisecond), (ms1.TotalAlloc-ms0.TotalAlloc)>>20)
-		// A first run compiles and warms up; the second is measured.
-		for i := range 2 {
-			l0 := e.Stats().Kernels.Launches
+		// A first run compiles and warms up; the second is measured; a
+		// third shows whether its bindings repeat the second's.
+		for i := range 3 {
+			l0, r0 := e.Stats().Kernels.Launches, e.ReplayStats()
 			// Each token's arrival, for the spread of the decode steps.
 			var at []time.Time
 			onToken := func(int) bool { at = append(at, time.Now()); return true }
@@ -323,6 +324,15 @@ func TestGPUSpeed1B(t *testing.T) {
 			g, err := m.Generate(ctx, prompt, opts)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if i > 0 {
+				r1 := e.ReplayStats()
+				steps := make([]time.Duration, 0, len(at))
+				for j := 1; j < len(at); j++ {
+					steps = append(steps, at[j].Sub(at[j-1]))
+				}
+				t.Logf("%s: call %d: %d new bindings, %d recorded; the first decode steps %v", c.name, i+1,
+					r1.Bindings-r0.Bindings, r1.Recorded-r0.Recorded, steps[:min(6, len(steps))])
 			}
 			if i == 1 {
 				bound := gbps * 1e9 / float64(m.WeightBytes())

@@ -54,6 +54,18 @@ func (s *Session) CacheBytes() int64 {
 
 // Close frees the KV cache. The session can start again with Prefill.
 func (s *Session) Close() {
+	// In the reverse of the layers' order, not the map's (random) one, so
+	// that what the next session's runs get from the executor's caching
+	// allocator (last in, first out) does not depend on map order. (It
+	// does not make a decode step's binding repeat across sessions: the
+	// steps' temporaries come back at other addresses, TestGPUSpeed1B's
+	// "new bindings".)
+	for _, kv := range slices.Backward(s.m.kvNames) {
+		if v, ok := s.cache[kv.in]; ok {
+			freeValue(v)
+			delete(s.cache, kv.in)
+		}
+	}
 	for k, v := range s.cache {
 		freeValue(v)
 		delete(s.cache, k)
