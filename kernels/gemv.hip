@@ -260,7 +260,10 @@ LOOM_DEV void gemv_cv16_bf16(float* d, uint4 u) {
 // before (median step 1.053 against 0.958 ms; not pipelined 825 against
 // 908), Q4_K (the same in loom_qmvf and loom_qmvw) 1,247 against 1,239.
 // A likely reason: the waiting blocks' prefetches, megabytes of them, sit
-// ahead of the latency-bound kernel's own loads.
+// ahead of the latency-bound kernel's own loads. What landed instead
+// (session 45, LOOM_GEMV_DEFER above): a one-row kernel's lanes load two
+// spans of their first row into registers before the wait, bounded by the
+// resident blocks, 16 µs off the step.
 //
 // Also tried (session 33, H200, TestGPUSpeed1B bf16, alternating runs of
 // one binary in one call): the k loop unrolled 8 deep instead of 4 (all of
