@@ -1,7 +1,12 @@
 package exec
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/tensor"
@@ -143,4 +148,82 @@ func passedTwice(inputs map[string]Value, given map[Value]bool) map[Value]bool {
 		}
 	}
 	return twice
+}
+
+// WithOutputs returns a context under which a run writes the named outputs
+// into the memory of the given values instead of new memory: the values
+// are given up as Donate gives up an input. It is for a loop of runs whose
+// outputs should keep their addresses from one run to the next, so that
+// a recorded run replays (WithReplay binds a recording to every buffer's
+// address): a model's decode steps hand their token and position on in
+// two pairs of buffers that the model keeps from one Generate to the next.
+//
+// On a Donor with the outputs kept, a value resident on the executor that
+// is not also an input of the run (nor given for two outputs) is written
+// in place: the output comes back in its memory and the value is emptied
+// (it reads as freed; freeing it does nothing). Elsewhere the output gets
+// new memory and the value is left as it was: either way the caller frees
+// the value and reads the run's outputs. A name that is not an output of
+// the plan, or a value of another dtype or shape than the output, is an
+// error of the run. The values apply to every run started with the
+// context: give each run its own.
+func WithOutputs(ctx context.Context, outs map[string]Value) context.Context {
+	return context.WithValue(ctx, outputsKey{}, outs)
+}
+
+type outputsKey struct{}
+
+// givenOutputs checks the values WithOutputs put in ctx against p's
+// outputs and returns those the run can write in place: output buffer ID →
+// value (nil if none).
+func givenOutputs(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Value, keep, free bool) (map[int]Value, error) {
+	outs, _ := ctx.Value(outputsKey{}).(map[string]Value)
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	byName := map[string]*plan.Buffer{}
+	for _, b := range p.Outputs {
+		byName[b.Name] = b
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(outs)) {
+		b, v := byName[name], outs[name]
+		switch {
+		case b == nil:
+			errs = append(errs, fmt.Errorf("loom: run: WithOutputs names %q, not an output of the plan", name))
+		case v == nil:
+			errs = append(errs, fmt.Errorf("loom: run: WithOutputs gives output %q a nil value", name))
+		case v.DType() != b.DType || !slices.Equal(v.Shape(), b.Shape):
+			errs = append(errs, fmt.Errorf("loom: run: WithOutputs gives output %q a %v%v value, the graph produces %v%v", name, v.DType(), v.Shape(), b.DType, b.Shape))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	d, isDonor := e.(Donor)
+	if !isDonor || !keep || !free {
+		return nil, nil
+	}
+	taken := map[Value]bool{}
+	for _, in := range inputs {
+		if v := plain(in); v != nil && reflect.TypeOf(v).Comparable() {
+			taken[v] = true
+		}
+	}
+	var bound map[int]Value
+	for _, name := range slices.Sorted(maps.Keys(outs)) {
+		v := outs[name]
+		if t := reflect.TypeOf(v); !t.Comparable() || taken[v] {
+			continue
+		}
+		if _, resident, err := d.Adopt(v); !resident || err != nil {
+			continue
+		}
+		taken[v] = true
+		if bound == nil {
+			bound = map[int]Value{}
+		}
+		bound[byName[name].ID] = v
+	}
+	return bound, nil
 }

@@ -3,6 +3,7 @@ package exec_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
@@ -87,5 +88,50 @@ func TestDonateOnHost(t *testing.T) {
 	}
 	if same(out["next"].(*tensor.Tensor), c) {
 		t.Errorf("passed twice: the output took the tensor's memory")
+	}
+}
+
+// TestWithOutputsChecks: WithOutputs names an output of the plan with a
+// value of its dtype and shape, or the run fails naming it; on the CPU (no
+// Donor) a good value is left as it was and the output has memory of its
+// own.
+func TestWithOutputsChecks(t *testing.T) {
+	g := graph.New()
+	x := g.Input("x", dtype.F32, 2)
+	g.Output("y", x.Affine(2, 1))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xt, _ := tensor.New([]float32{1, 2}, 2)
+	good, _ := tensor.New([]float32{7, 7}, 2)
+	must12, _ := tensor.New([]float32{7, 7}, 1, 2)
+	for _, tc := range []struct {
+		outs map[string]exec.Value
+		want string // "" for no error
+	}{
+		{map[string]exec.Value{"y": good}, ""},
+		{map[string]exec.Value{"z": good}, `WithOutputs names "z", not an output of the plan`},
+		{map[string]exec.Value{"y": must12}, `WithOutputs gives output "y" a f32[1 2] value, the graph produces f32[2]`},
+		{map[string]exec.Value{"y": nil}, `WithOutputs gives output "y" a nil value`},
+	} {
+		ctx := exec.WithOutputs(context.Background(), tc.outs)
+		out, err := p.RunValues(ctx, cpu.New(), map[string]exec.Value{"x": xt}, true)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: error %v, want %q", tc.outs, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := out["y"].(*tensor.Tensor)
+		if got := y.Float64s(); !slices.Equal(got, []float64{3, 5}) {
+			t.Errorf("y = %v, want [3 5]", got)
+		}
+		if &y.Bytes()[0] == &good.Bytes()[0] || !slices.Equal(good.Float64s(), []float64{7, 7}) {
+			t.Errorf("the CPU wrote y into the given host tensor: %v", good.Float64s())
+		}
 	}
 }

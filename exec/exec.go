@@ -200,9 +200,22 @@ func begin(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Valu
 		}
 	}()
 	aliases := donations(e, p, inputs, given, keep, into == nil)
+	bound, err := givenOutputs(ctx, e, p, inputs, keep, into == nil)
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range p.Buffers {
 		if _, ok := aliases[b.ID]; ok || b.Kind != plan.BufOutput {
 			continue // aliases are bound below, to their inputs' memory
+		}
+		if v, ok := bound[b.ID]; ok {
+			// WithOutputs: the value's memory (a Donor's: Adopt).
+			m, _, err := e.(Donor).Adopt(v)
+			if err != nil {
+				return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
+			}
+			mem[b.ID] = m
+			continue
 		}
 		m, alias, err := bindOutput(e, b, into)
 		if err != nil {
@@ -281,6 +294,12 @@ func begin(ctx context.Context, e Executor, p *plan.Plan, inputs map[string]Valu
 				}
 				if err := d.Disown(plain(inputs[in.Name])); err != nil {
 					return nil, fmt.Errorf("loom: run on %s: donated input %q: %w", e.Name(), in.Name, err)
+				}
+				continue
+			}
+			if v, ok := bound[b.ID]; ok {
+				if err := e.(Donor).Disown(v); err != nil {
+					return nil, fmt.Errorf("loom: run on %s: output %q: %w", e.Name(), b.Name, err)
 				}
 				continue
 			}

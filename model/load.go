@@ -110,6 +110,11 @@ type Model struct {
 	prefills map[prefillKey]*graph.Program
 	decodes  map[decodeKey]*graph.Program
 	closed   bool
+	// chain holds, per batch size, the two pairs of token and position
+	// buffers a pipelined greedy loop writes its steps' outNext and
+	// outNextPos into (session.go, chainPairs), kept from one Generate to
+	// the next while no session holds them. Guarded by mu.
+	chain map[int]*[2]chainPair
 }
 
 // part is one matrix of a fused weight: its name and rows.
@@ -530,6 +535,10 @@ func (m *Model) Close() error {
 	if !m.closed {
 		m.closed = true
 		m.free()
+		for _, pairs := range m.chain {
+			freePairs(pairs)
+		}
+		clear(m.chain)
 		// The executor's recordings of the decode programs (exec.Replayer)
 		// hold scratch memory until they are forgotten.
 		if r, ok := m.e.(exec.Replayer); ok {

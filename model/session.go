@@ -25,6 +25,11 @@ type Session struct {
 	pos   int                   // positions filled in every sequence
 	cache map[string]exec.Value // inCache names → values; empty before Prefill
 	ins   map[*graph.Program]*stepInputs
+	// pairs are the token and position buffers of a pipelined greedy loop
+	// (chainPairs): step k writes its outputs into pairs[k%2]. greedy
+	// counts the steps started.
+	pairs  *[2]chainPair
+	greedy int
 	// Compile is the time spent compiling and preparing programs for this
 	// session's runs (first use of a prompt length or batch size).
 	Compile time.Duration
@@ -56,10 +61,10 @@ func (s *Session) CacheBytes() int64 {
 func (s *Session) Close() {
 	// In the reverse of the layers' order, not the map's (random) one, so
 	// that what the next session's runs get from the executor's caching
-	// allocator (last in, first out) does not depend on map order. (It
-	// does not make a decode step's binding repeat across sessions: the
-	// steps' temporaries come back at other addresses, TestGPUSpeed1B's
-	// "new bindings".)
+	// allocator (last in, first out) does not depend on map order: the
+	// next session's cache then has this one's addresses, which its decode
+	// steps' recordings were made with (with the slot sets of the GPU's
+	// allocator and the kept token buffers, chainPairs).
 	for _, kv := range slices.Backward(s.m.kvNames) {
 		if v, ok := s.cache[kv.in]; ok {
 			freeValue(v)
@@ -71,6 +76,11 @@ func (s *Session) Close() {
 		delete(s.cache, k)
 	}
 	s.pos = 0
+	s.greedy = 0
+	if s.pairs != nil {
+		s.m.putPairs(s.batch, s.pairs)
+		s.pairs = nil
+	}
 }
 
 // Prefill runs the prompts (one per sequence, all of one length T ≥ 1,
@@ -413,6 +423,72 @@ type greedyStep struct {
 	run  *exec.Pending
 	next exec.Value // outNext
 	pos  exec.Value // outNextPos
+	pair int        // the session's pair its outputs are in (chainPairs)
+}
+
+// chainPair is a token buffer and a position buffer, u32 [B] each, on the
+// executor.
+type chainPair struct{ next, pos exec.Value }
+
+// Why a greedy loop writes its tokens into kept buffers (chainPairs): a
+// recorded decode step replays only with every buffer at the address it
+// was recorded with (exec.WithReplay). The token and position a step hands
+// to the next are outputs; left to the allocator, the two alternating
+// pairs of them (two steps in flight) came from the 256-byte class's free
+// list in another order each Generate, and with the steps' temporaries
+// (now slot sets on the GPU) that made three new decode bindings a
+// Generate, each run step by step before it was recorded again. So step k
+// of a session writes into pair k % 2 (exec.WithOutputs), the pairs go
+// back to the model when the session closes, and the next Generate's steps
+// take them again: its steps after the first (whose token and position
+// come from the host) replay recordings of the Generate before.
+
+// chainPairs returns the pairs of s, taking the model's kept ones on first
+// use (empty pairs, filled by the first two steps' outputs, if another
+// session holds them or none are kept yet). Only on an exec.Donor, which
+// can write an output into a given buffer.
+func (s *Session) chainPairs() *[2]chainPair {
+	if s.pairs != nil {
+		return s.pairs
+	}
+	if _, ok := s.m.e.(exec.Donor); !ok {
+		return nil
+	}
+	m := s.m
+	m.mu.Lock()
+	s.pairs = m.chain[s.batch]
+	delete(m.chain, s.batch)
+	m.mu.Unlock()
+	if s.pairs == nil {
+		s.pairs = &[2]chainPair{}
+	}
+	return s.pairs
+}
+
+// putPairs keeps a session's pairs for the next session of batch, or frees
+// them if the model has some kept already or is closed.
+func (m *Model) putPairs(batch int, pairs *[2]chainPair) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.chain[batch] != nil {
+		freePairs(pairs)
+		return
+	}
+	if m.chain == nil {
+		m.chain = map[int]*[2]chainPair{}
+	}
+	m.chain[batch] = pairs
+}
+
+// freePairs frees the buffers of pairs.
+func freePairs(pairs *[2]chainPair) {
+	for i := range pairs {
+		if pairs[i].next != nil {
+			freeValue(pairs[i].next)
+			freeValue(pairs[i].pos)
+		}
+		pairs[i] = chainPair{}
+	}
 }
 
 // startGreedy queues a greedy decode step and returns without waiting for
@@ -453,10 +529,21 @@ func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) 
 	if m.comm != nil {
 		ctx = exec.WithComms(ctx, m.comm)
 	}
+	k := s.greedy % 2
+	pairs := s.chainPairs()
+	var given chainPair
+	if pairs != nil && pairs[k].next != nil {
+		given, pairs[k] = pairs[k], chainPair{}
+		ctx = exec.WithOutputs(ctx, map[string]exec.Value{outNext: given.next, outNextPos: given.pos})
+	}
 	run, err := prog.Start(ctx, m.e, in)
 	if err != nil {
+		if given.next != nil {
+			pairs[k] = given // a failed run leaves them as they were
+		}
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	s.greedy++
 	out := run.Outputs()
 	// The outputs no step reads are freed at once, in the reverse of the
 	// order the runner allocated them (the executor orders their reuse
@@ -469,7 +556,7 @@ func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) 
 	}
 	s.swapCache(out)
 	s.pos++
-	return &greedyStep{s: s, run: run, next: out[outNext], pos: out[outNextPos]}, nil
+	return &greedyStep{s: s, run: run, next: out[outNext], pos: out[outNextPos], pair: k}, nil
 }
 
 // tokens waits for the step and returns each sequence's greedy token; a
@@ -487,6 +574,12 @@ func (g *greedyStep) tokens() ([]int, error) {
 // reuse after it).
 func (g *greedyStep) free() {
 	g.run.Wait()
+	// The buffers go back to the session's pair (chainPairs) for the step
+	// after the next, which writes into them.
+	if p := g.s.pairs; p != nil && p[g.pair].next == nil {
+		p[g.pair] = chainPair{g.next, g.pos}
+		return
+	}
 	freeValue(g.pos)
 	freeValue(g.next)
 }

@@ -75,6 +75,7 @@ type block struct {
 	size int64      // bytes the block occupies (its class, or a larger cached class)
 	n    int64      // bytes requested
 	live bool       // handed out and not yet freed (guarded by a.mu)
+	set  bool       // owned by a slot set (slotset.go): release ignores it
 }
 
 // allocator is a caching allocator over a driver. It is safe for
@@ -94,20 +95,29 @@ type allocator struct {
 	free    map[int64][]hip.DevPtr // size → cached blocks
 	classes []int64                // sorted sizes with a non-empty free list
 	st      AllocStats
+
+	// Slot sets (slotset.go): slot sizes → sets, in the order made.
+	sets     map[string][]*slotSet
+	freeSets int    // sets not taken
+	tick     uint64 // counts giveSet calls
 }
 
 func newAllocator(drv driver, drain func() error, memInfo func() (uint64, uint64, error)) *allocator {
-	return &allocator{drv: drv, drain: drain, memInfo: memInfo, free: map[int64][]hip.DevPtr{}}
+	return &allocator{drv: drv, drain: drain, memInfo: memInfo, free: map[int64][]hip.DevPtr{}, sets: map[string][]*slotSet{}}
 }
 
 // alloc returns a block of at least n bytes.
 func (a *allocator) alloc(n int64) (*block, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.allocLocked(n)
+}
+
+func (a *allocator) allocLocked(n int64) (*block, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("rocm: allocation of %d bytes", n)
 	}
 	c := sizeClass(n)
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.st.Allocs++
 	if c == 0 {
 		return a.handOut(&block{a: a, n: n}), nil
@@ -174,6 +184,13 @@ func (a *allocator) handOut(b *block) *block {
 func (a *allocator) release(b *block) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if b.set {
+		return // its set's (slotset.go)
+	}
+	a.releaseLocked(b)
+}
+
+func (a *allocator) releaseLocked(b *block) {
 	if !b.live {
 		return
 	}
@@ -183,12 +200,17 @@ func (a *allocator) release(b *block) {
 	if b.size == 0 {
 		return
 	}
-	if len(a.free[b.size]) == 0 {
-		i, _ := slices.BinarySearch(a.classes, b.size)
-		a.classes = slices.Insert(a.classes, i, b.size)
+	a.pushFree(b.size, b.ptr)
+}
+
+// pushFree puts a block on its size's free list.
+func (a *allocator) pushFree(size int64, p hip.DevPtr) {
+	if len(a.free[size]) == 0 {
+		i, _ := slices.BinarySearch(a.classes, size)
+		a.classes = slices.Insert(a.classes, i, size)
 	}
-	a.free[b.size] = append(a.free[b.size], b.ptr)
-	a.st.Cached += b.size
+	a.free[size] = append(a.free[size], p)
+	a.st.Cached += size
 }
 
 // trim returns every cached block to the driver and reports the bytes
@@ -201,6 +223,7 @@ func (a *allocator) trim() (int64, error) {
 
 func (a *allocator) trimLocked() (int64, error) {
 	a.st.Trims++
+	a.breakFreeSets()
 	if len(a.free) == 0 {
 		return 0, nil
 	}
