@@ -52,9 +52,15 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 	}
 	args := make([]tile, len(k.Ins))
 	for i, op := range k.Ins {
-		args[i] = loadOperand(op, mem)
+		var err error
+		if args[i], err = loadOperandCtx(ctx, op, mem); err != nil {
+			return err
+		}
 	}
 	argOf := func(j int) tile { return args[k.Instrs[0].Args[j].Index] }
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	out := newTile(n.DType.Kind(), n.Numel())
 	var err error
 	switch n.Op {
@@ -83,11 +89,31 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 // loadOperand reads an index step's operand whole into a tile of its
 // compute kind, in row-major order of its layout.
 func loadOperand(op plan.Operand, mem []exec.Memory) tile {
-	l := op.Layout
-	t := newTile(op.Buf.DType.Kind(), l.Numel())
-	var w walker
-	w.load(t, asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(l), 0, l.Numel())
+	t, _ := loadOperandCtx(context.Background(), op, mem)
 	return t
+}
+
+// loadChunk is how many elements loadOperandCtx widens between looks at
+// its context: an index op's operands can be tens of MiB (2^23 ids widen
+// to 64 MiB of int64 in 50–300 ms on a loaded CI machine), and a cancel
+// that arrives during the widening should not wait for all of it.
+const loadChunk = 1 << 20
+
+// loadOperandCtx is loadOperand, giving up with ctx's error between chunks.
+func loadOperandCtx(ctx context.Context, op plan.Operand, mem []exec.Memory) (tile, error) {
+	l := op.Layout
+	numel := l.Numel()
+	t := newTile(op.Buf.DType.Kind(), numel)
+	src, rl := asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(l)
+	var w walker
+	for lo := 0; lo < numel; lo += loadChunk {
+		if err := ctx.Err(); err != nil {
+			return tile{}, err
+		}
+		c := min(loadChunk, numel-lo)
+		w.load(t.window(lo, c), src, rl, lo, c)
+	}
+	return t, nil
 }
 
 // split returns the sizes before, at and after dim.
