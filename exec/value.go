@@ -43,6 +43,18 @@ type Resident interface {
 	Wrap(m Memory, b *plan.Buffer) (ResidentValue, error)
 }
 
+// HostWriter is implemented by Resident executors that can copy a host
+// tensor into the memory of a tensor resident on them, in place: after the
+// work queued before it, finished when WriteHost returns. A model's first
+// decode step of a Generate writes its token and position into the
+// buffers its later steps hand them on in, so that its binding is theirs
+// and it replays their recording (model: chainPairs).
+type HostWriter interface {
+	// WriteHost copies src into v, a tensor of this executor of src's
+	// dtype and shape.
+	WriteHost(v Value, src *tensor.Tensor) error
+}
+
 // RunValues executes a plan like Run, with inputs that are host tensors or
 // tensors resident on e. With keep, and when e is Resident, the outputs stay
 // in e's memory as resident values (the caller frees them); otherwise they

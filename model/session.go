@@ -465,6 +465,30 @@ func (s *Session) chainPairs() *[2]chainPair {
 	return s.pairs
 }
 
+// hostIntoPair writes a first step's token and position (hostStep's host
+// tensors) into the pair the step after it writes, where the executor can
+// (an exec.HostWriter) and the pair is there: the step then reads the
+// buffers the loop's later steps of its parity read, and its binding is
+// theirs (with the kept pairs, from the second Generate on it replays
+// their recording). Otherwise the host tensors are the inputs, uploaded
+// by the run.
+func (s *Session) hostIntoPair(extra map[string]exec.Value) (map[string]exec.Value, error) {
+	pairs := s.chainPairs()
+	o := (s.greedy + 1) % 2
+	hw, ok := s.m.e.(exec.HostWriter)
+	if !ok || pairs == nil || pairs[o].next == nil {
+		return extra, nil
+	}
+	p := pairs[o]
+	if err := hw.WriteHost(p.next, extra[inIDs].(*tensor.Tensor)); err != nil {
+		return nil, fmt.Errorf("model: decode: %w", err)
+	}
+	if err := hw.WriteHost(p.pos, extra[inPos].(*tensor.Tensor)); err != nil {
+		return nil, fmt.Errorf("model: decode: %w", err)
+	}
+	return map[string]exec.Value{inIDs: p.next, inPos: p.pos}, nil
+}
+
 // putPairs keeps a session's pairs for the next session of batch, or frees
 // them if the model has some kept already or is closed.
 func (m *Model) putPairs(batch int, pairs *[2]chainPair) {
@@ -514,6 +538,9 @@ func (s *Session) startGreedy(ctx context.Context, ids []int, prev *greedyStep) 
 	} else {
 		var err error
 		if extra, err = s.hostStep(ids); err != nil {
+			return nil, err
+		}
+		if extra, err = s.hostIntoPair(extra); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -116,6 +117,41 @@ func (e *Executor) Disown(v exec.Value) error {
 	t.blk = nil
 	return nil
 }
+
+// WriteHost implements exec.HostWriter: src's bytes into v's memory,
+// ordered on the stream after the work queued before.
+func (e *Executor) WriteHost(v exec.Value, src *tensor.Tensor) error {
+	t, ok := v.(*Tensor)
+	if !ok || t == nil || t.e != e {
+		return fmt.Errorf("rocm: write host data into %v: not a tensor of this executor", v)
+	}
+	if src == nil {
+		return fmt.Errorf("rocm: write host data into %v: nil tensor", t)
+	}
+	if src.DType() != t.dt || !slices.Equal(src.Shape(), t.shape) {
+		return fmt.Errorf("rocm: write host data %v%v into %v: dtypes or shapes differ", src.DType(), src.Shape(), t)
+	}
+	if err := e.checkOpen(); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blk == nil {
+		return fmt.Errorf("rocm: write host data into %v: it was freed", t)
+	}
+	b := src.Bytes()
+	if len(b) == 0 {
+		return nil
+	}
+	leave := e.enter(nil)
+	defer leave()
+	if err := e.dev.MemcpyHtoD(t.blk.ptr, unsafe.Pointer(&b[0]), uint64(len(b)), e.stream); err != nil {
+		return fmt.Errorf("rocm: write host data into %v: %w", t, err)
+	}
+	return nil
+}
+
+var _ exec.HostWriter = (*Executor)(nil)
 
 var _ exec.Donor = (*Executor)(nil)
 
