@@ -27,7 +27,10 @@ import (
 //     45, the 1B bf16 decode, whose every Generate brings three new
 //     bindings, its temporaries at new addresses): a Generate's first four
 //     steps took 10.2 ms together against 8.3 (one run each; the decode
-//     products then deferred four spans, gemv.hip).
+//     products then deferred four spans, gemv.hip). The model's Generate
+//     now brings no new binding after its first (slot sets, slotset.go;
+//     exec.WithOutputs and exec.HostWriter in model/session.go), so what
+//     is left to record is the first Generate's.
 //   - Scratch memory the recorded steps take (row-reduction partials,
 //     indexing temporaries, GEMM and conv workspaces, error flags) belongs
 //     to the recording until it is dropped: the graph refers to it.
