@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -99,5 +101,78 @@ func TestLoadResident(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// donorCPU is residentCPU with the GPU's two other abilities a greedy
+// chain uses: outputs written into given resident values (exec.Donor,
+// with exec.WithOutputs) and host tensors written into resident ones
+// (exec.HostWriter, counted). Its WriteHost gives the value a fresh
+// upload of src rather than writing the old memory: the CPU binds no
+// addresses, so only what the run reads matters.
+type donorCPU struct {
+	residentCPU
+	writes int
+}
+
+func (e *donorCPU) Disown(v exec.Value) error {
+	t, ok := v.(*residentTensor)
+	if !ok || t.e != &e.residentCPU {
+		return fmt.Errorf("disown %T: not a tensor of this executor", v)
+	}
+	t.m = nil
+	return nil
+}
+
+func (e *donorCPU) WriteHost(v exec.Value, src *tensor.Tensor) error {
+	t, ok := v.(*residentTensor)
+	if !ok || t.e != &e.residentCPU || t.m == nil {
+		return fmt.Errorf("write host data into %T: not a live tensor of this executor", v)
+	}
+	if src.DType() != t.b.DType || !slices.Equal(src.Shape(), t.b.Shape) {
+		return fmt.Errorf("write host data %v%v into %v%v", src.DType(), src.Shape(), t.b.DType, t.b.Shape)
+	}
+	m, err := e.residentCPU.Upload(src)
+	if err != nil {
+		return err
+	}
+	t.m = m
+	e.writes++
+	return nil
+}
+
+// TestGreedyChainHostWriter: greedy Generate on an executor that chains
+// its decode steps through kept pairs of token and position buffers
+// (exec.Donor) and writes a Generate's first token and position into the
+// pair its next step reads (exec.HostWriter: Session.hostIntoPair, so
+// that on the GPU every step of a second Generate replays a recorded
+// binding) gives the CPU's tokens, Generate after Generate and prompt
+// after prompt; each Generate after the first writes its first step's
+// token and position (the first Generate has no pairs yet). Which pair it
+// writes shows in the GPU's bindings only (exec/rocm's
+// TestGPUStableChain); swapping the token and the position fails here.
+func TestGreedyChainHostWriter(t *testing.T) {
+	dir, _, _ := tiny(t)
+	want := load(t, dir, Options{})
+	e := &donorCPU{residentCPU: residentCPU{Executor: cpu.New()}}
+	m := load(t, dir, Options{Executor: e})
+	ctx := context.Background()
+	opts := GenerateOptions{MaxTokens: 12, StopTokens: []int{}}
+	for i, prompt := range [][]int{randomIDs(31, 7, TinyConfig().Vocab), randomIDs(32, 7, TinyConfig().Vocab), randomIDs(33, 11, TinyConfig().Vocab)} {
+		w, err := want.Generate(ctx, prompt, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.writes
+		g, err := m.Generate(ctx, prompt, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(g.Tokens, w.Tokens) {
+			t.Fatalf("Generate %d: %v, the CPU's %v", i, g.Tokens, w.Tokens)
+		}
+		if i > 0 && e.writes-before != 2 {
+			t.Errorf("Generate %d: %d host writes, want 2 (the first step's token and position)", i, e.writes-before)
+		}
 	}
 }
