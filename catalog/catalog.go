@@ -280,6 +280,24 @@ func Kernels() ([]Entry, error) {
 			}
 		}
 	}
+	// Dequantizations fused with the chain that reads their values (a
+	// scale and a cast), for every block format and output dtype.
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q8_1,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.Q8_K} {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			var qerr error
+			if err := addFused(fmt.Sprintf("fused dequantization %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
+				w, err := g.QInput("w", f, 4, 256)
+				if err != nil {
+					qerr = err
+					return g.Input("x", dt, 4, 256)
+				}
+				return w.Dequantize(dt).Mul(g.Input("s", dt, 256)).Cast(dtype.F32)
+			}); err != nil || qerr != nil {
+				return nil, errors.Join(err, qerr)
+			}
+		}
+	}
 	// A two-stage reduction (one long row) and the float composites.
 	if err := add("sum f32 1×2^20 (two-stage)", func(g *graph.Graph) *graph.Tensor { return g.Input("x", dtype.F32, 1, 1<<20).Sum(1) }, ir.OpSum); err != nil {
 		return nil, err
@@ -517,6 +535,15 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 			return "", "", fmt.Errorf("catalog: %s: no one-row mat-vec for %v", k.Name, f)
 		}
 		return kernels.QMVFFused(t, entry, k, parts)
+	}
+	if k := e.Kernel; k.IsFusedDequant() {
+		// The dequantization with the epilogue inside
+		// (exec/rocm/fusedqmm.go).
+		parts, err := plan.SplitFused(k, 1<<30)
+		if err != nil {
+			return "", "", err
+		}
+		return kernels.DequantFused(t, k, parts)
 	}
 	if k := e.Kernel; k.IsFusedConv() {
 		// The output transposes with the epilogue inside

@@ -32,7 +32,10 @@ import (
 // LOOM_ROPE_EPILOGUE=0 to compare). A quantized product (qmatmul) takes
 // an epilogue the same way: a quantized model's decode step adds its 2
 // residuals a layer as the one-row mat-vec stores (exec/rocm/quant.go),
-// not in 2 launches of their own.
+// not in 2 launches of their own. So does a dequantization: the chain
+// that reads the dequantized values element for element (a scale, a cast,
+// an add) applies as the GPU's kernel stores them, and the dequantized
+// tensor is never written (exec/rocm/fusedqmm.go).
 //
 // The prologue is recomputed for each read of an element (2.25 times for
 // a 3×3 pool of stride 2, four times for a ×2 upsampling, once per group
@@ -119,6 +122,8 @@ func fuseCores(s *State) error {
 			// first weight loads instead (an L2 prefetch of those rows
 			// before it made bf16 slower still: 1.04 ms).
 			why = "a product reads its input once per output row: computed once and stored"
+		case wn.Op == ir.OpDequantize:
+			why = "a dequantization reads raw blocks, which no elementwise kernel computes"
 		case wn.Op == ir.OpConv || wn.Op == ir.OpConvTranspose:
 			// A conv reads each input element once per tap, and the
 			// vendor library reads arrays, not functions.

@@ -204,8 +204,8 @@ func kernelName(k *plan.Kernel) string {
 		n := k.Instrs[0].Node
 		return "C_" + n.Op.String() + "_" + n.Name + "_" + fmt.Sprint(k.Numel())
 	}
-	if k.IsQuant() || k.IsFusedQMatmul() {
-		f, _ := k.Instrs[max(0, k.QMatmulAt())].Node.QuantFormat()
+	if k.IsQuant() || k.IsFusedQuant() {
+		f, _ := k.Instrs[max(0, k.QuantAt())].Node.QuantFormat()
 		return "Q_" + strings.Join(ops, "_") + "_" + f.String() + "_" + fmt.Sprint(k.Numel())
 	}
 	if len(k.Instrs) == 1 && k.Instrs[0].Node.Info().Class == ir.ClassIndex {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 )
@@ -346,6 +347,60 @@ extern "C" __global__ void __launch_bounds__(QMVF_THREADS) %s(const unsigned cha
 `, namePlaceholder, x, ctypes[k.Out.DType].storage, operandParams(k), map[bool]string{false: "loom_grid_entry();", true: "loom_grid_defer();"}[deferLoads], call, store)
 	body := b.String()
 	name, code = fusedUnit(t, body, entry)
+	return name, code, nil
+}
+
+// DequantFused returns the translation unit and entry name of the
+// dequantization of fused kernel k (a dequantize core with an epilogue:
+// parts from plan.SplitFused) with the epilogue applied to every element
+// as it is stored: element i, rounded to the dequantization's dtype as
+// loom_dequant_* stores it, goes through the epilogue at flat index i of
+// k's output, which k.Out's dtype then holds. The dequantized tensor is
+// never written: a dequantize-then-scale (or cast, or add) is one pass
+// over the quantized bytes and one over the output. The arithmetic is
+// loom_dequant_*'s (quant.hip's dq_<fmt>, GGML's order), 4 consecutive
+// outputs a thread, grid-stride. The entry takes src (the raw blocks), y
+// (k's output) and n (the element count, a multiple of 32), then one
+// pointer per operand of k in k.Ins order; launch it as FlatLaunch(n/4).
+func DequantFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts) (name, code string, err error) {
+	if parts.Pre != nil || parts.Post == nil || k.PairEpilogue {
+		return "", "", fmt.Errorf("kernels: %s: a fused dequantization takes an epilogue and no prologue", k.Name)
+	}
+	n := parts.Core.Instrs[0].Node
+	f, _ := n.QuantFormat()
+	tr, _ := f.Traits()
+	q, ok := quantName(f)
+	o, ok2 := halfName(n.DType)
+	if !ok || !ok2 || n.Op != ir.OpDequantize {
+		return "", "", fmt.Errorf("kernels: %s: no dequantization of %v to %v", k.Name, f, n.DType)
+	}
+	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)
+	if err != nil {
+		return "", "", fmt.Errorf("kernels: %s epilogue: %w", k.Name, err)
+	}
+	stored := map[string]string{"f32": "v", "f16": "loom_f32_to_f16(v)", "bf16": "loom_f32_to_bf16(v)"}[o]
+	args := strings.Join(append(partPointers(parts.PostIns), stored, "(unsigned long long)(i + t)"), ", ")
+	var b strings.Builder
+	b.WriteString("#define QMVF_FUSED 1\n")
+	b.WriteString(fn)
+	b.WriteString(quantHIP)
+	fmt.Fprintf(&b, `
+extern "C" __global__ void __launch_bounds__(256) %s(const unsigned char* __restrict__ src,
+    %s* __restrict__ y, long long n%s) {
+  loom_grid_entry();
+  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < n / 4; q += (long long)gridDim.x * blockDim.x) {
+    const long long i = 4 * q;
+    const unsigned char* b = src + (i / %d) * %d;
+    const int e = (int)(i %% %d), g = e >> 4, r = e & 15;
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const float v = dq_%s(b, g, r + t);
+      y[i + t] = loom_post(%s);
+    }
+  }
+}
+`, namePlaceholder, ctypes[k.Out.DType].storage, operandParams(k), tr.Block, tr.Size, tr.Block, q, args)
+	name, code = fusedUnit(t, b.String(), "loom_dequant_"+q+"_"+o)
 	return name, code, nil
 }
 

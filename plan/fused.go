@@ -40,9 +40,10 @@ func IsPoolOrUpsample(n *ir.Node) bool {
 }
 
 // IsFusionCore reports whether n can be the core of a fused kernel: a pool,
-// an upsampling, a matmul, a quantized matmul or a convolution.
+// an upsampling, a matmul, a quantized matmul, a dequantization or a
+// convolution.
 func IsFusionCore(n *ir.Node) bool {
-	return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul || n.Op == ir.OpQMatmul || n.Op == ir.OpConv || n.Op == ir.OpConvTranspose
+	return IsPoolOrUpsample(n) || n.Op == ir.OpMatmul || n.Op == ir.OpQMatmul || n.Op == ir.OpDequantize || n.Op == ir.OpConv || n.Op == ir.OpConvTranspose
 }
 
 // CoreAt returns the index of the core instruction of a fused kernel (more
@@ -98,6 +99,29 @@ func (k *Kernel) QMatmulAt() int {
 // IsFusedQMatmul reports whether k is a fused quantized matmul kernel
 // (QMatmulAt ≥ 0).
 func (k *Kernel) IsFusedQMatmul() bool { return k.QMatmulAt() >= 0 }
+
+// DequantAt returns the index of the dequantization of a fused
+// dequantize kernel (CoreAt: a dequantize with the elementwise chain that
+// reads its output, its epilogue), or -1. fuse gives dequantizations an
+// epilogue only.
+func (k *Kernel) DequantAt() int {
+	if c := k.CoreAt(); c >= 0 && k.Instrs[c].Node.Op == ir.OpDequantize {
+		return c
+	}
+	return -1
+}
+
+// IsFusedDequant reports whether k is a fused dequantize kernel
+// (DequantAt ≥ 0).
+func (k *Kernel) IsFusedDequant() bool { return k.DequantAt() >= 0 }
+
+// QuantAt returns the index of the quantized op of a fused kernel whose
+// core is one (QMatmulAt or DequantAt), or -1.
+func (k *Kernel) QuantAt() int { return max(k.QMatmulAt(), k.DequantAt()) }
+
+// IsFusedQuant reports whether k is a fused quantized kernel (QuantAt ≥
+// 0): a fused quantized matmul or dequantization.
+func (k *Kernel) IsFusedQuant() bool { return k.QuantAt() >= 0 }
 
 // ConvAt returns the index of the convolution (or transposed convolution)
 // of a fused conv kernel (CoreAt), or -1. fuse gives convs an epilogue
@@ -337,7 +361,7 @@ func SplitFused(k *Kernel, firstID int) (*FusedParts, error) {
 			if !slices.Equal(op.Layout.Dims, wn.Args[i].Shape) {
 				return bad("%s reads operand %d through %v, not %v", wn.Op, r.Index, op.Layout, wn.Args[i].Shape)
 			}
-			if (IsPoolOrUpsample(wn) || wn.Op == ir.OpQMatmul) && !WindowOperandOf(op.Layout) {
+			if (IsPoolOrUpsample(wn) || wn.Op == ir.OpQMatmul || wn.Op == ir.OpDequantize) && !WindowOperandOf(op.Layout) {
 				return bad("%s reads operand %d through %v, not a packed array", wn.Op, r.Index, op.Layout)
 			}
 			coreIns, coreFrom = append(coreIns, op), append(coreFrom, r.Index)

@@ -42,6 +42,7 @@ var Dense = []Workload{
 	{ID: "W13d-q4_0", Desc: "dequantize W [14336, 4096] Q4_0 to bf16", Build: w13d(quant.Q4_0)},
 	{ID: "W13d-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16", Build: w13d(quant.Q6_K)},
 	{ID: "W13d-q8_0", Desc: "dequantize W [14336, 4096] Q8_0 to bf16", Build: w13d(quant.Q8_0)},
+	{ID: "W13ds-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 times a scale s [4096] (a dequantization with an epilogue: one pass fused, two unfused)", Build: w13ds(quant.Q4_K)},
 	{ID: "W-attn", Desc: "decode attention bf16 (CausalAttention): q [1, 32, 1, 64] over 8 key/value heads, k and v [1, 8, 1024, 64], every key visible (bytes: the keys and values)", Build: wAttn},
 	{ID: "W-attn768", Desc: "the 1B model's decode attention at position 640 (its window of 768 positions): q [1, 32, 1, 64] over k and v [1, 8, 768, 64], keys 0…640 visible (bytes: all the keys and values)", Build: wAttn768},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
@@ -164,6 +165,20 @@ func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
 			return nil, err
 		}
 		g.Output("out", w.Dequantize(dtype.BF16))
+		return g, g.Err()
+	}
+}
+
+// w13ds is W13d with the dequantized weight scaled per column as it is
+// read: dequantize(W)·s, s [4096] bf16 (plan.DequantAt fuses the two).
+func w13ds(f quant.Type) func(Size) (*graph.Graph, error) {
+	return func(Size) (*graph.Graph, error) {
+		g := graph.New()
+		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
+		if err != nil {
+			return nil, err
+		}
+		g.Output("out", w.Dequantize(dtype.BF16).Mul(g.Input("s", dtype.BF16, 4096)))
 		return g, g.Err()
 	}
 }

@@ -51,7 +51,7 @@ func (e *Executor) warmBatch(ctx context.Context, p *plan.Plan) {
 	var gen []*plan.Kernel
 	for _, s := range p.Steps {
 		k := s.Kernel
-		if isIndexKernel(k) || k.IsMatmul() || k.IsFusedMatmul() || k.IsFusedConv() || k.IsFusedQMatmul() || k.IsWindow() || k.IsCollective() || e.prepared(k) || k.Out.Numel() == 0 {
+		if isIndexKernel(k) || k.IsMatmul() || k.IsFusedMatmul() || k.IsFusedConv() || k.IsFusedQuant() || k.IsWindow() || k.IsCollective() || e.prepared(k) || k.Out.Numel() == 0 {
 			continue
 		}
 		gen = append(gen, k)

@@ -458,6 +458,9 @@ func (e *Executor) run(ctx context.Context, s *plan.Step, mem []exec.Memory) err
 	if k.IsFusedQMatmul() {
 		return e.runFusedQMatmul(ctx, k, mem)
 	}
+	if k.IsFusedDequant() {
+		return e.runFusedDequant(ctx, k, mem)
+	}
 	if k.IsWindow() {
 		return e.runWindow(ctx, k, mem)
 	}

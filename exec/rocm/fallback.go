@@ -56,8 +56,8 @@ func (e *Executor) Supports(k *plan.Kernel) error {
 		_, err := gemmType(k.Instrs[k.ConvAt()].Node.DType)
 		return err // the conv with its fused transpose, or the parts
 	}
-	if k.IsFusedQMatmul() {
-		return supportsQuantNode(k.Instrs[k.QMatmulAt()].Node) // the fused mat-vec, or the parts
+	if k.IsFusedQuant() {
+		return supportsQuantNode(k.Instrs[k.QuantAt()].Node) // the fused mat-vec or dequantization, or the parts
 	}
 	if k.IsFusedWindow() {
 		if kernels.HasWindowKernel(k) {

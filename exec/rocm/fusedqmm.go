@@ -3,6 +3,7 @@ package rocm
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
@@ -146,3 +147,113 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	}
 	return e.qmvF(k.Name, fm.name, f, fm.fn, wp, xp, out, int64(K), N, int64(rb), ops)
 }
+
+// Fused dequantize kernels (plan.DequantAt: a dequantization with the
+// elementwise chain that reads its values as its epilogue) run as one
+// launch (kernels.DequantFused): the quantized bytes read once, the
+// epilogue's output written once, the dequantized tensor never stored.
+// An empty output, or an epilogue the kernel cannot take, runs the parts.
+
+// fusedDequantKey keys a fused dequantization's compiled form in
+// plan.Kernel.Cache.
+type fusedDequantKey struct{}
+
+// fusedDequant returns fused kernel k's one-launch dequantization,
+// compiled on first use.
+func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts) (*fusedMatmul, error) {
+	key := plan.KeyOf(e, fusedDequantKey{})
+	if v, ok := k.Cache.Load(key); ok {
+		return v.(*fusedMatmul), nil
+	}
+	name, code, err := kernels.DequantFused(e.target, k, parts)
+	if err != nil {
+		return nil, err
+	}
+	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := e.function(obj, name)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
+	return v.(*fusedMatmul), nil
+}
+
+// prepareFusedDequant readies a fused dequantization: its parts (the
+// path an empty output takes) and the one launch.
+func (e *Executor) prepareFusedDequant(k *plan.Kernel, buffers int) error {
+	parts, err := exec.FusedParts(k, buffers)
+	if err != nil {
+		return err
+	}
+	if err := e.prepareQuant(parts.Core); err != nil {
+		return err
+	}
+	if parts.Post == nil {
+		return nil
+	}
+	if _, err := e.prepare(parts.Post); err != nil {
+		return err
+	}
+	if parts.Pre == nil && !k.PairEpilogue {
+		_, err = e.fusedDequant(k, parts)
+	}
+	return err
+}
+
+// runFusedDequant queues a fused dequantization: one launch with the
+// epilogue inside, or the parts.
+func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []exec.Memory) error {
+	parts, err := exec.FusedParts(k, len(mem))
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	n := parts.Core.Instrs[0].Node
+	if n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || k.PairEpilogue {
+		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
+	}
+	f, K := n.QuantFormat()
+	rb, err := ir.QuantRowBytes(f, K)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	count := int64(n.Numel())
+	rows := count / int64(K)
+	raw := parts.Core.Ins[0]
+	src, err := e.span(mem, raw.Buf, 1, raw.Layout.Offset, int(rows)*rb)
+	if err != nil {
+		return fmt.Errorf("rocm: %s blocks: %w", k.Name, err)
+	}
+	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	if err != nil {
+		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
+	}
+	ops, err := e.operandBases(k, mem)
+	if err != nil {
+		return fmt.Errorf("rocm: %s %w", k.Name, err)
+	}
+	fm, err := e.fusedDequant(k, parts)
+	if err != nil {
+		return fmt.Errorf("rocm: %s: %w", k.Name, err)
+	}
+	var a hip.Args
+	a.Ptr(src).Ptr(out).I64(count)
+	for _, p := range ops {
+		a.Ptr(p)
+	}
+	grid, blk := kernels.FlatLaunch(int(count / 4))
+	e.launchMu.Lock()
+	defer e.launchMu.Unlock()
+	if err := e.launchDep(fm.fn, grid, blk, 0, &a); err != nil {
+		return fmt.Errorf("rocm: %s: launch %s: %w", k.Name, fm.name, err)
+	}
+	e.launches.Add(1)
+	fusedDequantLaunches.Add(1)
+	return nil
+}
+
+// fusedDequantLaunches counts fused dequantizations run as one launch
+// (tests check the path was taken).
+var fusedDequantLaunches atomic.Int64

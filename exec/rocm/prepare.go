@@ -68,6 +68,8 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 				err = e.prepareFusedConv(k, len(p.Buffers), p.AllowTF32)
 			case k.IsFusedQMatmul():
 				err = e.prepareFusedQMatmul(k, len(p.Buffers))
+			case k.IsFusedDequant():
+				err = e.prepareFusedDequant(k, len(p.Buffers))
 			case isIndexKernel(k): // indexing, pools, upsampling
 				_, err = e.prepareIndex(k)
 			case k.IsWindow(): // convolutions
@@ -110,7 +112,7 @@ func (e *Executor) prepared(k *plan.Kernel) bool {
 		_, ok := k.Cache.Load(plan.KeyOf(e, matmulKey{}))
 		return ok
 	}
-	if k.IsFusedMatmul() || k.IsFusedConv() || k.IsFusedQMatmul() {
+	if k.IsFusedMatmul() || k.IsFusedConv() || k.IsFusedQuant() {
 		return false // prepareFused* are cheap once their parts are
 	}
 	if isIndexKernel(k) {

@@ -27,6 +27,7 @@ var quantFormats = []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, 
 // Quant runs the quantized group.
 func Quant(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Options) {
 	t.Run("Dequantize", func(t *testing.T) { quantDequantize(t, newExec, opts) })
+	t.Run("DequantizeEpilogue", func(t *testing.T) { quantDequantizeEpilogue(t, newExec, opts) })
 	t.Run("Embedding", func(t *testing.T) { quantEmbedding(t, newExec, opts) })
 	t.Run("QMatmul", func(t *testing.T) { quantMatmul(t, newExec, opts) })
 	t.Run("QMatmulEpilogue", func(t *testing.T) { quantMatmulEpilogue(t, newExec, opts) })
@@ -409,5 +410,95 @@ func quantErrors(t *testing.T) {
 	}
 	if d := q.Dequantize(dtype.U8); d.Err() == nil {
 		t.Errorf("dequantize to u8: no error")
+	}
+}
+
+// quantDequantizeEpilogue: a dequantization read element for element by
+// the chain after it, round(round(w·s) + b) in the output dtype then cast
+// to f32 (s [K] broadcast over the rows, b [rows, K]): one kernel on the
+// GPU, the dequantized tensor never stored (plan.DequantAt). Every format
+// and output dtype, whole tables, a narrowed row range and an embedding's
+// picked rows: bit for bit the same graph compiled without fusion on the
+// same executor, and within a rounding step of each op of the float64
+// reference from package quant's values (w·s rounds once in f32 first).
+func quantDequantizeEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts graph.Options) {
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, f := range append(quantFormats, quant.Q8_K) {
+		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			t.Run(fmt.Sprintf("%v/%v", f, dt), func(t *testing.T) {
+				tr, _ := f.Traits()
+				rows, k := 5, 2*tr.Block
+				raw := quantized(t, r, f, rows, k)
+				vals := func(shape ...int) (*tensor.Tensor, []float64) {
+					v := make([]float64, tensor.Numel(shape))
+					for i := range v {
+						v[i] = r.Float64()*2 - 1
+					}
+					tt, err := tensor.FromFloat64s(dt, v, shape...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return tt, tt.Float64s()
+				}
+				st, ss := vals(k)
+				for _, c := range []struct {
+					name string
+					pick []int // the table's rows the output holds, in order
+				}{{"whole", []int{0, 1, 2, 3, 4}}, {"narrowed", []int{1, 2, 3}}, {"embedding", []int{4, 0, 4, 2}}} {
+					bt, bs := vals(len(c.pick), k)
+					ids := make([]float64, len(c.pick))
+					for i, p := range c.pick {
+						ids[i] = float64(p)
+					}
+					it, err := tensor.FromFloat64s(dtype.U32, ids, len(ids))
+					if err != nil {
+						t.Fatal(err)
+					}
+					build := func() *graph.Graph {
+						g := graph.New()
+						q, err := g.QInput("w", f, rows, k)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var w *graph.Tensor
+						switch c.name {
+						case "whole":
+							w = q.Dequantize(dt)
+						case "narrowed":
+							nq, err := q.NarrowRows(1, 3)
+							if err != nil {
+								t.Fatal(err)
+							}
+							w = nq.Dequantize(dt)
+						default:
+							w = q.Embedding(g.Input("ids", dtype.U32, len(ids)), dt)
+						}
+						g.Output("y", w.Mul(g.Input("s", dt, k)).Add(g.Input("b", dt, len(c.pick), k)).Cast(dtype.F32))
+						return g
+					}
+					in := map[string]*tensor.Tensor{"w": raw, "s": st, "b": bt}
+					if c.name == "embedding" {
+						in["ids"] = it
+					}
+					got, plain := runBoth(t, newExec, build, opts, in)
+					ws := dequantRef(t, f, dt, raw.Bytes(), rows*k)
+					step := map[dtype.DType]float64{dtype.F32: 1.0 / (1 << 23), dtype.F16: 1.0 / 1024, dtype.BF16: 1.0 / 128}[dt]
+					for i, p := range c.pick {
+						for j := range k {
+							at := i*k + j
+							ws1 := ws[p*k+j] * ss[j]
+							want := ws1 + bs[at]
+							tol := step*(math.Abs(ws1)+math.Abs(want)) + 1e-30
+							if g := got[at]; !(math.Abs(g-want) <= tol) {
+								t.Fatalf("%s: y[%d][%d] = %v, want %v ± %v", c.name, i, j, g, want, tol)
+							}
+							if math.Float64bits(got[at]) != math.Float64bits(plain[at]) {
+								t.Fatalf("%s: y[%d][%d] = %v, and %v compiled without fusion", c.name, i, j, got[at], plain[at])
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }
