@@ -13,8 +13,9 @@
 //
 // A kernel is elementwise (or a row kernel, which also reduces), or one
 // step of another class (a matmul, an indexing op, a window op, a
-// quantized op, a collective), or a fused kernel: a pool, an upsampling or
-// a matmul with the elementwise chains around it (Kernel.CoreAt), which an
+// quantized op, a collective), or a fused kernel: a pool, an upsampling, a
+// matmul, a quantized matmul, a dequantization or a convolution with the
+// elementwise chains around it (Kernel.CoreAt), which an
 // executor renders as one kernel or runs in the parts SplitFused gives.
 //
 // Kernel.Cache holds executor-private compiled forms, keyed by executor, so

@@ -8,7 +8,8 @@ import (
 )
 
 // A fused kernel is a core step — a pool, an upsampling, a matmul, a
-// quantized matmul or a convolution (fuse's "core-fusion" pass) — with the
+// quantized matmul, a dequantization or a convolution (fuse's
+// "core-fusion" pass) — with the
 // elementwise chains before and after it in one kernel:
 //
 //	Instrs[:c]   the prologue: elementwise instructions over the shape of
