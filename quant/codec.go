@@ -105,11 +105,16 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 // DequantizeF16 decodes src like Dequantize and rounds each value once to
 // f16 (ties to even). An F16 source is copied unchanged.
 func DequantizeF16(t Type, src []byte, dst []dtype.Float16) error {
-	return dequantizeHalf("DequantizeF16", t, src, len(dst), func(i int, v float32, raw uint16) {
+	return dequantizeHalf("DequantizeF16", t, src, len(dst), func(i int, vals []float32, raw []byte) {
+		d := dst[i : i+len(vals)]
 		if t == F16 {
-			dst[i] = dtype.Float16(raw)
-		} else {
-			dst[i] = dtype.ToF16(v)
+			for k := range d {
+				d[k] = dtype.Float16(le16(raw[2*k:]))
+			}
+			return
+		}
+		for k, v := range vals {
+			d[k] = dtype.ToF16(v)
 		}
 	})
 }
@@ -117,19 +122,27 @@ func DequantizeF16(t Type, src []byte, dst []dtype.Float16) error {
 // DequantizeBF16 decodes src like Dequantize and rounds each value once to
 // bf16 (ties to even). A BF16 source is copied unchanged.
 func DequantizeBF16(t Type, src []byte, dst []dtype.BFloat16) error {
-	return dequantizeHalf("DequantizeBF16", t, src, len(dst), func(i int, v float32, raw uint16) {
+	return dequantizeHalf("DequantizeBF16", t, src, len(dst), func(i int, vals []float32, raw []byte) {
+		d := dst[i : i+len(vals)]
 		if t == BF16 {
-			dst[i] = dtype.BFloat16(raw)
-		} else {
-			dst[i] = dtype.ToBF16(v)
+			for k := range d {
+				d[k] = dtype.BFloat16(le16(raw[2*k:]))
+			}
+			return
+		}
+		for k, v := range vals {
+			d[k] = dtype.ToBF16(v)
 		}
 	})
 }
 
 // dequantizeHalf decodes a chunk of blocks at a time into a small f32
-// buffer and hands each value (and, for 2-byte plain types, its raw bits)
-// to put.
-func dequantizeHalf(op string, t Type, src []byte, dstLen int, put func(i int, v float32, raw uint16)) error {
+// buffer and hands each chunk to put: its first element's index, its
+// values, and its source bytes (for 2-byte plain types, copied as they
+// are). A call per chunk, not per value: the conversion loops inline
+// (Q4_K to bf16, one core of this 2-core Xeon VM: 3.9–4.0 ns a value as
+// a call a value, 1.8 now; the f32 decode alone 0.7).
+func dequantizeHalf(op string, t Type, src []byte, dstLen int, put func(i int, vals []float32, raw []byte)) error {
 	tr, c, err := lookup(op, t)
 	if err != nil {
 		return err
@@ -143,14 +156,9 @@ func dequantizeHalf(op string, t Type, src []byte, dstLen int, put func(i int, v
 	for b := 0; b < n/tr.Block; b += per {
 		nb := min(per, n/tr.Block-b)
 		vals := buf[:nb*tr.Block]
-		c.dequantize(src[b*tr.Size:(b+nb)*tr.Size], vals)
-		for k, v := range vals {
-			var raw uint16
-			if tr.Size == 2 {
-				raw = le16(src[(b+k)*2:])
-			}
-			put(b*tr.Block+k, v, raw)
-		}
+		raw := src[b*tr.Size : (b+nb)*tr.Size]
+		c.dequantize(raw, vals)
+		put(b*tr.Block, vals, raw)
 	}
 	return nil
 }
