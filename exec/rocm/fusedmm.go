@@ -45,24 +45,38 @@ func (e *Executor) fusedGemv(k *plan.Kernel, parts *plan.FusedParts, g plan.Gemm
 	if !ok || k.PairEpilogue && (c.Batch != 1 || c.N%2 != 0 || !kernels.GemvPairs(l.Name)) {
 		return nil, kernels.GemmLaunch{}, false, nil
 	}
-	key := plan.KeyOf(e, fusedMatmulKey{l.Name})
-	if v, ok := k.Cache.Load(key); ok {
-		return v.(*fusedMatmul), l, true, nil
-	}
-	name, code, err := kernels.GemvFused(e.target, l.Name, k, parts)
+	fm, err := e.fusedUnit(k, fusedMatmulKey{l.Name}, func() (string, string, error) {
+		return kernels.GemvFused(e.target, l.Name, k, parts)
+	})
 	if err != nil {
 		return nil, l, false, err
+	}
+	return fm, l, true, nil
+}
+
+// fusedUnit returns the entry that render's translation unit names for
+// fused kernel k, compiled (once per process, through the code cache) and
+// loaded (once per kernel and executor) on first use, kept in k's cache
+// under key.
+func (e *Executor) fusedUnit(k *plan.Kernel, key any, render func() (name, code string, err error)) (*fusedMatmul, error) {
+	ck := plan.KeyOf(e, key)
+	if v, ok := k.Cache.Load(ck); ok {
+		return v.(*fusedMatmul), nil
+	}
+	name, code, err := render()
+	if err != nil {
+		return nil, err
 	}
 	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
 	if err != nil {
-		return nil, l, false, err
+		return nil, err
 	}
 	fn, err := e.function(obj, name)
 	if err != nil {
-		return nil, l, false, err
+		return nil, err
 	}
-	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
-	return v.(*fusedMatmul), l, true, nil
+	v, _ := k.Cache.LoadOrStore(ck, &fusedMatmul{fn: fn, name: name})
+	return v.(*fusedMatmul), nil
 }
 
 // fusedGeomKey keys a fused matmul's parts and GEMM geometry in

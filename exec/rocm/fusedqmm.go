@@ -31,24 +31,21 @@ type fusedQMVKey struct{ entry string }
 // fusedQMV returns fused kernel k's one-launch mat-vec for entry (a
 // QMVFEntry name), compiled on first use.
 func (e *Executor) fusedQMV(k *plan.Kernel, parts *plan.FusedParts, entry string) (*fusedMatmul, error) {
-	key := plan.KeyOf(e, fusedQMVKey{entry})
-	if v, ok := k.Cache.Load(key); ok {
-		return v.(*fusedMatmul), nil
+	return e.fusedUnit(k, fusedQMVKey{entry}, func() (string, string, error) {
+		return kernels.QMVFFused(e.target, entry, k, parts)
+	})
+}
+
+// fusedMemory returns a fused kernel's output and the base of each of its
+// operands (operandBases), the arguments a one-launch fused kernel takes.
+func (e *Executor) fusedMemory(k *plan.Kernel, mem []exec.Memory) (out hip.DevPtr, ops []hip.DevPtr, err error) {
+	if out, err = e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel()); err != nil {
+		return 0, nil, fmt.Errorf("rocm: %s output: %w", k.Name, err)
 	}
-	name, code, err := kernels.QMVFFused(e.target, entry, k, parts)
-	if err != nil {
-		return nil, err
+	if ops, err = e.operandBases(k, mem); err != nil {
+		return 0, nil, fmt.Errorf("rocm: %s %w", k.Name, err)
 	}
-	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
-	if err != nil {
-		return nil, err
-	}
-	fn, err := e.function(obj, name)
-	if err != nil {
-		return nil, err
-	}
-	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
-	return v.(*fusedMatmul), nil
+	return out, ops, nil
 }
 
 // qmvPairs reports whether fused kernel k's epilogue can run inside the
@@ -133,13 +130,9 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 	if err != nil {
 		return fmt.Errorf("rocm: %s activations: %w", k.Name, err)
 	}
-	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	out, ops, err := e.fusedMemory(k, mem)
 	if err != nil {
-		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
-	}
-	ops, err := e.operandBases(k, mem)
-	if err != nil {
-		return fmt.Errorf("rocm: %s %w", k.Name, err)
+		return err
 	}
 	fm, err := e.fusedQMV(k, parts, fname)
 	if err != nil {
@@ -161,24 +154,9 @@ type fusedDequantKey struct{}
 // fusedDequant returns fused kernel k's one-launch dequantization,
 // compiled on first use.
 func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts) (*fusedMatmul, error) {
-	key := plan.KeyOf(e, fusedDequantKey{})
-	if v, ok := k.Cache.Load(key); ok {
-		return v.(*fusedMatmul), nil
-	}
-	name, code, err := kernels.DequantFused(e.target, k, parts)
-	if err != nil {
-		return nil, err
-	}
-	obj, _, err := e.codes.get(e.comp, CacheDir(), code, name, e.info.Arch, e.opts)
-	if err != nil {
-		return nil, err
-	}
-	fn, err := e.function(obj, name)
-	if err != nil {
-		return nil, err
-	}
-	v, _ := k.Cache.LoadOrStore(key, &fusedMatmul{fn: fn, name: name})
-	return v.(*fusedMatmul), nil
+	return e.fusedUnit(k, fusedDequantKey{}, func() (string, string, error) {
+		return kernels.DequantFused(e.target, k, parts)
+	})
 }
 
 // prepareFusedDequant readies a fused dequantization: its parts (the
@@ -226,13 +204,9 @@ func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []ex
 	if err != nil {
 		return fmt.Errorf("rocm: %s blocks: %w", k.Name, err)
 	}
-	out, err := e.span(mem, k.Out, k.Out.DType.Size(), 0, k.Out.Numel())
+	out, ops, err := e.fusedMemory(k, mem)
 	if err != nil {
-		return fmt.Errorf("rocm: %s output: %w", k.Name, err)
-	}
-	ops, err := e.operandBases(k, mem)
-	if err != nil {
-		return fmt.Errorf("rocm: %s %w", k.Name, err)
+		return err
 	}
 	fm, err := e.fusedDequant(k, parts)
 	if err != nil {

@@ -241,6 +241,21 @@ func quantMatmul(t *testing.T, newExec func(byte) exec.Executor, opts graph.Opti
 	}
 }
 
+// uniformValues draws a tensor of dt and shape uniform in [−1, 1) and
+// returns it with its values as stored.
+func uniformValues(t *testing.T, r *rand.Rand, dt dtype.DType, shape ...int) (*tensor.Tensor, []float64) {
+	t.Helper()
+	v := make([]float64, tensor.Numel(shape))
+	for i := range v {
+		v[i] = r.Float64()*2 - 1
+	}
+	tt, err := tensor.FromFloat64s(dt, v, shape...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tt, tt.Float64s()
+}
+
 // rowProduct returns Σ w·x over one weight row and one activation row, Σ
 // |w| and max |x|: the reference and the terms of the 8-bit activations'
 // error bound.
@@ -270,17 +285,7 @@ func quantMatmulEpilogue(t *testing.T, newExec func(byte) exec.Executor, opts gr
 					tr, _ := f.Traits()
 					n, k := 37, 2*max(tr.Block, 64)
 					raw := quantized(t, r, f, n, k)
-					vals := func(shape ...int) (*tensor.Tensor, []float64) {
-						v := make([]float64, tensor.Numel(shape))
-						for i := range v {
-							v[i] = r.Float64()*2 - 1
-						}
-						tt, err := tensor.FromFloat64s(dt, v, shape...)
-						if err != nil {
-							t.Fatal(err)
-						}
-						return tt, tt.Float64s()
-					}
+					vals := func(shape ...int) (*tensor.Tensor, []float64) { return uniformValues(t, r, dt, shape...) }
 					xt, xs := vals(m, k)
 					rt, rs := vals(m, n)
 					st, ss := vals(n)
@@ -429,17 +434,7 @@ func quantDequantizeEpilogue(t *testing.T, newExec func(byte) exec.Executor, opt
 				tr, _ := f.Traits()
 				rows, k := 5, 2*tr.Block
 				raw := quantized(t, r, f, rows, k)
-				vals := func(shape ...int) (*tensor.Tensor, []float64) {
-					v := make([]float64, tensor.Numel(shape))
-					for i := range v {
-						v[i] = r.Float64()*2 - 1
-					}
-					tt, err := tensor.FromFloat64s(dt, v, shape...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return tt, tt.Float64s()
-				}
+				vals := func(shape ...int) (*tensor.Tensor, []float64) { return uniformValues(t, r, dt, shape...) }
 				st, ss := vals(k)
 				for _, c := range []struct {
 					name string
