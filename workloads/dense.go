@@ -38,11 +38,11 @@ var Dense = []Workload{
 	{ID: "W13x4m8-q4_k", Desc: "8-row decode mat-vec with 4× W13's rows, W in Q4_K", Build: w13rows(quant.Q4_K, 8, 4*14336)},
 	{ID: "W13p-q4_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q4_K (dequantize + GEMM)", Build: w13(quant.Q4_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13p-bf16", Desc: "prefill x[512,4096] · W[4096,14336], both bf16: the GEMM W13p-q4_k is held to (≥ 70% of its TFLOP/s)", Build: w13pbf16, Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
-	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K)},
-	{ID: "W13d-q4_0", Desc: "dequantize W [14336, 4096] Q4_0 to bf16", Build: w13d(quant.Q4_0)},
-	{ID: "W13d-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16", Build: w13d(quant.Q6_K)},
-	{ID: "W13d-q8_0", Desc: "dequantize W [14336, 4096] Q8_0 to bf16", Build: w13d(quant.Q8_0)},
-	{ID: "W13ds-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 times a scale s [4096] (a dequantization with an epilogue: one pass fused, two unfused)", Build: w13ds(quant.Q4_K)},
+	{ID: "W13d-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 (the prefill path's first pass)", Build: w13d(quant.Q4_K, false)},
+	{ID: "W13d-q4_0", Desc: "dequantize W [14336, 4096] Q4_0 to bf16", Build: w13d(quant.Q4_0, false)},
+	{ID: "W13d-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16", Build: w13d(quant.Q6_K, false)},
+	{ID: "W13d-q8_0", Desc: "dequantize W [14336, 4096] Q8_0 to bf16", Build: w13d(quant.Q8_0, false)},
+	{ID: "W13ds-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 times a scale s [4096] (a dequantization with an epilogue: one pass fused, two unfused)", Build: w13d(quant.Q4_K, true)},
 	{ID: "W-attn", Desc: "decode attention bf16 (CausalAttention): q [1, 32, 1, 64] over 8 key/value heads, k and v [1, 8, 1024, 64], every key visible (bytes: the keys and values)", Build: wAttn},
 	{ID: "W-attn768", Desc: "the 1B model's decode attention at position 640 (its window of 768 positions): q [1, 32, 1, 64] over k and v [1, 8, 768, 64], keys 0…640 visible (bytes: all the keys and values)", Build: wAttn768},
 	{ID: "block-mm", Desc: "transformer block with Matmul, f32, T 128, D 512, 8 heads, hidden 1376", Build: func(Size) (*graph.Graph, error) { return BlockMM(CPUBlock) }, Flops: func(Size) float64 { return blockFlops(CPUBlock) }},
@@ -157,28 +157,21 @@ func w13pbf16(Size) (*graph.Graph, error) {
 	return g, g.Err()
 }
 
-func w13d(f quant.Type) func(Size) (*graph.Graph, error) {
+// w13d dequantizes W13's weight in format f to bf16 (the prefill path's
+// first pass). With scaled, each column of the dequantized weight is multiplied by s
+// [4096] bf16 as it is read (W13ds: plan.DequantAt fuses the two).
+func w13d(f quant.Type, scaled bool) func(Size) (*graph.Graph, error) {
 	return func(Size) (*graph.Graph, error) {
 		g := graph.New()
 		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
 		if err != nil {
 			return nil, err
 		}
-		g.Output("out", w.Dequantize(dtype.BF16))
-		return g, g.Err()
-	}
-}
-
-// w13ds is W13d with the dequantized weight scaled per column as it is
-// read: dequantize(W)·s, s [4096] bf16 (plan.DequantAt fuses the two).
-func w13ds(f quant.Type) func(Size) (*graph.Graph, error) {
-	return func(Size) (*graph.Graph, error) {
-		g := graph.New()
-		w, err := g.QInput("wq_"+f.String(), f, 14336, 4096)
-		if err != nil {
-			return nil, err
+		out := w.Dequantize(dtype.BF16)
+		if scaled {
+			out = out.Mul(g.Input("s", dtype.BF16, 4096))
 		}
-		g.Output("out", w.Dequantize(dtype.BF16).Mul(g.Input("s", dtype.BF16, 4096)))
+		g.Output("out", out)
 		return g, g.Err()
 	}
 }

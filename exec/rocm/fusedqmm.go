@@ -159,6 +159,13 @@ func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts) (*fusedM
 	})
 }
 
+// dequantOneLaunch says whether fused dequantization k with parts runs as
+// one launch (kernels.DequantFused takes an epilogue, no prologue and no
+// pairs; fuse gives it no other) rather than as its parts.
+func dequantOneLaunch(k *plan.Kernel, parts *plan.FusedParts) bool {
+	return parts.Pre == nil && parts.Post != nil && !k.PairEpilogue
+}
+
 // prepareFusedDequant readies a fused dequantization: its parts (the
 // path an empty output takes) and the one launch.
 func (e *Executor) prepareFusedDequant(k *plan.Kernel, buffers int) error {
@@ -169,15 +176,13 @@ func (e *Executor) prepareFusedDequant(k *plan.Kernel, buffers int) error {
 	if err := e.prepareQuant(parts.Core); err != nil {
 		return err
 	}
-	if parts.Post == nil {
+	if !dequantOneLaunch(k, parts) {
 		return nil
 	}
 	if _, err := e.prepare(parts.Post); err != nil {
 		return err
 	}
-	if parts.Pre == nil && !k.PairEpilogue {
-		_, err = e.fusedDequant(k, parts)
-	}
+	_, err = e.fusedDequant(k, parts)
 	return err
 }
 
@@ -189,7 +194,7 @@ func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []ex
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
 	n := parts.Core.Instrs[0].Node
-	if n.Numel() == 0 || parts.Pre != nil || parts.Post == nil || k.PairEpilogue {
+	if n.Numel() == 0 || !dequantOneLaunch(k, parts) {
 		return exec.RunFusedParts(ctx, partRunner{e}, k, mem)
 	}
 	f, K := n.QuantFormat()
