@@ -543,7 +543,11 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 		if err != nil {
 			return "", "", err
 		}
-		return kernels.DequantFused(t, k, parts)
+		// The body the GPU runs: the word-load one where the format has
+		// it (aligned buffers), else the byte-wise one.
+		n := parts.Core.Instrs[0].Node
+		f, _ := n.QuantFormat()
+		return kernels.DequantFused(t, k, parts, kernels.DequantFusedWord(f, n.DType) && n.Numel()%256 == 0)
 	}
 	if k := e.Kernel; k.IsFusedConv() {
 		// The output transposes with the epilogue inside

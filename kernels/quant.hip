@@ -532,6 +532,15 @@ LOOM_QMVW3(q6_k)
 // (the host checks, and otherwise runs loom_dequant_q4_k); n is a multiple
 // of 256.
 // store8f is store8 for 8 values the caller knows are not NaN.
+// The word-load kernels below store a thread's 8 outputs, elements i …
+// i + 7 of y, through an output object o: o.put8(y, i, v), or o.put8f
+// where the caller knows no v is NaN. The plain outputs store the values
+// (LOOM_QDW_PUT8: store8 at y + i); DequantFused's (kernels/quant.go)
+// passes each, rounded to the dequantization's dtype, through the
+// epilogue it was fused with.
+#define LOOM_QDW_PUT8                                                                            \
+  LOOM_DEV void put8(T* y, long long i, const float* v) const { store8(y + i, v); }             \
+  LOOM_DEV void put8f(T* y, long long i, const float* v) const { store8f(y + i, v); }
 struct QdwF32 {
   typedef float T;
   static LOOM_DEV void store8(float* y, const float* v) {
@@ -539,6 +548,7 @@ struct QdwF32 {
     reinterpret_cast<uint4*>(y)[1] = make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]), __float_as_uint(v[6]), __float_as_uint(v[7]));
   }
   static LOOM_DEV void store8f(float* y, const float* v) { store8(y, v); }
+  LOOM_QDW_PUT8
 };
 #define LOOM_QDW_HALF(NAME, CV2, CV2F)                                                               \
   struct NAME {                                                                                      \
@@ -549,6 +559,7 @@ struct QdwF32 {
     static LOOM_DEV void store8f(unsigned short* y, const float* v) {                                \
       reinterpret_cast<uint4*>(y)[0] = make_uint4(CV2F(v[0], v[1]), CV2F(v[2], v[3]), CV2F(v[4], v[5]), CV2F(v[6], v[7])); \
     }                                                                                                \
+    LOOM_QDW_PUT8                                                                                    \
   };
 LOOM_DEV unsigned int qdw_f16x2(float lo, float hi) {
   return (unsigned int)loom_f32_to_f16(lo) | ((unsigned int)loom_f32_to_f16(hi) << 16);
@@ -639,7 +650,7 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 #define QDW_Q4K_BOUNDS __launch_bounds__(256)
 #endif
 template <class O>
-LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
   // get_scale_min_k4 for sub-block s, with A = byte s + 4, P = byte s,
@@ -672,11 +683,11 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
       float v[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = d1 * qmvw_f((qs[i >> 2] >> (8 * (i & 3))) & 255u) - m1;
-      typename O::T* out = y + 256 * (s0 + k) + 64 * j + 32 * h + l;
+      const long long at = 256 * (s0 + k) + 64 * j + 32 * h + l;
       if ((hd[k].x & 0x7C00u) != 0x7C00u && (hd[k].x & 0x7C000000u) != 0x7C000000u) // d, dmin finite
-        O::store8f(out, v);
+        o.put8f(y, at, v);
       else
-        O::store8(out, v);
+        o.put8(y, at, v);
     }
   }
 }
@@ -708,7 +719,7 @@ LOOM_DEV void qdw_run8(const unsigned char* p, unsigned int* lo, unsigned int* h
   *hi = (unsigned int)((((unsigned long long)w2 << 32) | w1) >> s);
 }
 template <class O>
-LOOM_DEV void qdw_q6_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+LOOM_DEV void qdw_q6_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, h = lane >> 4, r = (lane >> 2) & 3, l = 8 * (lane & 3);
   const int oql = 64 * h + 32 * (r & 1) + l, oqh = 128 + 32 * h + l, osc = 192 + 8 * h + (l >> 4) + 2 * r;
@@ -736,11 +747,11 @@ LOOM_DEV void qdw_q6_k(const unsigned char* __restrict__ src, typename O::T* __r
 #pragma unroll
         for (int i = 0; i < 4; ++i) v[4 * j + i] = d1 * (qmvw_f((q >> (8 * i)) & 255u) - 32.f);
       }
-      typename O::T* out = y + 256 * (s0 + k) + 8 * lane;
+      const long long at = 256 * (s0 + k) + 8 * lane;
       if ((D[k] & 0x7C00u) != 0x7C00u) // d finite
-        O::store8f(out, v);
+        o.put8f(y, at, v);
       else
-        O::store8(out, v);
+        o.put8(y, at, v);
     }
   }
 }
@@ -769,7 +780,7 @@ struct qdw_f_q8_0 {
   static LOOM_DEV unsigned int bytes(unsigned int w, int) { return w ^ 0x80808080u; }
 };
 template <class F, class O>
-LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
+LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
   const long long runs = n / 256;
   const int lane = threadIdx.x & 31, blk = lane >> 2, off = F::off(lane);
   const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -792,11 +803,11 @@ LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __re
 #pragma unroll
         for (int i = 0; i < 4; ++i) v[4 * j + i] = (qmvw_f((q >> (8 * i)) & 255u) - F::BIAS) * d;
       }
-      typename O::T* out = y + 256 * (s0 + k) + 8 * lane;
+      const long long at = 256 * (s0 + k) + 8 * lane;
       if ((D[k] & 0x7C00u) != 0x7C00u) // d finite: so is every output
-        O::store8f(out, v);
+        o.put8f(y, at, v);
       else
-        O::store8(out, v);
+        o.put8(y, at, v);
     }
   }
 }
@@ -806,19 +817,19 @@ LOOM_DEV void qdw_b32(const unsigned char* __restrict__ src, typename O::T* __re
   extern "C" __global__ void BOUNDS NAME(const unsigned char* __restrict__ src, O::T* __restrict__ y, \
                                          long long n) {                                               \
     loom_grid_entry();                                                                                \
-    CALL<O>(src, y, n);                                                                               \
+    CALL<O>(src, y, n, O());                                                                          \
   }
 #define LOOM_DEQUANTW3(FMT, BOUNDS, CALL)                               \
   LOOM_DEQUANTW(BOUNDS, CALL, QdwF32, loom_dequantw_##FMT##_f32)        \
   LOOM_DEQUANTW(BOUNDS, CALL, QdwF16, loom_dequantw_##FMT##_f16)        \
   LOOM_DEQUANTW(BOUNDS, CALL, QdwBF16, loom_dequantw_##FMT##_bf16)
 template <class O>
-LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
-  qdw_b32<qdw_f_q4_0, O>(src, y, n);
+LOOM_DEV void qdw_q4_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+  qdw_b32<qdw_f_q4_0, O>(src, y, n, o);
 }
 template <class O>
-LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n) {
-  qdw_b32<qdw_f_q8_0, O>(src, y, n);
+LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+  qdw_b32<qdw_f_q8_0, O>(src, y, n, o);
 }
 #ifndef QMVF_FUSED
 LOOM_DEQUANTW3(q4_k, QDW_Q4K_BOUNDS, qdw_q4_k)

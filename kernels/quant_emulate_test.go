@@ -774,7 +774,8 @@ int main(int argc, char** argv) {
 // f32) on the host emulation, with one block and several (grid-stride),
 // and compares every output with package quant's value times s in
 // float32, bit for bit: the fused kernel stores what loom_dequant_* and
-// the multiply's kernel would.
+// the multiply's kernel would, with the byte-wise body and, where the
+// format has one, the word-load body.
 func TestEmulateDequantFused(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(63, 64))
@@ -782,57 +783,62 @@ func TestEmulateDequantFused(t *testing.T) {
 		f          quant.Type
 		rows, grid int
 	}{{quant.Q4_0, 3, 1}, {quant.Q4_K, 5, 2}, {quant.Q6_K, 4, 3}, {quant.Q8_0, 6, 1}, {quant.Q2_K, 2, 2}, {quant.Q5_1, 3, 2}} {
-		t.Run(c.f.String(), func(t *testing.T) {
-			const k = 512
-			g := graph.New()
-			q, err := g.QInput("w", c.f, c.rows, k)
-			if err != nil {
-				t.Fatal(err)
+		for _, word := range []bool{false, true} {
+			if word && !DequantFusedWord(c.f, dtype.F32) {
+				continue
 			}
-			g.Output("y", q.Dequantize(dtype.F32).Mul(g.Input("s", dtype.F32, k)))
-			p, err := g.Compile(graph.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Plan().Steps) != 1 || !p.Plan().Steps[0].Kernel.IsFusedDequant() {
-				t.Fatalf("want one fused dequantization, have %d steps", len(p.Plan().Steps))
-			}
-			kn := p.Plan().Steps[0].Kernel
-			parts, err := plan.SplitFused(kn, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name, code, err := DequantFused(emuTarget, kn, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ops strings.Builder
-			for _, o := range kn.Ins {
-				fmt.Fprintf(&ops, ", (const %s*)a->%s", ctypes[o.Buf.DType].storage, o.Buf.Name)
-			}
-			body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
-			main := strings.NewReplacer("ENTRY", name, "OPERANDS", ops.String()).Replace(dequantFusedMain)
-			prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
-			if err != nil {
-				t.Fatal(firstLines(err.Error(), 30))
-			}
-			_, w, _, wp, _ := emuQuantized(t, r, dir, c.f, c.rows, k, 1)
-			s := make([]float32, k)
-			sb := make([]byte, 4*k)
-			for i := range s {
-				s[i] = float32(r.Float64()*2 - 1)
-				binary.LittleEndian.PutUint32(sb[4*i:], math.Float32bits(s[i]))
-			}
-			sp := filepath.Join(dir, "s")
-			if err := os.WriteFile(sp, sb, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			got := emuRun(t, prog, c.rows*k, fmt.Sprint(c.rows*k), fmt.Sprint(c.grid), wp, sp, filepath.Join(dir, "y"))
-			for i, v := range got {
-				if want := w[i] * s[i%k]; math.Float32bits(v) != math.Float32bits(want) {
-					t.Fatalf("y[%d] = %v, want %v·%v = %v", i, v, w[i], s[i%k], want)
+			t.Run(fmt.Sprintf("%v/word=%v", c.f, word), func(t *testing.T) {
+				const k = 512
+				g := graph.New()
+				q, err := g.QInput("w", c.f, c.rows, k)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				g.Output("y", q.Dequantize(dtype.F32).Mul(g.Input("s", dtype.F32, k)))
+				p, err := g.Compile(graph.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Plan().Steps) != 1 || !p.Plan().Steps[0].Kernel.IsFusedDequant() {
+					t.Fatalf("want one fused dequantization, have %d steps", len(p.Plan().Steps))
+				}
+				kn := p.Plan().Steps[0].Kernel
+				parts, err := plan.SplitFused(kn, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name, code, err := DequantFused(emuTarget, kn, parts, word)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ops strings.Builder
+				for _, o := range kn.Ins {
+					fmt.Fprintf(&ops, ", (const %s*)a->%s", ctypes[o.Buf.DType].storage, o.Buf.Name)
+				}
+				body := strings.Replace(code, "extern __shared__ int qf_shared[];", fmt.Sprintf("static int qf_shared[%d];", QMVFMaxShared/4), 1)
+				main := strings.NewReplacer("ENTRY", name, "OPERANDS", ops.String()).Replace(dequantFusedMain)
+				prog, err := hostemu.Build("", hostemu.Shim+body+hostemu.Helpers+main)
+				if err != nil {
+					t.Fatal(firstLines(err.Error(), 30))
+				}
+				_, w, _, wp, _ := emuQuantized(t, r, dir, c.f, c.rows, k, 1)
+				s := make([]float32, k)
+				sb := make([]byte, 4*k)
+				for i := range s {
+					s[i] = float32(r.Float64()*2 - 1)
+					binary.LittleEndian.PutUint32(sb[4*i:], math.Float32bits(s[i]))
+				}
+				sp := filepath.Join(dir, "s")
+				if err := os.WriteFile(sp, sb, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				got := emuRun(t, prog, c.rows*k, fmt.Sprint(c.rows*k), fmt.Sprint(c.grid), wp, sp, filepath.Join(dir, "y"))
+				for i, v := range got {
+					if want := w[i] * s[i%k]; math.Float32bits(v) != math.Float32bits(want) {
+						t.Fatalf("y[%d] = %v, want %v·%v = %v", i, v, w[i], s[i%k], want)
+					}
+				}
+			})
+		}
 	}
 }

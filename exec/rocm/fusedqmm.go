@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/rocm/hip"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/kernels"
 	"github.com/loomgraph/loom/plan"
+	"github.com/loomgraph/loom/quant"
 )
 
 // Fused quantized matmul kernels (plan.QMatmulAt: a qmatmul with the
@@ -147,16 +149,24 @@ func (e *Executor) runFusedQMatmul(ctx context.Context, k *plan.Kernel, mem []ex
 // epilogue's output written once, the dequantized tensor never stored.
 // An empty output, or an epilogue the kernel cannot take, runs the parts.
 
-// fusedDequantKey keys a fused dequantization's compiled form in
-// plan.Kernel.Cache.
-type fusedDequantKey struct{}
+// fusedDequantKey keys a fused dequantization's compiled form (word-load
+// body or byte-wise) in plan.Kernel.Cache.
+type fusedDequantKey struct{ word bool }
 
-// fusedDequant returns fused kernel k's one-launch dequantization,
-// compiled on first use.
-func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts) (*fusedMatmul, error) {
-	return e.fusedUnit(k, fusedDequantKey{}, func() (string, string, error) {
-		return kernels.DequantFused(e.target, k, parts)
+// fusedDequant returns fused kernel k's one-launch dequantization with the
+// word-load body or the byte-wise one (kernels.DequantFused), compiled on
+// first use.
+func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts, word bool) (*fusedMatmul, error) {
+	return e.fusedUnit(k, fusedDequantKey{word}, func() (string, string, error) {
+		return kernels.DequantFused(e.target, k, parts, word)
 	})
+}
+
+// dequantWord says whether a fused dequantization of count elements of f
+// to d, from raw into out, takes the word-load body: the standalone
+// dequantization's test (exec/rocm/quant.go's dequant).
+func dequantWord(f quant.Type, d dtype.DType, raw, out hip.DevPtr, count int64) bool {
+	return kernels.DequantFusedWord(f, d) && raw%16 == 0 && out%16 == 0 && count%256 == 0 && !dequantBytewise
 }
 
 // dequantOneLaunch says whether fused dequantization k with parts runs as
@@ -182,7 +192,11 @@ func (e *Executor) prepareFusedDequant(k *plan.Kernel, buffers int) error {
 	if _, err := e.prepare(parts.Post); err != nil {
 		return err
 	}
-	_, err = e.fusedDequant(k, parts)
+	// The body a first run takes: buffers are 16-byte aligned, so the
+	// word-load one wherever the format and the count allow it.
+	n := parts.Core.Instrs[0].Node
+	f, _ := n.QuantFormat()
+	_, err = e.fusedDequant(k, parts, dequantWord(f, n.DType, 0, 0, int64(n.Numel())))
 	return err
 }
 
@@ -213,7 +227,11 @@ func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []ex
 	if err != nil {
 		return err
 	}
-	fm, err := e.fusedDequant(k, parts)
+	word, per := dequantWord(f, n.DType, src, out, count), int64(4)
+	if word {
+		per = 32
+	}
+	fm, err := e.fusedDequant(k, parts, word)
 	if err != nil {
 		return fmt.Errorf("rocm: %s: %w", k.Name, err)
 	}
@@ -222,7 +240,7 @@ func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []ex
 	for _, p := range ops {
 		a.Ptr(p)
 	}
-	grid, blk := kernels.FlatLaunch(int(count / 4))
+	grid, blk := kernels.FlatLaunch(int(count / per))
 	e.launchMu.Lock()
 	defer e.launchMu.Unlock()
 	if err := e.launchDep(fm.fn, grid, blk, 0, &a); err != nil {
@@ -230,9 +248,13 @@ func (e *Executor) runFusedDequant(ctx context.Context, k *plan.Kernel, mem []ex
 	}
 	e.launches.Add(1)
 	fusedDequantLaunches.Add(1)
+	if word {
+		fusedDequantWordLaunches.Add(1)
+	}
 	return nil
 }
 
-// fusedDequantLaunches counts fused dequantizations run as one launch
-// (tests check the path was taken).
-var fusedDequantLaunches atomic.Int64
+// fusedDequantLaunches counts fused dequantizations run as one launch,
+// fusedDequantWordLaunches those with the word-load body (tests check the
+// path was taken).
+var fusedDequantLaunches, fusedDequantWordLaunches atomic.Int64
