@@ -434,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(256) %s(const unsigned char* __rest
 		fmt.Fprintf(&init, "  o.in%d = in%d;\n", i, i)
 	}
 	bounds := "__launch_bounds__(256)"
-	if f == quant.Q4_K {
+	if f == quant.Q4_K && dequantFusedCap {
 		bounds = "QDW_Q4K_BOUNDS"
 	}
 	fmt.Fprintf(&b, `
@@ -464,6 +464,11 @@ extern "C" __global__ void %[5]s %[1]s(const unsigned char* __restrict__ src,
 	name, code = fusedUnit(t, b.String(), "loom_dequantw_"+q+"_"+o)
 	return name, code, nil
 }
+
+// dequantFusedCap: the fused Q4_K word-load body keeps the plain kernel's
+// register cap (QDW_Q4K_BOUNDS: 6 blocks of 256 a multiprocessor on
+// NVIDIA); LOOM_DEQUANT_FUSED_CAP=0 drops it, to compare.
+var dequantFusedCap = os.Getenv("LOOM_DEQUANT_FUSED_CAP") != "0"
 
 // DequantFusedWord says whether a fused dequantization of t to out has a
 // word-load body (DequantFused's word).
