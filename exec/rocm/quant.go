@@ -407,6 +407,15 @@ func (e *Executor) qmvF(step, name string, f quant.Type, fn hip.Function, wp, xp
 		return fmt.Errorf("rocm: %s: %w", step, err)
 	}
 	rows := int64(threads / 32 * kernels.QMVFRowsPerGroup(f, K, path))
+	// Tried and taken back (session 49, H200, the 1B-shaped model's Q4_K
+	// decode, two rounds alternating in one call): products whose rows
+	// give fewer blocks than multiprocessors (the output projection's
+	// 2,048 rows of 2,048 weights: 64 blocks of 256; q/k/v's 3,072: 96)
+	// in blocks of 128 or 64 threads instead, so that more
+	// multiprocessors read their weight: median step 522.1 / 521.1 µs
+	// (128) and 539.4 / 539.0 (64) against 519.3 / 519.5. A small
+	// product's time is its round trips, not its share of the bandwidth;
+	// more blocks only quantize x more times.
 	grid := [3]uint32{uint32(max(1, min((N+rows-1)/rows, int64(resident)*int64(e.info.MultiProcessors), 65535))), 1, 1}
 	var a hip.Args
 	a.Ptr(wp).Ptr(xp).Ptr(out).I64(K).I64(N).I64(rowBytes).I32(int32(path))
