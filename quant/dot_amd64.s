@@ -117,7 +117,12 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 // waiting on its row. The two-row kernel advances each row 72 bytes an
 // iteration, more than a cache line, so it asks for two lines a row (a few
 // percent more, A/B: 13–16 against 12–15 GB/s). The Q4_K and Q6_K loops
-// were slower with it (10 against 11–17 GB/s), so they go without.
+// were slower with it (10 against 11–17 GB/s), so they go without. Tried
+// again for Q4_K in session 49 on a 2-core Zen 4 VM (read 47 GB/s): three
+// lines a block PF ahead in dotRowsQ4_KQ8_KAVX2P, W13-q4_k 1.34–1.39 ms
+// against 1.39–1.41 without, three rounds alternating: the same within
+// the VM's noise. There the kernel streams ~12 GB/s a core, about its
+// in-cache rate: its arithmetic, not the memory, bounds it.
 #define PF 4608
 
 // HSUM8 adds the eight int32 of Y into the low dword of X (T is scratch).
