@@ -20,6 +20,10 @@ type Entry struct {
 	// "W1 fused".
 	Label  string
 	Kernel *plan.Kernel
+	// Bytewise, for a fused dequantization of a format with a word-load
+	// body, asks for its byte-wise body instead (the one the GPU runs
+	// where the buffers are not 16-byte aligned).
+	Bytewise bool
 }
 
 // unfusedSize is the element count of the per-op kernels: odd, so the
@@ -296,6 +300,10 @@ func Kernels() ([]Entry, error) {
 			}); err != nil || qerr != nil {
 				return nil, errors.Join(err, qerr)
 			}
+			// The byte-wise body too where the format has a word-load one.
+			if e := out[len(out)-1]; kernels.DequantFusedWord(f, dt) {
+				out = append(out, Entry{Label: e.Label + " byte-wise", Kernel: e.Kernel, Bytewise: true})
+			}
 		}
 	}
 	// A two-stage reduction (one long row) and the float composites.
@@ -547,7 +555,7 @@ func Render(e Entry, t codegen.Target) (name, code string, err error) {
 		// it (aligned buffers), else the byte-wise one.
 		n := parts.Core.Instrs[0].Node
 		f, _ := n.QuantFormat()
-		return kernels.DequantFused(t, k, parts, kernels.DequantFusedWord(f, n.DType) && n.Numel()%256 == 0)
+		return kernels.DequantFused(t, k, parts, kernels.DequantFusedWord(f, n.DType) && n.Numel()%256 == 0 && !e.Bytewise)
 	}
 	if k := e.Kernel; k.IsFusedConv() {
 		// The output transposes with the epilogue inside
