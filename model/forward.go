@@ -391,12 +391,19 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		p := fmt.Sprintf("blk.%d.", l)
 		q, kv := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
 		kvc := g.Input(inCache(l), m.dt, 2, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, kv, 3)
+		if m.probe == probeScatter2 {
+			kvc = kvc.Scatter(at, kv, 3)
+		}
 		g.Output(outCache(l), kvc)
 		ka, va := cacheKV(kvc)
 		if w < m.maxSeq {
 			ka, va = ka.Narrow(2, 0, w), va.Narrow(2, 0, w)
 		}
-		x = f.residual(x, f.attendCache(q, ka, va, pos), p+"attn_output")
+		if a := f.attendCache(q, ka, va, pos); m.probe == probeNoOutProj {
+			x = x.Add(a)
+		} else {
+			x = f.residual(x, a, p+"attn_output")
+		}
 		x = f.mlp(x, f.rmsNorm(x, p+"ffn_norm"), p)
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))

@@ -309,7 +309,13 @@ func TestGPUSpeed1B(t *testing.T) {
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		t0 := time.Now()
-		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay, NoPipeline: c.noPipeline})
+		// LOOM_LLAMA_PROBE: one of the decode graph's measurement probes
+		// (Options.probe: scatter2, no-attn-output).
+		probe := os.Getenv("LOOM_LLAMA_PROBE")
+		if probe != "" {
+			c.name += " (probe " + probe + ")"
+		}
+		m := load(t, c.path, Options{Executor: e, DType: c.dt, NoReplay: c.noReplay, NoPipeline: c.noPipeline, probe: probe})
 		took := time.Since(t0)
 		runtime.ReadMemStats(&ms1)
 		t.Logf("%s: Load %v, %d MB allocated on the host", c.name, took.Round(time.Millisecond), (ms1.TotalAlloc-ms0.TotalAlloc)>>20)

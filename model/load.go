@@ -67,7 +67,21 @@ type Options struct {
 	// kind (cpu.NewGroup, rocm.NewGroup or JoinGroup). Every rank loads
 	// the same checkpoint and runs the same calls. nil: the whole model.
 	Comm exec.Comm
+	// probe, set only by this package's tests (TestGPUSpeed1B's
+	// LOOM_LLAMA_PROBE), changes the decode graph to measure one of its
+	// parts by difference: probeScatter2 writes each layer's new key and
+	// value into the cache twice (the same tokens: the difference is a
+	// scatter's cost in the replayed step), probeNoOutProj adds the
+	// attention to the residual without the output projection (wrong
+	// tokens, the same shapes: the difference is that product's cost).
+	probe string
 }
+
+// The decode graph's measurement probes (Options.probe).
+const (
+	probeScatter2  = "scatter2"
+	probeNoOutProj = "no-attn-output"
+)
 
 // kvName is a layer's cache input and output names.
 type kvName struct{ in, out string }
@@ -83,6 +97,7 @@ type Model struct {
 	replay bool // decode steps run under exec.WithReplay
 	// pipeline: Generate's greedy steps chain on the executor (Options.NoPipeline)
 	pipeline bool
+	probe    string    // Options.probe
 	comm     exec.Comm // tensor parallel: this rank's communicator (nil: none)
 	lc       Config    // the rank's share of cfg: heads and intermediate divided by the group's size
 	// cacheOut marks the programs' cache outputs (outCache), which a run
@@ -239,7 +254,7 @@ func Load(path string, opts Options) (*Model, error) {
 		ropePaired: map[string]bool{},
 		prefills:   map[prefillKey]*graph.Program{}, decodes: map[decodeKey]*graph.Program{},
 		replay:   !opts.NoReplay && os.Getenv("LOOM_REPLAY") != "0",
-		pipeline: !opts.NoPipeline && os.Getenv("LOOM_PIPELINE") != "0"}
+		pipeline: !opts.NoPipeline && os.Getenv("LOOM_PIPELINE") != "0", probe: opts.probe}
 	m.cacheOut = map[string]bool{}
 	for l := range cfg.Layers {
 		m.cacheOut[outCache(l)] = true

@@ -10,6 +10,7 @@ import (
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
 	"github.com/loomgraph/loom/exec/cpu"
+	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
@@ -174,5 +175,53 @@ func TestGreedyChainHostWriter(t *testing.T) {
 		if i > 0 && e.writes-before != 2 {
 			t.Errorf("Generate %d: %d host writes, want 2 (the first step's token and position)", i, e.writes-before)
 		}
+	}
+}
+
+// TestDecodeProbes: the decode graph's measurement probes (Options.probe,
+// for TestGPUSpeed1B's LOOM_LLAMA_PROBE) do what they say: writing each
+// layer's key and value twice adds a step a layer and leaves the tokens
+// as they were; dropping the output projection takes a product a layer
+// away (its residual add then runs as a step of its own).
+func TestDecodeProbes(t *testing.T) {
+	dir, _, _ := tiny(t)
+	prompt := randomIDs(41, 9, TinyConfig().Vocab)
+	opts := GenerateOptions{MaxTokens: 12, StopTokens: []int{}}
+	// steps counts a decode program's steps and its products.
+	steps := func(m *Model) (n, products int) {
+		p, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(16)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range p.Plan().Steps {
+			for _, in := range s.Kernel.Instrs {
+				if in.Node.Op == ir.OpMatmul || in.Node.Op == ir.OpQMatmul {
+					products++
+					break
+				}
+			}
+		}
+		return len(p.Plan().Steps), products
+	}
+	base := load(t, dir, Options{})
+	want, err := base.Generate(ctx, prompt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := load(t, dir, Options{probe: probeScatter2})
+	got, err := twice.Generate(ctx, prompt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Errorf("%s: tokens %v, want %v", probeScatter2, got.Tokens, want.Tokens)
+	}
+	layers := TinyConfig().Layers
+	n, products := steps(base)
+	if s, _ := steps(twice); s != n+layers {
+		t.Errorf("%s: %d decode steps, want %d + %d", probeScatter2, s, n, layers)
+	}
+	if _, p := steps(load(t, dir, Options{probe: probeNoOutProj})); p != products-layers {
+		t.Errorf("%s: %d products in a decode step, want %d − %d", probeNoOutProj, p, products, layers)
 	}
 }
