@@ -388,7 +388,7 @@ func DequantFused(t codegen.Target, k *plan.Kernel, parts *plan.FusedParts, word
 	if !ok || !ok2 || n.Op != ir.OpDequantize {
 		return "", "", fmt.Errorf("kernels: %s: no dequantization of %v to %v", k.Name, f, n.DType)
 	}
-	if _, ok := DequantWordEntry(f, n.DType); word && !ok {
+	if word && !DequantFusedWord(f, n.DType) {
 		return "", "", fmt.Errorf("kernels: %s: no word-load dequantization of %v", k.Name, f)
 	}
 	fn, err := codegen.ScalarFunc(parts.Post, "loom_post", parts.PostValue, true)

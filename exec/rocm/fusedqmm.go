@@ -162,9 +162,9 @@ func (e *Executor) fusedDequant(k *plan.Kernel, parts *plan.FusedParts, word boo
 	})
 }
 
-// dequantWord says whether a fused dequantization of count elements of f
-// to d, from raw into out, takes the word-load body: the standalone
-// dequantization's test (exec/rocm/quant.go's dequant).
+// dequantWord says whether a dequantization of count elements of f to d,
+// from raw into out, takes the word-load kernel (exec/rocm/quant.go's
+// dequant) or, fused, the word-load body.
 func dequantWord(f quant.Type, d dtype.DType, raw, out hip.DevPtr, count int64) bool {
 	return kernels.DequantFusedWord(f, d) && raw%16 == 0 && out%16 == 0 && count%256 == 0 && !dequantBytewise
 }

@@ -471,8 +471,9 @@ func (e *Executor) dequant(f quant.Type, d dtype.DType, raw, out hip.DevPtr, cou
 		return err
 	}
 	per := int64(4) // outputs a thread
-	if w, ok := kernels.DequantWordEntry(f, d); ok && raw%16 == 0 && out%16 == 0 && count%256 == 0 && !dequantBytewise {
-		name, per = w, 32
+	if dequantWord(f, d, raw, out, count) {
+		name, _ = kernels.DequantWordEntry(f, d)
+		per = 32
 		dequantWordLaunches.Add(1)
 	} else if w, ok := kernels.Dequant8Entry(f, d); ok && out%16 == 0 && count%8 == 0 && !dequantBytewise {
 		name, per = w, 8
