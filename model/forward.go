@@ -391,15 +391,19 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		p := fmt.Sprintf("blk.%d.", l)
 		q, kv := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
 		kvc := g.Input(inCache(l), m.dt, 2, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, kv, 3)
-		if m.probe == probeScatter2 {
-			kvc = kvc.Scatter(at, kv, 3)
-		}
 		g.Output(outCache(l), kvc)
 		ka, va := cacheKV(kvc)
 		if w < m.maxSeq {
 			ka, va = ka.Narrow(2, 0, w), va.Narrow(2, 0, w)
 		}
-		if a := f.attendCache(q, ka, va, pos); m.probe == probeNoOutProj {
+		start := pos
+		if m.probe == probeTinyStep {
+			// A step of its own after the scatter: the layer's constant
+			// keeps the layers' steps apart (cse).
+			c := g.Full(dtype.U32, float64(l+2)) // not 1: pos + 1 is the next position, an output
+			start = pos.Add(c).Sub(c)
+		}
+		if a := f.attendCache(q, ka, va, start); m.probe == probeNoOutProj {
 			x = x.Add(a)
 		} else {
 			x = f.residual(x, a, p+"attn_output")

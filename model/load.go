@@ -69,17 +69,26 @@ type Options struct {
 	Comm exec.Comm
 	// probe, set only by this package's tests (TestGPUSpeed1B's
 	// LOOM_LLAMA_PROBE), changes the decode graph to measure one of its
-	// parts by difference: probeScatter2 writes each layer's new key and
-	// value into the cache twice (the same tokens: the difference is a
-	// scatter's cost in the replayed step), probeNoOutProj adds the
-	// attention to the residual without the output projection (wrong
-	// tokens, the same shapes: the difference is that product's cost).
+	// parts by difference: probeTinyStep puts one tiny step of its own
+	// between each layer's cache scatter and its attention (the position
+	// recomputed as (pos + l) − l: the same tokens; the difference is
+	// what a one-position scatter's launch costs where it sits in the
+	// replayed step), probeNoOutProj adds the attention to the residual
+	// without the output projection (wrong tokens, the same shapes: the
+	// difference is that product's cost).
+	//
+	// (A first probe, "scatter2", wrote each layer's new key and value
+	// twice. Measured once (H200, session 50: Q4_K median step 865.8 µs
+	// against 519.7–520.2, 190.3 launches a token against 142.7) it timed
+	// whole-cache copies, not a scatter: the first scatter's destination
+	// was then no longer the donated input, so neither wrote in place
+	// (plan.InPlace). Replaced by probeTinyStep.)
 	probe string
 }
 
 // The decode graph's measurement probes (Options.probe).
 const (
-	probeScatter2  = "scatter2"
+	probeTinyStep  = "tiny-step"
 	probeNoOutProj = "no-attn-output"
 )
 

@@ -208,18 +208,37 @@ func TestDecodeProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	twice := load(t, dir, Options{probe: probeScatter2})
+	twice := load(t, dir, Options{probe: probeTinyStep})
 	got, err := twice.Generate(ctx, prompt, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got.Tokens, want.Tokens) {
-		t.Errorf("%s: tokens %v, want %v", probeScatter2, got.Tokens, want.Tokens)
+		t.Errorf("%s: tokens %v, want %v", probeTinyStep, got.Tokens, want.Tokens)
 	}
 	layers := TinyConfig().Layers
 	n, products := steps(base)
 	if s, _ := steps(twice); s != n+layers {
-		t.Errorf("%s: %d decode steps, want %d + %d", probeScatter2, s, n, layers)
+		t.Errorf("%s: %d decode steps, want %d + %d", probeTinyStep, s, n, layers)
+	}
+	// Each attention step follows the probe's step, which follows the
+	// cache's scatter.
+	p, _, err := twice.decodeProgram(ctx, decodeKey{1, twice.decodeWindow(16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, attn := p.Plan().Steps, 0
+	for i, s := range ss {
+		if op := s.Kernel.Instrs[0].Node.Op; op != ir.OpAttention {
+			continue
+		}
+		attn++
+		if i < 2 || ss[i-2].Kernel.Instrs[0].Node.Op != ir.OpScatter || ss[i-1].Kernel.Instrs[len(ss[i-1].Kernel.Instrs)-1].Node.Op != ir.OpSub {
+			t.Errorf("%s: step %d (%s) does not follow a scatter and the probe's step", probeTinyStep, i, s.Kernel.Name)
+		}
+	}
+	if attn != layers {
+		t.Errorf("%s: %d attention steps, want %d", probeTinyStep, attn, layers)
 	}
 	if _, p := steps(load(t, dir, Options{probe: probeNoOutProj})); p != products-layers {
 		t.Errorf("%s: %d products in a decode step, want %d − %d", probeNoOutProj, p, products, layers)
