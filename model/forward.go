@@ -403,7 +403,13 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 			c := g.Full(dtype.U32, float64(l+2)) // not 1: pos + 1 is the next position, an output
 			start = pos.Add(c).Sub(c)
 		}
-		if a := f.attendCache(q, ka, va, start); m.probe == probeNoOutProj {
+		var a *graph.Tensor
+		if m.probe == probeNoAttention {
+			a = q.Transpose(1, 2).Reshape(b, 1, c.qDim()) // the attention's shape
+		} else {
+			a = f.attendCache(q, ka, va, start)
+		}
+		if m.probe == probeNoOutProj {
 			x = x.Add(a)
 		} else {
 			x = f.residual(x, a, p+"attn_output")

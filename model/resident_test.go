@@ -240,6 +240,9 @@ func TestDecodeProbes(t *testing.T) {
 	if attn != layers {
 		t.Errorf("%s: %d attention steps, want %d", probeTinyStep, attn, layers)
 	}
+	if s, _ := steps(load(t, dir, Options{probe: probeNoAttention})); s != n-layers {
+		t.Errorf("%s: %d decode steps, want %d − %d", probeNoAttention, s, n, layers)
+	}
 	if _, p := steps(load(t, dir, Options{probe: probeNoOutProj})); p != products-layers {
 		t.Errorf("%s: %d products in a decode step, want %d − %d", probeNoOutProj, p, products, layers)
 	}
