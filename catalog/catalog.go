@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
@@ -480,6 +481,12 @@ func indexEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) erro
 				v := g.Input("v", dt, 2, 2, 512, 64).Narrow(2, 0, 300)
 				return graph.CausalAttention(g.Input("q", dt, 2, 8, 1, 64), k, v, g.Input("start", dtype.U32, 2), 0.125)
 			}},
+			// A decode step's attention right behind the scatter of its
+			// query's position into the cache (plan.Kernel.NewKV: NVIDIA's
+			// warp form then loads before it waits).
+			{"attention decode after its scatter", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
+				return DecodeAttention(g, dt, 2, 8, 2, 512, 64, 300)
+			}},
 			{"attention many splits", ir.OpAttention, func(g *graph.Graph) *graph.Tensor {
 				k, v := g.Input("k", dt, 1, 1, 5000, 8), g.Input("v", dt, 1, 1, 5000, 8)
 				return graph.CausalAttention(g.Input("q", dt, 1, 16, 1, 8), k, v, g.Input("start", dtype.U32, 1), 0.3)
@@ -627,4 +634,24 @@ func windowEntries(add func(string, func(*graph.Graph) *graph.Tensor, ir.Op) err
 		}
 	}
 	return nil
+}
+
+// DecodeAttention builds a decode step's attention as model's decode graph
+// does: the new queries, keys and values as views of one [B, 1, H + 2·KV,
+// D] input "y" (the q/k/v product's output), the keys and values
+// scattered at each sequence's position ("pos", u32 [B]) into the cache
+// ("cache", [2, B, KV, S, D], the output "cache.out"), and the attention
+// of the queries over the cache's first window keys. It returns the
+// attention's output [B, H, 1, D].
+func DecodeAttention(g *graph.Graph, dt dtype.DType, b, h, kv, s, d, window int) *graph.Tensor {
+	y := g.Input("y", dt, b, 1, h+2*kv, d)
+	pos := g.Input("pos", dtype.U32, b)
+	q := y.Narrow(2, 0, h).Transpose(1, 2)
+	nkv := y.Narrow(2, h, 2*kv).Reshape(b, 1, 2, kv, d).Permute(2, 0, 3, 1, 4)
+	at := pos.Reshape(1, b, 1, 1, 1).BroadcastTo(2, b, kv, 1, d)
+	c := g.Input("cache", dt, 2, b, kv, s, d).Scatter(at, nkv, 3)
+	g.Output("cache.out", c)
+	k := c.Narrow(0, 0, 1).Squeeze(0).Narrow(2, 0, window)
+	v := c.Narrow(0, 1, 1).Squeeze(0).Narrow(2, 0, window)
+	return graph.CausalAttention(q, k, v, pos, 1/math.Sqrt(float64(d)))
 }

@@ -20,8 +20,10 @@ var entryRE = regexp.MustCompile(`extern "C" __global__[^{]*\{`)
 // tensor-core mat-vec's weight stage, in flight while loom_q8t, which it
 // always follows, still runs; the one-row quantized mat-vec's first
 // weight stage, DEFER, where the step before does not write the weight;
-// the one-row skinny product's first spans of its weight, LOOM_GEMV_DEFER).
-var deferringCalls = []string{"qmvt<", "qmv1<", "const gemv_pre<GEMV_PRE> pre = gemv_defer<"}
+// the one-row skinny product's first spans of its weight, LOOM_GEMV_DEFER;
+// a decode step's attention behind its cache's scatter, AT_NEWKV, which
+// waits first unless that scatter runs in place).
+var deferringCalls = []string{"qmvt<", "qmv1<", "const gemv_pre<GEMV_PRE> pre = gemv_defer<", "attention_warps("}
 
 // qmv1Defers matches a qmv1 call whose last template argument, DEFER, is
 // true.

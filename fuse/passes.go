@@ -68,9 +68,12 @@ var Passes = []Pass{
 }
 
 // markAhead (the "ahead" pass) marks the operands each step may read before
-// the step ahead of it has finished (plan.Plan.MarkAhead).
+// the step ahead of it has finished (plan.Plan.MarkAhead), and the
+// attention steps that may read their new key and value from the scatter
+// ahead of them (plan.Plan.MarkNewKV).
 func markAhead(s *State) error {
 	s.Plan.MarkAhead()
+	s.Plan.MarkNewKV()
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
+	"github.com/loomgraph/loom/plan"
 )
 
 //go:embed attention.hip
@@ -201,6 +202,35 @@ func attentionWarpForm(t codegen.Target, rows, s, g, d, dv int, dt dtype.DType, 
 	return 0, 0, 0
 }
 
+// attentionNewKVOn is false with LOOM_ATTENTION_NEWKV=0: an attention
+// step behind its cache's scatter then waits for it before any load, for
+// comparison.
+var attentionNewKVOn = os.Getenv("LOOM_ATTENTION_NEWKV") != "0"
+
+// attentionNewKV says whether the warp form of attention step k (one
+// query position, T = 1) reads its new key and value from the queries'
+// buffer before it waits (plan.Kernel.NewKV, attention.hip's AT_NEWKV):
+// the new key's runs a lane loads (16 bytes at the offset, batch and head
+// strides of the source) and the value's (Dv/32 elements a lane) must be
+// aligned as the cache's, with unit strides along the head dim.
+func attentionNewKV(k *plan.Kernel, dt dtype.DType, t, dv int) bool {
+	if !attentionNewKVOn || k == nil || k.NewKV == nil || t != 1 {
+		return false
+	}
+	l := k.NewKV.Src.Layout
+	if len(l.Strides) != 5 || l.Strides[4] != 1 {
+		return false
+	}
+	es := dt.Size()
+	vb := dv / 32 * es
+	for _, x := range []int{l.Offset, l.Strides[1], l.Strides[2]} {
+		if x*es%16 != 0 {
+			return false
+		}
+	}
+	return (l.Offset+l.Strides[0])*es%vb == 0
+}
+
 // attentionFoldOn is false with LOOM_GPU_ATTENTION=merge: every attention
 // step then merges its splits in a launch of its own, for comparison.
 var attentionFoldOn = os.Getenv("LOOM_GPU_ATTENTION") != "merge"
@@ -221,9 +251,15 @@ func AttentionSplit(rows, s, g, d int) (split int, ok bool) {
 // planAttention plans ir.OpAttention (q, k, v, start): the part launch over
 // (rows, splits) and the merge launch over rows (attention.hip), with the
 // partial results in one scratch buffer.
-func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error) {
-	q, k, v, st := ops[0], ops[1], ops[2], ops[3]
-	shape, why := ir.AttentionShape(q.l.Dims, k.l.Dims, v.l.Dims, st.l.Dims, q.dt, k.dt, v.dt, st.dt)
+//
+// With plan.Kernel.NewKV (a decode step's attention right behind its
+// cache's one-position scatter) the warp form takes one more argument
+// (AheadInPlace): where the scatter ran in place, the queries' buffer,
+// whose new keys and values it then reads for the query's position,
+// issuing every load before it waits for the scatter (attentionNewKV).
+func planAttention(k *plan.Kernel, n *ir.Node, ops []operand, t codegen.Target) (*planned, error) {
+	q, kk, v, st := ops[0], ops[1], ops[2], ops[3]
+	shape, why := ir.AttentionShape(q.l.Dims, kk.l.Dims, v.l.Dims, st.l.Dims, q.dt, kk.dt, v.dt, st.dt)
 	if why != "" {
 		return nil, fmt.Errorf("%s", why)
 	}
@@ -231,7 +267,7 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 		return nil, fmt.Errorf("output %v%v, want %v%v", n.DType, n.Shape, q.dt, shape)
 	}
 	B, H, T, D := shape[0], shape[1], shape[2], q.l.Dims[3]
-	KV, S, Dv := k.l.Dims[1], k.l.Dims[2], v.l.Dims[3]
+	KV, S, Dv := kk.l.Dims[1], kk.l.Dims[2], v.l.Dims[3]
 	G := H / KV
 	rows := B * KV * T
 	split, ok := AttentionSplit(rows, S, G, D)
@@ -249,7 +285,7 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 	}
 	threads := attentionThreads
 	csize, csplit, cthreads := attentionCluster(t, rows, S, G, D, Dv, int(accBytes))
-	wsize, warps, kpw := attentionWarpForm(t, rows, S, G, D, Dv, q.dt, k.l, v.l)
+	wsize, warps, kpw := attentionWarpForm(t, rows, S, G, D, Dv, q.dt, kk.l, v.l)
 	if wsize > 0 {
 		csize, csplit, cthreads = wsize, kpw*warps, 32*warps
 	}
@@ -290,6 +326,15 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 	c.line("#define AT_CLUSTER %d", csize)
 	c.line("#define AT_WARPS %d", warps)
 	c.line("#define AT_KPW %d", kpw)
+	nkv := wsize > 0 && attentionNewKV(k, q.dt, T, Dv)
+	c.line("#define AT_NEWKV %d", b2i(nkv))
+	if nkv {
+		l := k.NewKV.Src.Layout // [2, B, KV, 1, D]
+		c.line("#define AT_NK_OFF %dll", l.Offset)
+		c.line("#define AT_NV_OFF %dll", l.Offset+l.Strides[0])
+		c.line("#define AT_NK_SB %dll", l.Strides[1])
+		c.line("#define AT_NK_SH %dll", l.Strides[2])
+	}
 	for _, kv := range []struct {
 		name string
 		v    int
@@ -300,7 +345,7 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 	for _, o := range []struct {
 		p string
 		l ir.Layout
-	}{{"AT_Q", q.l}, {"AT_K", k.l}, {"AT_V", v.l}} {
+	}{{"AT_Q", q.l}, {"AT_K", kk.l}, {"AT_V", v.l}} {
 		c.line("#define %s_OFF %dll", o.p, o.l.Offset)
 		for i, sfx := range []string{"SB", "SH", "ST", "SD"} {
 			name := sfx
@@ -317,9 +362,13 @@ func planAttention(n *ir.Node, ops []operand, t codegen.Target) (*planned, error
 		config: c.String(),
 		body:   attentionHIP,
 		entries: fmt.Sprintf(`
-#if AT_WARPS
+#if AT_WARPS && AT_NEWKV
+extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y, const V_T* __restrict__ nkv) { loom_grid_defer();
+  attention_warps(q, k, v, start, y, nkv);
+}
+#elif AT_WARPS
 extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y) { loom_grid_entry();
-  attention_warps(q, k, v, start, y);
+  attention_warps(q, k, v, start, y, (const V_T*)0);
 }
 #elif AT_CLUSTER
 extern "C" __global__ void __launch_bounds__(AT_THREADS) __cluster_dims__(1, AT_CLUSTER, 1) %[1]s_part(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v, const unsigned int* __restrict__ start, V_T* __restrict__ y) { loom_grid_entry();
@@ -342,11 +391,14 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) %[1]s_merge(const AT_A*
 		// The cluster's blocks are a row's splits (grid y: one cluster
 		// along it, attention.hip's __cluster_dims__).
 		p.scratch = nil
-		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
-			Args: []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Output}}}}
+		args := []Arg{{Operand, q.in}, {Operand, kk.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Output}}
+		if nkv {
+			args = append(args, Arg{Kind: AheadInPlace})
+		}
+		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs, Args: args}}
 		return p, nil
 	}
-	partArgs := []Arg{{Operand, q.in}, {Operand, k.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}
+	partArgs := []Arg{{Operand, q.in}, {Operand, kk.in}, {Operand, v.in}, {Operand, st.in}, {Kind: Scratch, Index: 0}}
 	if fold {
 		p.launch = []Launch{{Name: "_part", Grid: [3]uint32{gx, uint32(nsplit), 1}, Block: bs,
 			Args: append(partArgs, Arg{Kind: Counters}, Arg{Kind: Output})}}

@@ -493,8 +493,26 @@ LOOM_DEV V_T at_word(const unsigned int* w, int i) {
     return (V_T)((w[i >> 1] >> (16 * (i & 1))) & 0xffffu);
   }
 }
+#ifndef AT_NEWKV
+#define AT_NEWKV 0
+#endif
 LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v,
-                              const unsigned int* __restrict__ start, V_T* __restrict__ y) {
+                              const unsigned int* __restrict__ start, V_T* __restrict__ y,
+                              const V_T* __restrict__ nkv) {
+  // AT_NEWKV (the host's choice, kernels/attention.go: a decode step's
+  // attention right behind the scatter that writes its query's position
+  // of the cache, plan.Kernel.NewKV): the entry began with
+  // loom_grid_defer(), and where that scatter runs in place (nkv, the
+  // queries' buffer, not null) every load below is issued before the
+  // wait — the cache's other positions were written by earlier runs, the
+  // queries and positions by steps before the scatter — and the new
+  // position's key and value are taken from nkv (what the scatter
+  // writes) once the position has arrived. Otherwise the kernel waits
+  // first and reads the cache as the plain form does.
+  bool waited = !AT_NEWKV || nkv == 0;
+#if AT_NEWKV
+  if (waited) loom_grid_entry();
+#endif
   // The queries, each lane's run of AT_DL elements 4 floats apart from
   // the next (AT_QR), so that the 16-byte reads of a key's AT_LPK lanes
   // fall in different banks.
@@ -545,12 +563,63 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
         vw[j][0] = *reinterpret_cast<const unsigned int*>(vp);
       }
     }
+#if AT_NEWKV
+    // The new key's run of this lane and the new value's elements (T = 1).
+    unsigned int nk[AT_KW], nv[AT_VW];
+    if (!waited) {
+      const V_T* np = nkv + AT_NK_OFF + b * AT_NK_SB + kh * AT_NK_SH;
+      const uint4* kp = reinterpret_cast<const uint4*>(np + part * AT_DL);
+#pragma unroll
+      for (int i = 0; i < AT_KW / 4; ++i) {
+        const uint4 u = kp[i];
+        nk[4 * i] = u.x;
+        nk[4 * i + 1] = u.y;
+        nk[4 * i + 2] = u.z;
+        nk[4 * i + 3] = u.w;
+      }
+      const V_T* vp = nkv + AT_NV_OFF + b * AT_NK_SB + kh * AT_NK_SH + lane * AT_VL;
+      if (AT_VW == 4) {
+        const uint4 u = *reinterpret_cast<const uint4*>(vp);
+        nv[0] = u.x;
+        nv[AT_VW > 1 ? 1 : 0] = u.y;
+        nv[AT_VW > 2 ? 2 : 0] = u.z;
+        nv[AT_VW > 3 ? 3 : 0] = u.w;
+      } else if (AT_VW == 2) {
+        const uint2 u = *reinterpret_cast<const uint2*>(vp);
+        nv[0] = u.x;
+        nv[AT_VW > 1 ? 1 : 0] = u.y;
+      } else {
+        nv[0] = *reinterpret_cast<const unsigned int*>(vp);
+      }
+    }
+#endif
     for (int i = tid; i < AT_G * AT_D; i += AT_THREADS) {
       const int g = i / AT_D, d = i % AT_D;
       qs[g * AT_QH + d / AT_DL * AT_QR + d % AT_DL] = AT_WIDEN(at_q(q, b, h0 + g, t)[d * AT_Q_SD]);
     }
     const long long lim = (long long)start[AT_S_OFF + b * AT_S_SB] + t + 1;  // keys s < lim are visible
     const long long vis = lim < AT_S ? lim : AT_S;
+#if AT_NEWKV
+    if (!waited) {
+      loom_grid_entry();
+      waited = true;
+      // Position lim − 1 (t = 0) is the one the scatter writes: its key
+      // and value as the scatter writes them, not as the cache held them
+      // when they were loaded.
+      const long long pos = lim - 1;
+      if (s0 + kl == pos) {
+#pragma unroll
+        for (int i = 0; i < AT_KW; ++i) kw[i] = nk[i];
+      }
+#pragma unroll
+      for (int j = 0; j < AT_KPW; ++j) {
+        if (s0 + j == pos) {
+#pragma unroll
+          for (int i = 0; i < AT_VW; ++i) vw[j][i] = nv[i];
+        }
+      }
+    }
+#endif
     __syncthreads();
     // This lane's key's scores (−Inf where not visible), its lanes' parts
     // summed.

@@ -292,6 +292,9 @@ func (e *emuRig) run(tc testCase) ([]byte, error) {
 					id = scratch[a.Index]
 				case Counters:
 					id = counters
+				case AheadInPlace:
+					// Only NVIDIA's warp form of the attention takes it.
+					return nil, fmt.Errorf("launch %s: an %v argument on %v", l.Name, a.Kind, emuTarget)
 				}
 				fmt.Fprintf(&script, " %d", id)
 			}

@@ -224,6 +224,8 @@ func (d *devRun) prepare(k *plan.Kernel) (*prepared, error) {
 				a.Ptr(pr.scratch[arg.Index])
 			case Counters:
 				a.Ptr(d.r.counters)
+			case AheadInPlace:
+				a.Ptr(0) // the rig runs a step alone: nothing ahead in place
 			}
 		}
 		pr.fns = append(pr.fns, f)

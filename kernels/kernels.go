@@ -34,6 +34,12 @@ const (
 	// one stream never overlap in them (each kernel begins with
 	// loom_grid_entry's wait for the one ahead).
 	Counters
+	// AheadInPlace is, on an attention step with plan.Kernel.NewKV, the
+	// base of the attention's queries' buffer where the scatter ahead of
+	// it (NewKV.Scatter) writes its output in its destination's memory in
+	// this run, and null otherwise: the kernel then reads the new key and
+	// value there and issues its loads before it waits for that scatter.
+	AheadInPlace
 )
 
 // CounterWords is the number of uint32 counters Counters holds.
@@ -51,6 +57,8 @@ func (k ArgKind) String() string {
 		return "scratch"
 	case Counters:
 		return "counters"
+	case AheadInPlace:
+		return "ahead-in-place"
 	}
 	return fmt.Sprintf("ArgKind(%d)", k)
 }
@@ -159,7 +167,7 @@ func Plan(k *plan.Kernel, t codegen.Target) ([]Launch, []ScratchBuf, error) {
 	case ir.OpCumsum:
 		p, err = planCumsum(n, ops) // scan.go
 	case ir.OpAttention:
-		p, err = planAttention(n, ops, t) // attention.go
+		p, err = planAttention(k, n, ops, t) // attention.go
 	default:
 		err = fmt.Errorf("no kernel for op %s", n.Op)
 	}

@@ -240,6 +240,28 @@ func TestDecodeProbes(t *testing.T) {
 	if attn != layers {
 		t.Errorf("%s: %d attention steps, want %d", probeTinyStep, attn, layers)
 	}
+	// Each layer's attention in the plain decode step reads its new key
+	// and value from the q/k/v product's output (plan.Kernel.NewKV);
+	// behind the probe's step, none does.
+	newKV := func(m *Model) int {
+		p, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(16)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range p.Plan().Steps {
+			if s.Kernel.NewKV != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := newKV(base); n != layers {
+		t.Errorf("decode step: %d attention steps read the new key and value ahead, want %d", n, layers)
+	}
+	if n := newKV(twice); n != 0 {
+		t.Errorf("%s: %d attention steps read the new key and value ahead, want 0", probeTinyStep, n)
+	}
 	if s, _ := steps(load(t, dir, Options{probe: probeNoAttention})); s != n-layers {
 		t.Errorf("%s: %d decode steps, want %d − %d", probeNoAttention, s, n, layers)
 	}

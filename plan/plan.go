@@ -133,6 +133,9 @@ type Kernel struct {
 	// for that step to finish, since every step before it has finished
 	// by then (see codegen's loom_grid_defer).
 	Ahead []bool
+	// NewKV, on an attention step right behind its cache's one-position
+	// scatter, says where its new key and value are (MarkNewKV).
+	NewKV *NewKV
 	// Cache holds executor-private compiled forms of the kernel, keyed by
 	// executor (KeyOf, weakly), so they live as long as both the plan and
 	// the executor.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/loomgraph/loom/exec"
@@ -138,6 +139,12 @@ func (e *Executor) runIndex(ctx context.Context, k *plan.Kernel, mem []exec.Memo
 				args.Ptr(scratch[a.Index].ptr)
 			case kernels.Counters:
 				args.Ptr(e.counters)
+			case kernels.AheadInPlace:
+				p, err := aheadInPlace(k, ptrOf)
+				if err != nil {
+					return fmt.Errorf("rocm: kernel %s: %w", l.Name, err)
+				}
+				args.Ptr(p)
 			}
 		}
 		e.launchMu.Lock()
@@ -263,3 +270,35 @@ func (e *Executor) checkFlags(p *flagPool) error {
 	}
 	return nil
 }
+
+// aheadInPlace is an attention step's kernels.AheadInPlace argument: the
+// base of its queries' buffer (which holds the new keys and values) where
+// the scatter ahead of it (plan.Kernel.NewKV) writes its output in its
+// destination's memory in this run, so that it writes only the new
+// position; null where it does not (a copy of the whole cache comes
+// first), and the kernel waits for it before any load.
+func aheadInPlace(k *plan.Kernel, ptrOf func(*plan.Buffer) (hip.DevPtr, error)) (hip.DevPtr, error) {
+	nk := k.NewKV
+	if nk == nil {
+		return 0, fmt.Errorf("an ahead-in-place argument without the plan's NewKV")
+	}
+	dst, err := ptrOf(nk.Scatter.Ins[nk.Dst].Buf)
+	if err != nil {
+		return 0, err
+	}
+	out, err := ptrOf(nk.Scatter.Out)
+	if err != nil {
+		return 0, err
+	}
+	if dst != out {
+		aheadCopied.Add(1)
+		return 0, nil
+	}
+	aheadInPlaceLaunches.Add(1)
+	return ptrOf(k.Ins[nk.Q].Buf)
+}
+
+// aheadInPlaceLaunches and aheadCopied count attention launches that read
+// before their wait (the scatter ahead in place) and those that waited
+// (tests).
+var aheadInPlaceLaunches, aheadCopied atomic.Int64
