@@ -565,31 +565,31 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     }
 #if AT_NEWKV
     // The new key's run of this lane and the new value's elements (T = 1).
-    unsigned int nk[AT_KW], nv[AT_VW];
+    unsigned int newk[AT_KW], newv[AT_VW];
     if (!waited) {
       const V_T* np = nkv + AT_NK_OFF + b * AT_NK_SB + kh * AT_NK_SH;
       const uint4* kp = reinterpret_cast<const uint4*>(np + part * AT_DL);
 #pragma unroll
       for (int i = 0; i < AT_KW / 4; ++i) {
         const uint4 u = kp[i];
-        nk[4 * i] = u.x;
-        nk[4 * i + 1] = u.y;
-        nk[4 * i + 2] = u.z;
-        nk[4 * i + 3] = u.w;
+        newk[4 * i] = u.x;
+        newk[4 * i + 1] = u.y;
+        newk[4 * i + 2] = u.z;
+        newk[4 * i + 3] = u.w;
       }
       const V_T* vp = nkv + AT_NV_OFF + b * AT_NK_SB + kh * AT_NK_SH + lane * AT_VL;
       if (AT_VW == 4) {
         const uint4 u = *reinterpret_cast<const uint4*>(vp);
-        nv[0] = u.x;
-        nv[AT_VW > 1 ? 1 : 0] = u.y;
-        nv[AT_VW > 2 ? 2 : 0] = u.z;
-        nv[AT_VW > 3 ? 3 : 0] = u.w;
+        newv[0] = u.x;
+        newv[AT_VW > 1 ? 1 : 0] = u.y;
+        newv[AT_VW > 2 ? 2 : 0] = u.z;
+        newv[AT_VW > 3 ? 3 : 0] = u.w;
       } else if (AT_VW == 2) {
         const uint2 u = *reinterpret_cast<const uint2*>(vp);
-        nv[0] = u.x;
-        nv[AT_VW > 1 ? 1 : 0] = u.y;
+        newv[0] = u.x;
+        newv[AT_VW > 1 ? 1 : 0] = u.y;
       } else {
-        nv[0] = *reinterpret_cast<const unsigned int*>(vp);
+        newv[0] = *reinterpret_cast<const unsigned int*>(vp);
       }
     }
 #endif
@@ -609,13 +609,13 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
       const long long pos = lim - 1;
       if (s0 + kl == pos) {
 #pragma unroll
-        for (int i = 0; i < AT_KW; ++i) kw[i] = nk[i];
+        for (int i = 0; i < AT_KW; ++i) kw[i] = newk[i];
       }
 #pragma unroll
       for (int j = 0; j < AT_KPW; ++j) {
         if (s0 + j == pos) {
 #pragma unroll
-          for (int i = 0; i < AT_VW; ++i) vw[j][i] = nv[i];
+          for (int i = 0; i < AT_VW; ++i) vw[j][i] = newv[i];
         }
       }
     }
