@@ -199,8 +199,18 @@ func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return strings.Replace(name, "loom_qmvq_", "loom_qmvt_", 1), true
+	name = strings.Replace(name, "loom_qmvq_", "loom_qmvt_", 1)
+	if t == quant.Q6_K && qmvtQ6KFloat {
+		name = strings.Replace(name, "loom_qmvt_q6_k_", "loom_qmvt_q6_k_f_", 1)
+	}
+	return name, true
 }
+
+// qmvtQ6KFloat makes Q6_K's tensor-core mat-vec scale each k16 MMA's sums
+// in floats (loom_qmvt_q6_k_f_*, quant.hip's qt_q6_k_f) instead of summing
+// a 32-value block's two in integers first: LOOM_QMVT_Q6K=f, for
+// comparison.
+var qmvtQ6KFloat = os.Getenv("LOOM_QMVT_Q6K") == "f"
 
 // Q8TEntry names the kernel quantizing activations of dtype x for
 // loom_qmvt (NVIDIA only, as QMVTEntry): x [M, K] (contiguous, M ≤ 8, K a
@@ -248,6 +258,10 @@ func QMVTEntries() []string {
 		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 			n, _ := qmvtName(t, d)
 			out = append(out, n)
+			if t == quant.Q6_K && !qmvtQ6KFloat {
+				// The float-scaled form, for LOOM_QMVT_Q6K=f.
+				out = append(out, strings.Replace(n, "loom_qmvt_q6_k_", "loom_qmvt_q6_k_f_", 1))
+			}
 			if t == quant.Q4_0 {
 				n, _ := Q8TEntry(d)
 				out = append(out, n)

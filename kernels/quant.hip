@@ -1443,11 +1443,21 @@ struct qt_q4_k {
 // 6.8 KB a warp: W13 with 8 rows 0.037–0.038 ms against 0.033 read from
 // global memory — 27 copies a lane a stage cost more than the eight-line
 // fragment loads they replaced.)
-struct qt_q6_k {
+// PAIRED (qt_q6_k, the default): the two k16 MMAs of a 32-value block of
+// the activations (one activation step) are scaled by their int8 weight
+// scales and summed in integers (|Σ| ≤ 2 · 16 · 32 · 127 · 128 < 2^24:
+// exact in the float it is converted to), then converted and multiplied
+// once: per pair 4 conversions and 4 fused multiply-adds instead of 8 and
+// 8, and the scales' multiplies by d gone. qt_q6_k_f, the form before
+// (each MMA's sums converted and scaled on their own): LOOM_QMVT_Q6K=f,
+// for comparison (kernels.QMVTEntry).
+template <bool PAIRED>
+struct qt_q6_k_t {
   static const int STEP = 256, BYTES = 210, U = 0;
-  static LOOM_DEV float scale(const unsigned int* sw, int k) {
-    return (float)(signed char)((sw[k >> 2] >> (8 * (k & 3))) & 255u);
+  static LOOM_DEV int iscale(const unsigned int* sw, int k) {
+    return (int)(signed char)((sw[k >> 2] >> (8 * (k & 3))) & 255u);
   }
+  static LOOM_DEV float scale(const unsigned int* sw, int k) { return (float)iscale(sw, k); }
   static LOOM_DEV void quarters(const unsigned char* b, int o, int oh, unsigned int* q) {
     const unsigned int L = qmvq_w32(b + o), L2 = qmvq_w32(b + o + 32), H = qmvq_w32(b + oh);
     q[0] = (L & 0x0F0F0F0Fu) | ((H & 0x03030303u) << 4);
@@ -1466,25 +1476,55 @@ struct qt_q6_k {
     }
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
+      if constexpr (PAIRED) {
+        unsigned int q0[2][4], q1[2][4];
 #pragma unroll
-      for (int gi = 0; gi < 2; ++gi) {
-        const int o = 64 * hf + 16 * gi + 4 * c.t, oh = 128 + 32 * hf + 16 * gi + 4 * c.t;
-        unsigned int q0[4], q1[4];
-        quarters(b0, o, oh, q0);
-        quarters(b1, o, oh, q1);
+        for (int gi = 0; gi < 2; ++gi) {
+          const int o = 64 * hf + 16 * gi + 4 * c.t, oh = 128 + 32 * hf + 16 * gi + 4 * c.t;
+          quarters(b0, o, oh, q0[gi]);
+          quarters(b1, o, oh, q1[gi]);
+        }
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
-          const unsigned int a[2] = {qmvt_off32(q0[r]), qmvt_off32(q1[r])};
           const long long blk = 8 * s + 4 * hf + r;
-          int res[4];
-          qmvt_mma16(res, a, c.act(64 * blk + 4 * gi));
-          const int k = 8 * hf + 2 * r + gi;
-          qmvt_acc(acc, res, d0 * scale(s0, k), d1 * scale(s1, k), c.step(blk));
+          int ir[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (int gi = 0; gi < 2; ++gi) {
+            const unsigned int a[2] = {qmvt_off32(q0[gi][r]), qmvt_off32(q1[gi][r])};
+            int res[4];
+            qmvt_mma16(res, a, c.act(64 * blk + 4 * gi));
+            const int k = 8 * hf + 2 * r + gi;
+            const int c0 = iscale(s0, k), c1 = iscale(s1, k);
+            ir[0] += res[0] * c0;
+            ir[1] += res[1] * c0;
+            ir[2] += res[2] * c1;
+            ir[3] += res[3] * c1;
+          }
+          qmvt_acc(acc, ir, d0, d1, c.step(blk));
+        }
+      } else {
+#pragma unroll
+        for (int gi = 0; gi < 2; ++gi) {
+          const int o = 64 * hf + 16 * gi + 4 * c.t, oh = 128 + 32 * hf + 16 * gi + 4 * c.t;
+          unsigned int q0[4], q1[4];
+          quarters(b0, o, oh, q0);
+          quarters(b1, o, oh, q1);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            const unsigned int a[2] = {qmvt_off32(q0[r]), qmvt_off32(q1[r])};
+            const long long blk = 8 * s + 4 * hf + r;
+            int res[4];
+            qmvt_mma16(res, a, c.act(64 * blk + 4 * gi));
+            const int k = 8 * hf + 2 * r + gi;
+            qmvt_acc(acc, res, d0 * scale(s0, k), d1 * scale(s1, k), c.step(blk));
+          }
         }
       }
     }
   }
 };
+typedef qt_q6_k_t<true> qt_q6_k;
+typedef qt_q6_k_t<false> qt_q6_k_f;
 
 // qmvt_stage<F>: a warp's shared memory, two stages of 16 rows.
 template <class F>
@@ -1590,6 +1630,7 @@ LOOM_QMVT3(q4_0)
 LOOM_QMVT3(q8_0)
 LOOM_QMVT3(q4_k)
 LOOM_QMVT3(q6_k)
+LOOM_QMVT3(q6_k_f)
 #endif
 #endif // LOOM_NVIDIA
 
