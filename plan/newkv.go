@@ -96,12 +96,17 @@ func newKV(a, s *Kernel, inPlace map[int]*Buffer) (*NewKV, bool) {
 	if src.Buf != q.Buf || !slices.Equal(src.Layout.Dims, []int{2, b, kv, 1, d}) {
 		return nil, false
 	}
-	// Its ids: the attention's start positions, broadcast.
+	// Its ids: the attention's start positions, broadcast (a dim of one
+	// element may have any stride).
 	il, sl := ids.Layout, st.Layout
 	if ids.Buf != st.Buf || len(sl.Dims) != 1 || sl.Dims[0] != b || !slices.Equal(il.Dims, []int{2, b, kv, 1, d}) ||
-		il.Offset != sl.Offset || il.Strides[0] != 0 || il.Strides[2] != 0 || il.Strides[4] != 0 ||
-		(b > 1 && il.Strides[1] != sl.Strides[0]) {
+		il.Offset != sl.Offset {
 		return nil, false
+	}
+	for i, want := range []int{0, sl.Strides[0], 0, 0, 0} {
+		if i != 3 && il.Dims[i] > 1 && il.Strides[i] != want {
+			return nil, false
+		}
 	}
 	// The attention's keys and values: the cache's halves.
 	for h, o := range []Operand{kk, vv} {

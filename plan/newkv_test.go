@@ -72,6 +72,10 @@ func TestMarkNewKV(t *testing.T) {
 	if n := marked(t, func(g *graph.Graph) { g.Output("o", catalog.DecodeAttention(g, dtype.BF16, b, h, kv, s, d, win)) }); n != 1 {
 		t.Errorf("catalog's decode attention: %d steps marked, want 1", n)
 	}
+	// One key head (multi-query attention): the ids' dims of one element.
+	if n := marked(t, func(g *graph.Graph) { g.Output("o", catalog.DecodeAttention(g, dtype.BF16, 1, 4, 1, s, d, win)) }); n != 1 {
+		t.Errorf("one sequence, one key head: %d steps marked, want 1", n)
+	}
 	if n := marked(t, decode(nil)); n != 1 {
 		t.Errorf("decode attention: %d steps marked, want 1", n)
 	}

@@ -40,6 +40,7 @@ func TestGPUAttentionNewKV(t *testing.T) {
 		{dtype.F16, 2, 8, 2, 512, 64, 300, []uint32{63, 64}},
 		{dtype.F32, 3, 4, 4, 256, 64, 256, []uint32{7, 128, 255}},
 		{dtype.BF16, 1, 8, 2, 2048, 64, 48, []uint32{40}},
+		{dtype.BF16, 1, 4, 1, 256, 64, 200, []uint32{150}}, // one key head
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%v_B%d_H%d_KV%d_S%d_W%d", c.dt, c.b, c.h, c.kv, c.s, c.win), func(t *testing.T) {
