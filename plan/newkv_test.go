@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/catalog"
@@ -71,6 +72,20 @@ func TestMarkNewKV(t *testing.T) {
 	}
 	if n := marked(t, func(g *graph.Graph) { g.Output("o", catalog.DecodeAttention(g, dtype.BF16, b, h, kv, s, d, win)) }); n != 1 {
 		t.Errorf("catalog's decode attention: %d steps marked, want 1", n)
+	}
+	// The plan dump says which step reads ahead, and from where.
+	g := graph.New()
+	g.Output("o", catalog.DecodeAttention(g, dtype.BF16, b, h, kv, s, d, win))
+	p, err := g.Compile(graph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dump strings.Builder
+	if err := p.Dump(&dump, graph.DumpPlan); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(dump.String(), "  new key and value: b"); n != 1 {
+		t.Errorf("the plan dump names %d steps' new key and value, want 1:\n%s", n, dump.String())
 	}
 	// One key head (multi-query attention): the ids' dims of one element.
 	if n := marked(t, func(g *graph.Graph) { g.Output("o", catalog.DecodeAttention(g, dtype.BF16, 1, 4, 1, s, d, win)) }); n != 1 {

@@ -291,5 +291,9 @@ func (p *Plan) WriteText(w *strings.Builder) {
 			}
 			fmt.Fprintf(w, "  t%d = %s %v [%s]  (node %%%d)\n", j, op, in.Node.DType, strings.Join(args, ", "), in.Node.ID)
 		}
+		if nk := k.NewKV; nk != nil && i > 0 {
+			fmt.Fprintf(w, "  new key and value: b%d %v, written by step %d into b%d (may load ahead where in place)\n",
+				nk.Src.Buf.ID, nk.Src.Layout, i-1, nk.Scatter.Out.ID)
+		}
 	}
 }
