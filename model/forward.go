@@ -387,9 +387,13 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	sin := f.sin.IndexSelect(pos, 0).Reshape(b, 1, c.HeadDim/2)
 	// Where the new key and value go: the position along the time axis.
 	at := pos.Reshape(1, b, 1, 1, 1).BroadcastTo(2, b, c.KVHeads, 1, c.HeadDim)
+	norm := f.rmsNorm
+	if m.probe == probeNoNorm {
+		norm = func(x *graph.Tensor, _ string) *graph.Tensor { return x }
+	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
-		q, kv := f.qkv(f.rmsNorm(x, p+"attn_norm"), p, cos, sin)
+		q, kv := f.qkv(norm(x, p+"attn_norm"), p, cos, sin)
 		kvc := g.Input(inCache(l), m.dt, 2, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, kv, 3)
 		g.Output(outCache(l), kvc)
 		ka, va := cacheKV(kvc)
@@ -414,7 +418,7 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 		} else {
 			x = f.residual(x, a, p+"attn_output")
 		}
-		x = f.mlp(x, f.rmsNorm(x, p+"ffn_norm"), p)
+		x = f.mlp(x, norm(x, p+"ffn_norm"), p)
 	}
 	lg := f.logits(x.Reshape(b, c.Hidden))
 	g.Output(outLogits, lg)

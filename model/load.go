@@ -77,7 +77,11 @@ type Options struct {
 	// without the output projection (wrong tokens, the same shapes: the
 	// difference is that product's cost), probeNoAttention passes the
 	// queries on in place of the attention's output (wrong tokens, the
-	// same shapes: the difference is the attention's cost in the chain).
+	// same shapes: the difference is the attention's cost in the chain),
+	// probeNoNorm passes each layer's residual stream to its products
+	// without the two RMSNorms (wrong tokens, the same shapes: the
+	// difference is what the norm steps cost between the products; not
+	// yet measured).
 	// H200, session 50, Q4_K, each against the plain step in the same
 	// call (median 521.7 / 521.8 µs): tiny-step 532.5 µs (0.7 µs a step
 	// of its own there: folding the scatter into a neighbour would save
@@ -98,6 +102,7 @@ const (
 	probeTinyStep    = "tiny-step"
 	probeNoOutProj   = "no-attn-output"
 	probeNoAttention = "no-attention"
+	probeNoNorm      = "no-norm"
 )
 
 // kvName is a layer's cache input and output names.

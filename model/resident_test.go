@@ -262,6 +262,9 @@ func TestDecodeProbes(t *testing.T) {
 	if n := newKV(twice); n != 0 {
 		t.Errorf("%s: %d attention steps read the new key and value ahead, want 0", probeTinyStep, n)
 	}
+	if s, _ := steps(load(t, dir, Options{probe: probeNoNorm})); s != n-2*layers {
+		t.Errorf("%s: %d decode steps, want %d − 2·%d", probeNoNorm, s, n, layers)
+	}
 	if s, _ := steps(load(t, dir, Options{probe: probeNoAttention})); s != n-layers {
 		t.Errorf("%s: %d decode steps, want %d − %d", probeNoAttention, s, n, layers)
 	}
