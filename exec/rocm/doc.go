@@ -99,6 +99,11 @@
 // run whose plan writes an output over it in place (plan.Plan.InPlace: a
 // scatter into an input nothing else reads, as a model's KV cache update)
 // comes back as that output, in the same memory, with the copy skipped.
+// An attention step right behind such a scatter of its own cache
+// (plan.Kernel.NewKV, a decode step's) is told at each launch whether
+// the scatter ran in place (kernels.AheadInPlace): only then does
+// NVIDIA's warp form load before it waits for the scatter, taking the
+// new key and value from the q/k/v product's output.
 //
 // # Decode-sized products
 //
