@@ -201,9 +201,15 @@ func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
 	}
 	name = strings.Replace(name, "loom_qmvq_", "loom_qmvt_", 1)
 	if t == quant.Q6_K && qmvtQ6KFloat {
-		name = strings.Replace(name, "loom_qmvt_q6_k_", "loom_qmvt_q6_k_f_", 1)
+		name = qmvtQ6KFloatName(name)
 	}
 	return name, true
+}
+
+// qmvtQ6KFloatName is the float-scaled form's name (qt_q6_k_f) of a Q6_K
+// tensor-core mat-vec name.
+func qmvtQ6KFloatName(name string) string {
+	return strings.Replace(name, "loom_qmvt_q6_k_", "loom_qmvt_q6_k_f_", 1)
 }
 
 // qmvtQ6KFloat makes Q6_K's tensor-core mat-vec scale each k16 MMA's sums
@@ -259,8 +265,7 @@ func QMVTEntries() []string {
 			n, _ := qmvtName(t, d)
 			out = append(out, n)
 			if t == quant.Q6_K && !qmvtQ6KFloat {
-				// The float-scaled form, for LOOM_QMVT_Q6K=f.
-				out = append(out, strings.Replace(n, "loom_qmvt_q6_k_", "loom_qmvt_q6_k_f_", 1))
+				out = append(out, qmvtQ6KFloatName(n)) // for LOOM_QMVT_Q6K=f
 			}
 			if t == quant.Q4_0 {
 				n, _ := Q8TEntry(d)

@@ -26,9 +26,8 @@ type NewKV struct {
 	Scatter *Kernel
 	Dst     int
 	// Src is the scatter's source operand; its buffer is the attention's
-	// queries' (Kernel.Ins[Q]).
+	// queries'.
 	Src Operand
-	Q   int
 }
 
 // MarkNewKV sets Kernel.NewKV on each attention step that takes one query
@@ -116,5 +115,5 @@ func newKV(a, s *Kernel, inPlace map[int]*Buffer) (*NewKV, bool) {
 			return nil, false
 		}
 	}
-	return &NewKV{Scatter: s, Dst: di, Src: src, Q: qi}, true
+	return &NewKV{Scatter: s, Dst: di, Src: src}, true
 }

@@ -38,8 +38,9 @@ func TestMarkNewKV(t *testing.T) {
 			if nk.Scatter != prev || prev.Instrs[0].Node.Op != ir.OpScatter || st.Kernel.Instrs[0].Node.Op != ir.OpAttention {
 				t.Errorf("step %d (%s) marked behind %s", i, st.Kernel.Name, prev.Name)
 			}
-			if nk.Scatter.Ins[nk.Dst].Buf.Name != "cache" || nk.Src.Buf != st.Kernel.Ins[nk.Q].Buf || nk.Src.Buf.Name != "y" {
-				t.Errorf("step %d: destination %v, source %v, queries %v", i, nk.Scatter.Ins[nk.Dst].Buf, nk.Src.Buf, st.Kernel.Ins[nk.Q].Buf)
+			qb := st.Kernel.Ins[st.Kernel.Instrs[0].Args[0].Index].Buf
+			if nk.Scatter.Ins[nk.Dst].Buf.Name != "cache" || nk.Src.Buf != qb || nk.Src.Buf.Name != "y" {
+				t.Errorf("step %d: destination %v, source %v, queries %v", i, nk.Scatter.Ins[nk.Dst].Buf, nk.Src.Buf, qb)
 			}
 		}
 		return n

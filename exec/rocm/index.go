@@ -295,7 +295,7 @@ func aheadInPlace(k *plan.Kernel, ptrOf func(*plan.Buffer) (hip.DevPtr, error)) 
 		return 0, nil
 	}
 	aheadInPlaceLaunches.Add(1)
-	return ptrOf(k.Ins[nk.Q].Buf)
+	return ptrOf(nk.Src.Buf)
 }
 
 // aheadInPlaceLaunches and aheadCopied count attention launches that read
