@@ -423,7 +423,14 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	lg := f.logits(x.Reshape(b, c.Hidden))
 	g.Output(outLogits, lg)
 	am, mx := lg.Argmax(1, false), lg.Max(false, 1)
-	g.Output(outNext, graph.Where(mx.Ne(mx), am.Add(g.Full(dtype.U32, float64(c.Vocab))), am))
+	nan := mx.Ne(mx)
+	if m.probe == probeNoNorm {
+		// Without the norms random weights overflow to NaN within a few
+		// layers; the probe times the steps, so the token stays the
+		// argmax (the same kernels: a test that is never true, NaN or not).
+		nan = mx.Lt(mx)
+	}
+	g.Output(outNext, graph.Where(nan, am.Add(g.Full(dtype.U32, float64(c.Vocab))), am))
 	g.Output(outNextPos, pos.Add(g.Full(dtype.U32, 1)))
 	return g.Compile(graph.Options{})
 }

@@ -80,13 +80,21 @@ type Options struct {
 	// same shapes: the difference is the attention's cost in the chain),
 	// probeNoNorm passes each layer's residual stream to its products
 	// without the two RMSNorms (wrong tokens, the same shapes: the
-	// difference is what the norm steps cost between the products; not
-	// yet measured).
+	// difference is what the norm steps cost between the products;
+	// random weights overflow to NaN without them, so under this probe
+	// the greedy step takes the argmax as it is, NaN or not).
 	// H200, session 50, Q4_K, each against the plain step in the same
 	// call (median 521.7 / 521.8 µs): tiny-step 532.5 µs (0.7 µs a step
 	// of its own there: folding the scatter into a neighbour would save
 	// ~11 µs), no-attn-output 491.5 (1.9 µs a 2.4 MB product, of which
-	// 0.6 is its bytes at copy speed).
+	// 0.6 is its bytes at copy speed). Session 51, the same way (plain
+	// 521.9 / 522.2 and 520.0 / 519.6 µs in two calls): no-attention
+	// 463.6 (the attention 58 µs a step, as in session 50), no-norm 502.0
+	// (111.0 launches a token against 142.7: the 32 layer norms cost 18
+	// µs a step, 0.56 µs each, so folding them into the products — the
+	// consumer's prologue, measured slower in session 48, or the
+	// producer's last block — could save at most 3.5% of the step: not
+	// built).
 	//
 	// (A first probe, "scatter2", wrote each layer's new key and value
 	// twice. Measured once (H200, session 50: Q4_K median step 865.8 µs
