@@ -496,6 +496,36 @@ LOOM_DEV V_T at_word(const unsigned int* w, int i) {
 #ifndef AT_NEWKV
 #define AT_NEWKV 0
 #endif
+// at_ld_key(p, w): a lane's run of a key, AT_KW words from p (16-byte
+// aligned) with 16-byte loads. at_ld_value(p, w): a lane's AT_VW words of
+// a value (4, 8 or 16 bytes) with one load. The cache's keys and values
+// and, with AT_NEWKV, the new position's are read the same way.
+LOOM_DEV void at_ld_key(const V_T* p, unsigned int* w) {
+  const uint4* kp = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+  for (int i = 0; i < AT_KW / 4; ++i) {
+    const uint4 u = kp[i];
+    w[4 * i] = u.x;
+    w[4 * i + 1] = u.y;
+    w[4 * i + 2] = u.z;
+    w[4 * i + 3] = u.w;
+  }
+}
+LOOM_DEV void at_ld_value(const V_T* p, unsigned int* w) {
+  if (AT_VW == 4) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    w[0] = u.x;
+    w[AT_VW > 1 ? 1 : 0] = u.y;
+    w[AT_VW > 2 ? 2 : 0] = u.z;
+    w[AT_VW > 3 ? 3 : 0] = u.w;
+  } else if (AT_VW == 2) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    w[0] = u.x;
+    w[AT_VW > 1 ? 1 : 0] = u.y;
+  } else {
+    w[0] = *reinterpret_cast<const unsigned int*>(p);
+  }
+}
 LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__ k, const V_T* __restrict__ v,
                               const unsigned int* __restrict__ start, V_T* __restrict__ y,
                               const V_T* __restrict__ nkv) {
@@ -533,64 +563,17 @@ LOOM_DEV void attention_warps(const V_T* __restrict__ q, const V_T* __restrict__
     // Keys past the cache's S read key 0 and are never visible. A lane's
     // part of its key is AT_KW words, its values AT_VW words a key.
     unsigned int kw[AT_KW];
-    {
-      const uint4* kp =
-          reinterpret_cast<const uint4*>(kb + (s0 + kl < AT_S ? s0 + kl : 0) * AT_K_SS + part * AT_DL);
-#pragma unroll
-      for (int i = 0; i < AT_KW / 4; ++i) {
-        const uint4 u = kp[i];
-        kw[4 * i] = u.x;
-        kw[4 * i + 1] = u.y;
-        kw[4 * i + 2] = u.z;
-        kw[4 * i + 3] = u.w;
-      }
-    }
+    at_ld_key(kb + (s0 + kl < AT_S ? s0 + kl : 0) * AT_K_SS + part * AT_DL, kw);
     unsigned int vw[AT_KPW][AT_VW];
 #pragma unroll
-    for (int j = 0; j < AT_KPW; ++j) {
-      const V_T* vp = vb + (s0 + j < AT_S ? s0 + j : 0) * AT_V_SS + lane * AT_VL;
-      if (AT_VW == 4) {
-        const uint4 u = *reinterpret_cast<const uint4*>(vp);
-        vw[j][0] = u.x;
-        vw[j][AT_VW > 1 ? 1 : 0] = u.y;
-        vw[j][AT_VW > 2 ? 2 : 0] = u.z;
-        vw[j][AT_VW > 3 ? 3 : 0] = u.w;
-      } else if (AT_VW == 2) {
-        const uint2 u = *reinterpret_cast<const uint2*>(vp);
-        vw[j][0] = u.x;
-        vw[j][AT_VW > 1 ? 1 : 0] = u.y;
-      } else {
-        vw[j][0] = *reinterpret_cast<const unsigned int*>(vp);
-      }
-    }
+    for (int j = 0; j < AT_KPW; ++j) at_ld_value(vb + (s0 + j < AT_S ? s0 + j : 0) * AT_V_SS + lane * AT_VL, vw[j]);
 #if AT_NEWKV
     // The new key's run of this lane and the new value's elements (T = 1).
     unsigned int newk[AT_KW], newv[AT_VW];
     if (!waited) {
       const V_T* np = nkv + AT_NK_OFF + b * AT_NK_SB + kh * AT_NK_SH;
-      const uint4* kp = reinterpret_cast<const uint4*>(np + part * AT_DL);
-#pragma unroll
-      for (int i = 0; i < AT_KW / 4; ++i) {
-        const uint4 u = kp[i];
-        newk[4 * i] = u.x;
-        newk[4 * i + 1] = u.y;
-        newk[4 * i + 2] = u.z;
-        newk[4 * i + 3] = u.w;
-      }
-      const V_T* vp = nkv + AT_NV_OFF + b * AT_NK_SB + kh * AT_NK_SH + lane * AT_VL;
-      if (AT_VW == 4) {
-        const uint4 u = *reinterpret_cast<const uint4*>(vp);
-        newv[0] = u.x;
-        newv[AT_VW > 1 ? 1 : 0] = u.y;
-        newv[AT_VW > 2 ? 2 : 0] = u.z;
-        newv[AT_VW > 3 ? 3 : 0] = u.w;
-      } else if (AT_VW == 2) {
-        const uint2 u = *reinterpret_cast<const uint2*>(vp);
-        newv[0] = u.x;
-        newv[AT_VW > 1 ? 1 : 0] = u.y;
-      } else {
-        newv[0] = *reinterpret_cast<const unsigned int*>(vp);
-      }
+      at_ld_key(np + part * AT_DL, newk);
+      at_ld_value(nkv + AT_NV_OFF + b * AT_NK_SB + kh * AT_NK_SH + lane * AT_VL, newv);
     }
 #endif
     for (int i = tid; i < AT_G * AT_D; i += AT_THREADS) {
