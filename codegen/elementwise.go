@@ -250,7 +250,7 @@ func newGen(k *plan.Kernel, opt options) (*gen, error) {
 		if _, hi := o.Layout.Span(); g.numel > 0 && hi > o.Buf.Numel() {
 			return nil, fmt.Errorf("operand %d layout %v reads past its buffer %v", i, o.Layout, o.Buf)
 		}
-		g.ops = append(g.ops, operand{dt: o.Buf.DType, l: reduce(o.Layout)})
+		g.ops = append(g.ops, operand{dt: o.Buf.DType, l: o.Layout.Merged()})
 	}
 	for j, in := range k.Instrs {
 		n := in.Node
@@ -301,26 +301,6 @@ func newGen(k *plan.Kernel, opt options) (*gen, error) {
 		g.blocks, g.loop = loopBlocks, true
 	}
 	return g, nil
-}
-
-// reduce drops unit dims and merges adjacent dims that address memory as
-// one (the CPU twin's rule), so that addresses take the fewest divisions.
-func reduce(l ir.Layout) ir.Layout {
-	out := ir.Layout{Offset: l.Offset}
-	for d, n := range l.Dims {
-		if n == 1 {
-			continue
-		}
-		s := l.Strides[d]
-		if k := len(out.Dims) - 1; k >= 0 && out.Strides[k] == s*n {
-			out.Dims[k] *= n
-			out.Strides[k] = s
-			continue
-		}
-		out.Dims = append(out.Dims, n)
-		out.Strides = append(out.Strides, s)
-	}
-	return out
 }
 
 // chooseVector picks Elems and each operand's mode. Elems makes the

@@ -56,9 +56,9 @@ func newRowGen(k *plan.Kernel, t Target, opt rowOptions) (*rowGen, error) {
 		}
 		whole = whole && !g.degen
 		op := rowOperand{dt: o.Buf.DType, whole: whole,
-			outer: reduce(ir.Layout{Dims: l.Dims[:g.nOuter], Strides: l.Strides[:g.nOuter], Offset: l.Offset})}
+			outer: ir.Layout{Dims: l.Dims[:g.nOuter], Strides: l.Strides[:g.nOuter], Offset: l.Offset}.Merged()}
 		if whole {
-			op.inner = reduce(ir.Layout{Dims: l.Dims[g.nOuter:], Strides: l.Strides[g.nOuter:]})
+			op.inner = ir.Layout{Dims: l.Dims[g.nOuter:], Strides: l.Strides[g.nOuter:]}.Merged()
 		}
 		g.ops = append(g.ops, op)
 	}

@@ -62,6 +62,30 @@ func (l Layout) IsContiguous() bool {
 	return true
 }
 
+// Merged drops the unit dims and merges adjacent dims that address memory
+// as one (a dim whose stride is the next kept dim's stride times that
+// dim's size), keeping the offset: the result addresses the same elements
+// in the same order, in the fewest, longest runs, so that walking it (the
+// CPU executor) or computing an address from a flat index (the generated
+// kernels) takes the fewest steps or divisions.
+func (l Layout) Merged() Layout {
+	out := Layout{Offset: l.Offset}
+	for d, n := range l.Dims {
+		if n == 1 {
+			continue
+		}
+		s := l.Strides[d]
+		if k := len(out.Dims) - 1; k >= 0 && out.Strides[k] == s*n {
+			out.Dims[k] *= n
+			out.Strides[k] = s
+			continue
+		}
+		out.Dims = append(out.Dims, n)
+		out.Strides = append(out.Strides, s)
+	}
+	return out
+}
+
 // IsIdentity reports whether the layout is contiguous at offset 0: reading
 // through it is reading the buffer as is.
 func (l Layout) IsIdentity() bool { return l.Offset == 0 && l.IsContiguous() }

@@ -419,30 +419,10 @@ func spans(ops []operand, extra ...int64) []int64 {
 	return out
 }
 
-// reduce drops unit dims and merges adjacent dims that address memory as
-// one, so that an address takes the fewest divisions.
-func reduce(l ir.Layout) ir.Layout {
-	out := ir.Layout{Offset: l.Offset}
-	for d, n := range l.Dims {
-		if n == 1 {
-			continue
-		}
-		s := l.Strides[d]
-		if k := len(out.Dims) - 1; k >= 0 && out.Strides[k] == s*n {
-			out.Dims[k] *= n
-			out.Strides[k] = s
-			continue
-		}
-		out.Dims = append(out.Dims, n)
-		out.Strides = append(out.Strides, s)
-	}
-	return out
-}
-
 // atFunc writes `loom_idx name(loom_idx i)`: the element offset of logical
 // (row-major) flat index i of layout l.
 func (c *config) atFunc(name string, l ir.Layout) {
-	r := reduce(l)
+	r := l.Merged()
 	c.line("// %s: layout %v, reduced %v:%v+%d.", name, l, r.Dims, r.Strides, r.Offset)
 	c.line("LOOM_DEV loom_idx %s(loom_idx i) {", name)
 	switch len(r.Dims) {

@@ -110,7 +110,7 @@ func planCumsumShape(shape []int, dim int, dt dtype.DType, xl ir.Layout) (cumsum
 	}
 	if p.mode != csSeq && right == 1 && n%int64(p.vWidth) == 0 {
 		p.vecOut = true
-		r := reduce(xl)
+		r := xl.Merged()
 		numel := int64(ir.Numel(shape))
 		p.vecIn = len(r.Dims) == 1 && int64(r.Dims[0]) == numel && r.Strides[0] == 1 && r.Offset%p.vWidth == 0
 	}

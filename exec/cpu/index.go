@@ -104,7 +104,7 @@ func loadOperandCtx(ctx context.Context, op plan.Operand, mem []exec.Memory) (ti
 	l := op.Layout
 	numel := l.Numel()
 	t := newTile(op.Buf.DType.Kind(), numel)
-	src, rl := asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), reduce(l)
+	src, rl := asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), l.Merged()
 	var w walker
 	for lo := 0; lo < numel; lo += loadChunk {
 		if err := ctx.Err(); err != nil {
@@ -255,7 +255,7 @@ func sliceAssign(out, dst, src tile, n *ir.Node) {
 // (doing nothing) for other operands, which go through tiles.
 func argsortDirect(ctx context.Context, k *plan.Kernel, mem []exec.Memory, workers int) (bool, error) {
 	op := k.Ins[0]
-	l := reduce(op.Layout)
+	l := op.Layout.Merged()
 	numel := op.Layout.Numel()
 	if op.Buf.DType != dtype.F32 || k.Out.DType != dtype.U32 || numel == 0 ||
 		len(l.Dims) != 1 || l.Dims[0] != numel || l.Strides[0] != 1 {
@@ -476,9 +476,9 @@ func indexSelectRows(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (do
 	_, m, _ := split(n.Shape, dim)
 	var w walker
 	ids := newTile(idsOp.Buf.DType.Kind(), idsOp.Layout.Numel())
-	w.load(ids, asBuf(mem[idsOp.Buf.ID].(*memory).b, idsOp.Buf.DType), reduce(idsOp.Layout), 0, idsOp.Layout.Numel())
+	w.load(ids, asBuf(mem[idsOp.Buf.ID].(*memory).b, idsOp.Buf.DType), idsOp.Layout.Merged(), 0, idsOp.Layout.Numel())
 	src := asBuf(mem[srcOp.Buf.ID].(*memory).b, srcOp.Buf.DType)
-	sl := reduce(srcOp.Layout)
+	sl := srcOp.Layout.Merged()
 	out := newTile(n.DType.Kind(), n.Numel())
 	for li := range l {
 		for j := range m {

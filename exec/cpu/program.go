@@ -136,7 +136,7 @@ func compileKernel(k *plan.Kernel) (*program, error) {
 		if !wide && !sameDims(o.Layout.Dims, rowShape) {
 			return nil, fmt.Errorf("cpu: kernel %s operand %d has dims %v, kernel shape %v", k.Name, i, o.Layout.Dims, k.Shape)
 		}
-		l := reduce(o.Layout)
+		l := o.Layout.Merged()
 		op := operand{wide: wide || k.RowAxes == 0, dt: o.Buf.DType, layout: l, direct: l.IsContiguous() && native(o.Buf.DType)}
 		if r := len(l.Dims); r > 0 && native(o.Buf.DType) && l.Strides[r-1] == 1 {
 			op.innerRun = l.Dims[r-1]
@@ -193,26 +193,6 @@ func sameDims(a, b []int) bool {
 
 // native reports whether a dtype is stored exactly as its compute kind.
 func native(d dtype.DType) bool { return d == dtype.F32 || d == dtype.F64 || d == dtype.I64 }
-
-// reduce drops unit dims and merges adjacent dims that address memory as
-// one dim, so that walking the layout takes the fewest, longest runs.
-func reduce(l ir.Layout) ir.Layout {
-	out := ir.Layout{Offset: l.Offset}
-	for d, n := range l.Dims {
-		if n == 1 {
-			continue
-		}
-		s := l.Strides[d]
-		if k := len(out.Dims) - 1; k >= 0 && out.Strides[k] == s*n {
-			out.Dims[k] *= n
-			out.Strides[k] = s
-			continue
-		}
-		out.Dims = append(out.Dims, n)
-		out.Strides = append(out.Strides, s)
-	}
-	return out
-}
 
 func (p *program) newWorker() *worker {
 	wideN, rowN := p.rowsPerTile*p.rowLen, p.rowsPerTile

@@ -68,7 +68,7 @@ func (e *Executor) runCumsum(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 	op := k.Ins[k.Instrs[0].Args[0].Index]
 	left, mid, right := split(n.Shape, n.CumsumDim())
 	j := cumsumJob{
-		src: asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), l: reduce(op.Layout),
+		src: asBuf(mem[op.Buf.ID].(*memory).b, op.Buf.DType), l: op.Layout.Merged(),
 		dst: asBuf(mem[k.Out.ID].(*memory).b, k.Out.DType), left: left, n: mid, right: right,
 		workers: e.workers,
 	}

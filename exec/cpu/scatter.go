@@ -45,7 +45,7 @@ func scatterBuffers(ctx context.Context, k *plan.Kernel, mem []exec.Memory) (boo
 	}
 	dst := k.Ins[args[0].Index]
 	numel := n.Numel()
-	l := reduce(dst.Layout)
+	l := dst.Layout.Merged()
 	if dst.Buf.DType != k.Out.DType || numel == 0 || dst.Layout.Numel() != numel ||
 		len(l.Dims) != 1 || l.Dims[0] != numel || l.Strides[0] != 1 {
 		return false, nil
