@@ -653,6 +653,15 @@ func (p *parser) array(depth int) (Array, error) {
 	}
 }
 
+// decodeEach decodes n elements of size bytes each from b with one.
+func decodeEach[T any](b []byte, n, size int, one func([]byte) T) []T {
+	xs := make([]T, n)
+	for i := range xs {
+		xs[i] = one(b[size*i:])
+	}
+	return xs
+}
+
 // decodeFixed decodes n little-endian elements of a fixed-size type; badBool
 // makes the error for a bool byte other than 0 or 1 at element i.
 func decodeFixed(t ValueType, b []byte, n int, badBool func(i int) error) (Array, error) {
@@ -677,53 +686,21 @@ func decodeFixed(t ValueType, b []byte, n int, badBool func(i int) error) (Array
 		}
 		data = xs
 	case TypeUint16:
-		xs := make([]uint16, n)
-		for i := range xs {
-			xs[i] = le.Uint16(b[2*i:])
-		}
-		data = xs
+		data = decodeEach(b, n, 2, func(p []byte) uint16 { return le.Uint16(p) })
 	case TypeInt16:
-		xs := make([]int16, n)
-		for i := range xs {
-			xs[i] = int16(le.Uint16(b[2*i:]))
-		}
-		data = xs
+		data = decodeEach(b, n, 2, func(p []byte) int16 { return int16(le.Uint16(p)) })
 	case TypeUint32:
-		xs := make([]uint32, n)
-		for i := range xs {
-			xs[i] = le.Uint32(b[4*i:])
-		}
-		data = xs
+		data = decodeEach(b, n, 4, le.Uint32)
 	case TypeInt32:
-		xs := make([]int32, n)
-		for i := range xs {
-			xs[i] = int32(le.Uint32(b[4*i:]))
-		}
-		data = xs
+		data = decodeEach(b, n, 4, func(p []byte) int32 { return int32(le.Uint32(p)) })
 	case TypeFloat32:
-		xs := make([]float32, n)
-		for i := range xs {
-			xs[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		data = xs
+		data = decodeEach(b, n, 4, func(p []byte) float32 { return math.Float32frombits(le.Uint32(p)) })
 	case TypeUint64:
-		xs := make([]uint64, n)
-		for i := range xs {
-			xs[i] = le.Uint64(b[8*i:])
-		}
-		data = xs
+		data = decodeEach(b, n, 8, le.Uint64)
 	case TypeInt64:
-		xs := make([]int64, n)
-		for i := range xs {
-			xs[i] = int64(le.Uint64(b[8*i:]))
-		}
-		data = xs
+		data = decodeEach(b, n, 8, func(p []byte) int64 { return int64(le.Uint64(p)) })
 	case TypeFloat64:
-		xs := make([]float64, n)
-		for i := range xs {
-			xs[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		data = xs
+		data = decodeEach(b, n, 8, func(p []byte) float64 { return math.Float64frombits(le.Uint64(p)) })
 	}
 	return Array{Elem: t, data: data}, nil
 }
