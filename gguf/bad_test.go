@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -323,7 +324,7 @@ func TestAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, err := f.TensorData(ti)
-		if err != nil || !equalInts(ti.Shape(), want.shape) || ti.Elements() != want.n || ti.Size != want.size || int64(len(d)) != want.size {
+		if err != nil || !slices.Equal(ti.Shape(), want.shape) || ti.Elements() != want.n || ti.Size != want.size || int64(len(d)) != want.size {
 			t.Errorf("%s: shape %v elements %d size %d data %d bytes, %v; want %v", name, ti.Shape(), ti.Elements(), ti.Size, len(d), err, want)
 		}
 	}

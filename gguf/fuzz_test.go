@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/loomgraph/loom/quant"
@@ -72,7 +73,7 @@ func FuzzRead(f *testing.F) {
 			x, y := &file.Tensors[i], &again.Tensors[i]
 			dx, _ := file.TensorData(x)
 			dy, _ := again.TensorData(y)
-			if x.Name != y.Name || x.Type != y.Type || !equalInts(x.Dims, y.Dims) || !bytes.Equal(dx, dy) {
+			if x.Name != y.Name || x.Type != y.Type || !slices.Equal(x.Dims, y.Dims) || !bytes.Equal(dx, dy) {
 				t.Fatalf("tensor %d re-written differs: %+v / %+v", i, *x, *y)
 			}
 		}

@@ -73,7 +73,7 @@ func TestSpecLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalInts(wt.Dims, []int64{3, 2}) || !equalInts(wt.Shape(), []int{2, 3}) || wt.Elements() != 6 || wt.Size != 24 || wt.Type != quant.F32 {
+		if !slices.Equal(wt.Dims, []int64{3, 2}) || !slices.Equal(wt.Shape(), []int{2, 3}) || wt.Elements() != 6 || wt.Size != 24 || wt.Type != quant.F32 {
 			t.Errorf("w: dims %v shape %v elements %d size %d type %v", wt.Dims, wt.Shape(), wt.Elements(), wt.Size, wt.Type)
 		}
 		if got, _ := f.Data("w"); !bytes.Equal(got, data) {
@@ -150,7 +150,7 @@ func TestRoundTrip(t *testing.T) {
 		used := make([]bool, len(b))
 		for i, c := range tensorCases {
 			ti := &f.Tensors[i]
-			if ti.Name != c.name || ti.Type != c.typ || !equalInts(ti.Shape(), c.shape) || ti.FileOffset%want != 0 {
+			if ti.Name != c.name || ti.Type != c.typ || !slices.Equal(ti.Shape(), c.shape) || ti.FileOffset%want != 0 {
 				t.Fatalf("align %d: tensor %d is %q %v shape %v at %d; want %q %v %v", align, i, ti.Name, ti.Type, ti.Shape(), ti.FileOffset, c.name, c.typ, c.shape)
 			}
 			got, err := mf.Data(c.name)
@@ -224,12 +224,12 @@ func TestMetadataAccessors(t *testing.T) {
 	if v, err := m.Bool("b"); err != nil || !v {
 		t.Errorf("Bool(b) = %v, %v", v, err)
 	}
-	if v, err := m.Strings("toks"); err != nil || !equalInts(v, []string{"a", "b"}) {
+	if v, err := m.Strings("toks"); err != nil || !slices.Equal(v, []string{"a", "b"}) {
 		t.Errorf("Strings(toks) = %v, %v", v, err)
 	}
 	if a, err := m.Array("ids"); err != nil {
 		t.Error(err)
-	} else if v, err := a.Ints(); err != nil || !equalInts(v, []int64{1, 2}) {
+	} else if v, err := a.Ints(); err != nil || !slices.Equal(v, []int64{1, 2}) {
 		t.Errorf("ids.Ints() = %v, %v", v, err)
 	}
 	// Mismatches: errors naming the key, where it is, the type found and

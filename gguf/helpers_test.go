@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/loomgraph/loom/quant"
@@ -82,7 +83,7 @@ func sameFile(t *testing.T, a, b *File) {
 	}
 	for i := range a.Tensors {
 		x, y := &a.Tensors[i], &b.Tensors[i]
-		if x.Name != y.Name || x.Type != y.Type || !equalInts(x.Dims, y.Dims) || x.Offset != y.Offset || x.FileOffset != y.FileOffset || x.Size != y.Size || x.InfoOffset != y.InfoOffset {
+		if x.Name != y.Name || x.Type != y.Type || !slices.Equal(x.Dims, y.Dims) || x.Offset != y.Offset || x.FileOffset != y.FileOffset || x.Size != y.Size || x.InfoOffset != y.InfoOffset {
 			t.Fatalf("tensor %d differs: %+v / %+v", i, *x, *y)
 		}
 		dx, err := a.TensorData(x)
@@ -110,18 +111,6 @@ func sameMetadata(t *testing.T, a, b []KV, offsets bool) {
 				a[i].Key, a[i].Value.TypeName(), a[i].Value, a[i].Offset, b[i].Key, b[i].Value.TypeName(), b[i].Value, b[i].Offset)
 		}
 	}
-}
-
-func equalInts[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // allValues is one metadata entry of every value type, with edge values:

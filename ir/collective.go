@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loomgraph/loom/dtype"
 )
@@ -119,7 +120,7 @@ func verifyCollective(n *Node, bad func(*Node, string, ...any)) {
 		bad(n, "%v", err)
 		return
 	}
-	if !equalInts(want, n.Shape) {
+	if !slices.Equal(want, n.Shape) {
 		bad(n, "shape %v, want %v", n.Shape, want)
 	}
 }

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/quant"
@@ -69,7 +70,7 @@ func verifyQuant(n *Node, bad func(*Node, string, ...any)) {
 	switch n.Op {
 	case OpDequantize:
 		want := append(append([]int{}, raw.Shape[:len(raw.Shape)-1]...), k)
-		if !equalInts(want, n.Shape) {
+		if !slices.Equal(want, n.Shape) {
 			bad(n, "shape %v, want %v", n.Shape, want)
 		}
 	case OpQMatmul:
@@ -83,7 +84,7 @@ func verifyQuant(n *Node, bad func(*Node, string, ...any)) {
 			return
 		}
 		want := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), raw.Shape[0])
-		if !equalInts(want, n.Shape) {
+		if !slices.Equal(want, n.Shape) {
 			bad(n, "shape %v, want %v", n.Shape, want)
 		}
 	}

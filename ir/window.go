@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/loomgraph/loom/dtype"
 )
@@ -429,21 +430,9 @@ func verifyWindow(n *Node, info *OpInfo, bad func(*Node, string, ...any)) {
 		bad(n, "%v", err)
 		return
 	}
-	if !equalInts(want, n.Shape) {
+	if !slices.Equal(want, n.Shape) {
 		bad(n, "shape %v, want %v", n.Shape, want)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func f64s(xs ...int) []float64 {

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
@@ -71,7 +72,7 @@ func pow2ceil(n int64) int64 {
 // until one run covers the row, the last pass writing the indices.
 func planArgsort(n *ir.Node, ops []operand) (*planned, error) {
 	x := ops[0]
-	if n.DType != dtype.U32 || !sliceEq(n.Shape, x.l.Dims) || len(n.Shape) == 0 {
+	if n.DType != dtype.U32 || !slices.Equal(n.Shape, x.l.Dims) || len(n.Shape) == 0 {
 		return nil, fmt.Errorf("argsort of %v%v must give u32%v", x.dt, x.l.Dims, x.l.Dims)
 	}
 	desc := n.Params[0] == 1
@@ -174,16 +175,4 @@ extern "C" __global__ void __launch_bounds__(AS_T) %s_tiles(const X_T* __restric
 	}
 	p.entries = entries
 	return p, nil
-}
-
-func sliceEq(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/loomgraph/loom/codegen"
 	"github.com/loomgraph/loom/dtype"
@@ -267,7 +268,7 @@ func planAttention(k *plan.Kernel, n *ir.Node, ops []operand, t codegen.Target) 
 	if why != "" {
 		return nil, fmt.Errorf("%s", why)
 	}
-	if n.DType != q.dt || !sliceEq(n.Shape, shape) {
+	if n.DType != q.dt || !slices.Equal(n.Shape, shape) {
 		return nil, fmt.Errorf("output %v%v, want %v%v", n.DType, n.Shape, q.dt, shape)
 	}
 	B, H, T, D := shape[0], shape[1], shape[2], q.l.Dims[3]

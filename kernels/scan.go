@@ -124,7 +124,7 @@ func planCumsum(n *ir.Node, ops []operand) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.DType != x.dt || !sliceEq(n.Shape, x.l.Dims) {
+	if n.DType != x.dt || !slices.Equal(n.Shape, x.l.Dims) {
 		return nil, fmt.Errorf("cumsum of %v%v must give %v%v, not %v%v", x.dt, x.l.Dims, x.dt, x.l.Dims, n.DType, n.Shape)
 	}
 	ct, ok := csTypes[x.dt]

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -132,8 +133,8 @@ func compileKernel(k *plan.Kernel) (*program, error) {
 	p.rowsPerTile = max(1, min(tileSize/max(p.rowLen, 1), p.rows))
 	rowShape := k.RowShape()
 	for i, o := range k.Ins {
-		wide := sameDims(o.Layout.Dims, k.Shape)
-		if !wide && !sameDims(o.Layout.Dims, rowShape) {
+		wide := slices.Equal(o.Layout.Dims, k.Shape)
+		if !wide && !slices.Equal(o.Layout.Dims, rowShape) {
 			return nil, fmt.Errorf("cpu: kernel %s operand %d has dims %v, kernel shape %v", k.Name, i, o.Layout.Dims, k.Shape)
 		}
 		l := o.Layout.Merged()
@@ -177,18 +178,6 @@ func reductions(ins []instr) int {
 		}
 	}
 	return n
-}
-
-func sameDims(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // native reports whether a dtype is stored exactly as its compute kind.
