@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -296,24 +294,9 @@ const cancelEvery = 4096
 // goroutines, each with its own scratch, reused for all its rows. The
 // context is checked before each row: a cancelled sort stops within a row.
 func forRows(ctx context.Context, rows, c, workers int, body func(s *sortScratch, row int)) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, rows) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := &sortScratch{a: make([]uint64, c), b: make([]uint64, c), idx: make([]int64, c)}
-			for {
-				row := int(next.Add(1) - 1)
-				if row >= rows || ctx.Err() != nil {
-					return
-				}
-				body(s, row)
-			}
-		}()
-	}
-	wg.Wait()
-	return ctx.Err()
+	return forUnits(ctx, rows, workers, func() *sortScratch {
+		return &sortScratch{a: make([]uint64, c), b: make([]uint64, c), idx: make([]int64, c)}
+	}, body)
 }
 
 // radixMin is the row length from which rows are radix sorted; shorter rows
