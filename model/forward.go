@@ -393,6 +393,9 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	}
 	for l := range c.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
+		if m.probe == probeOneLayer {
+			p = "blk.0."
+		}
 		q, kv := f.qkv(norm(x, p+"attn_norm"), p, cos, sin)
 		kvc := g.Input(inCache(l), m.dt, 2, b, c.KVHeads, m.maxSeq, c.HeadDim).Scatter(at, kv, 3)
 		g.Output(outCache(l), kvc)
@@ -424,10 +427,11 @@ func (m *Model) buildDecode(k decodeKey) (*graph.Program, error) {
 	g.Output(outLogits, lg)
 	am, mx := lg.Argmax(1, false), lg.Max(false, 1)
 	nan := mx.Ne(mx)
-	if m.probe == probeNoNorm {
-		// Without the norms random weights overflow to NaN within a few
-		// layers; the probe times the steps, so the token stays the
-		// argmax (the same kernels: a test that is never true, NaN or not).
+	if m.probe != "" {
+		// Without the norms (or with other layers' weights) random
+		// weights may overflow to NaN; a probe times the steps, so the
+		// token stays the argmax (the same kernels: a test that is never
+		// true, NaN or not).
 		nan = mx.Lt(mx)
 	}
 	g.Output(outNext, graph.Where(nan, am.Add(g.Full(dtype.U32, float64(c.Vocab))), am))

@@ -310,7 +310,7 @@ func TestGPUSpeed1B(t *testing.T) {
 		runtime.ReadMemStats(&ms0)
 		t0 := time.Now()
 		// LOOM_LLAMA_PROBE: one of the decode graph's measurement probes
-		// (Options.probe: tiny-step, no-attn-output, no-attention, no-norm).
+		// (Options.probe: tiny-step, no-attn-output, no-attention, no-norm, one-layer).
 		probe := os.Getenv("LOOM_LLAMA_PROBE")
 		if probe != "" {
 			c.name += " (probe " + probe + ")"

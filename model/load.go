@@ -81,8 +81,8 @@ type Options struct {
 	// probeNoNorm passes each layer's residual stream to its products
 	// without the two RMSNorms (wrong tokens, the same shapes: the
 	// difference is what the norm steps cost between the products;
-	// random weights overflow to NaN without them, so under this probe
-	// the greedy step takes the argmax as it is, NaN or not).
+	// random weights overflow to NaN without them, so under a probe the
+	// greedy step takes the argmax as it is, NaN or not).
 	// H200, session 50, Q4_K, each against the plain step in the same
 	// call (median 521.7 / 521.8 µs): tiny-step 532.5 µs (0.7 µs a step
 	// of its own there: folding the scatter into a neighbour would save
@@ -95,6 +95,14 @@ type Options struct {
 	// consumer's prologue, measured slower in session 48, or the
 	// producer's last block — could save at most 3.5% of the step: not
 	// built).
+	//
+	// probeOneLayer gives every layer layer 0's weights (wrong tokens,
+	// the same steps; each layer keeps its own cache): a Q4_K layer's
+	// weights (34 MB for the 1B shape) then stay in the H200's L2 from
+	// layer to layer, so the step shows what its products cost when they
+	// need not wait for memory — the most that prefetching the next
+	// layer's weights into L2 (while the attention, the norms and the
+	// products' ramps leave the memory idle) could give.
 	//
 	// (A first probe, "scatter2", wrote each layer's new key and value
 	// twice. Measured once (H200, session 50: Q4_K median step 865.8 µs
@@ -111,6 +119,7 @@ const (
 	probeNoOutProj   = "no-attn-output"
 	probeNoAttention = "no-attention"
 	probeNoNorm      = "no-norm"
+	probeOneLayer    = "one-layer"
 )
 
 // kvName is a layer's cache input and output names.

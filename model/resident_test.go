@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
@@ -264,6 +265,30 @@ func TestDecodeProbes(t *testing.T) {
 	}
 	if s, _ := steps(load(t, dir, Options{probe: probeNoNorm})); s != n-2*layers {
 		t.Errorf("%s: %d decode steps, want %d − 2·%d", probeNoNorm, s, n, layers)
+	}
+	// One layer's weights for all: the same steps, and no step reads
+	// another layer's weight.
+	one := load(t, dir, Options{probe: probeOneLayer})
+	if s, p := steps(one); s != n || p != products {
+		t.Errorf("%s: %d decode steps and %d products, want %d and %d", probeOneLayer, s, p, n, products)
+	}
+	if p, _, err := one.decodeProgram(ctx, decodeKey{1, one.decodeWindow(16)}); err != nil {
+		t.Fatal(err)
+	} else {
+		read := 0
+		for _, st := range p.Plan().Steps {
+			for _, in := range st.Kernel.Ins {
+				if name := in.Buf.Name; strings.HasPrefix(name, "blk.") {
+					read++
+					if !strings.HasPrefix(name, "blk.0.") {
+						t.Errorf("%s: step %s reads %s", probeOneLayer, st.Kernel.Name, name)
+					}
+				}
+			}
+		}
+		if read == 0 {
+			t.Errorf("%s: no step reads a layer's weight", probeOneLayer)
+		}
 	}
 	if s, _ := steps(load(t, dir, Options{probe: probeNoAttention})); s != n-layers {
 		t.Errorf("%s: %d decode steps, want %d − %d", probeNoAttention, s, n, layers)
