@@ -180,21 +180,29 @@ func TestGreedyChainHostWriter(t *testing.T) {
 }
 
 // TestDecodeProbes: the decode graph's measurement probes (Options.probe,
-// for TestGPUSpeed1B's LOOM_LLAMA_PROBE) do what they say: writing each
-// layer's key and value twice adds a step a layer and leaves the tokens
-// as they were; dropping the output projection takes a product a layer
-// away (its residual add then runs as a step of its own).
+// for TestGPUSpeed1B's LOOM_LLAMA_PROBE) do what they say: tiny-step adds
+// a step a layer between the scatter and the attention and leaves the
+// tokens as they were; no-norm takes two steps a layer away, no-attention
+// one; one-layer keeps the steps and reads layer 0's weights only;
+// dropping the output projection takes a product a layer away (its
+// residual add then runs as a step of its own).
 func TestDecodeProbes(t *testing.T) {
 	dir, _, _ := tiny(t)
 	prompt := randomIDs(41, 9, TinyConfig().Vocab)
 	opts := GenerateOptions{MaxTokens: 12, StopTokens: []int{}}
-	// steps counts a decode program's steps and its products.
-	steps := func(m *Model) (n, products int) {
+	// decodeSteps is the steps of m's decode program (one sequence, the
+	// first window).
+	decodeSteps := func(m *Model) []*plan.Step {
 		p, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(16)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range p.Plan().Steps {
+		return p.Plan().Steps
+	}
+	// steps counts a decode program's steps and its products.
+	steps := func(m *Model) (n, products int) {
+		ss := decodeSteps(m)
+		for _, s := range ss {
 			for _, in := range s.Kernel.Instrs {
 				if in.Node.Op == ir.OpMatmul || in.Node.Op == ir.OpQMatmul {
 					products++
@@ -202,7 +210,7 @@ func TestDecodeProbes(t *testing.T) {
 				}
 			}
 		}
-		return len(p.Plan().Steps), products
+		return len(ss), products
 	}
 	base := load(t, dir, Options{})
 	want, err := base.Generate(ctx, prompt, opts)
@@ -224,11 +232,7 @@ func TestDecodeProbes(t *testing.T) {
 	}
 	// Each attention step follows the probe's step, which follows the
 	// cache's scatter.
-	p, _, err := twice.decodeProgram(ctx, decodeKey{1, twice.decodeWindow(16)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ss, attn := p.Plan().Steps, 0
+	ss, attn := decodeSteps(twice), 0
 	for i, s := range ss {
 		if op := s.Kernel.Instrs[0].Node.Op; op != ir.OpAttention {
 			continue
@@ -245,12 +249,8 @@ func TestDecodeProbes(t *testing.T) {
 	// and value from the q/k/v product's output (plan.Kernel.NewKV);
 	// behind the probe's step, none does.
 	newKV := func(m *Model) int {
-		p, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(16)})
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
-		for _, s := range p.Plan().Steps {
+		for _, s := range decodeSteps(m) {
 			if s.Kernel.NewKV != nil {
 				n++
 			}
@@ -272,23 +272,19 @@ func TestDecodeProbes(t *testing.T) {
 	if s, p := steps(one); s != n || p != products {
 		t.Errorf("%s: %d decode steps and %d products, want %d and %d", probeOneLayer, s, p, n, products)
 	}
-	if p, _, err := one.decodeProgram(ctx, decodeKey{1, one.decodeWindow(16)}); err != nil {
-		t.Fatal(err)
-	} else {
-		read := 0
-		for _, st := range p.Plan().Steps {
-			for _, in := range st.Kernel.Ins {
-				if name := in.Buf.Name; strings.HasPrefix(name, "blk.") {
-					read++
-					if !strings.HasPrefix(name, "blk.0.") {
-						t.Errorf("%s: step %s reads %s", probeOneLayer, st.Kernel.Name, name)
-					}
+	read := 0
+	for _, st := range decodeSteps(one) {
+		for _, in := range st.Kernel.Ins {
+			if name := in.Buf.Name; strings.HasPrefix(name, "blk.") {
+				read++
+				if !strings.HasPrefix(name, "blk.0.") {
+					t.Errorf("%s: step %s reads %s", probeOneLayer, st.Kernel.Name, name)
 				}
 			}
 		}
-		if read == 0 {
-			t.Errorf("%s: no step reads a layer's weight", probeOneLayer)
-		}
+	}
+	if read == 0 {
+		t.Errorf("%s: no step reads a layer's weight", probeOneLayer)
 	}
 	if s, _ := steps(load(t, dir, Options{probe: probeNoAttention})); s != n-layers {
 		t.Errorf("%s: %d decode steps, want %d − %d", probeNoAttention, s, n, layers)
