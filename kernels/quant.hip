@@ -1244,6 +1244,17 @@ LOOM_QMVQ3(q6_k)
 // tiles' work as here, plus each block's quantization of the 32,768
 // activations, which loom_q8t spreads over 32 blocks.
 //
+// Also tried and taken back (session 52, H200, branch wip/qmvt-layout;
+// TestGPUQMVQ8's 632 cases passed): loom_q8t writing each block's words
+// in the order 0, 4, 1, 5, 2, 6, 3, 7 and a row pair's steps and sums as
+// one float4, so that a lane's B fragment is one 8-byte load and its
+// steps and sums one 16-byte load (against the L1 waits ncu showed).
+// W13 with 8 rows, two rounds alternating with the kernels here in one
+// call: Q4_K 1,650–1,719 GB/s against 1,672–1,696, Q4_0 1,710–1,733
+// against 1,713–1,759, Q8_0 1,991–2,011 against 2,038–2,041, Q6_K
+// 1,653–1,666 against 1,599–1,611 — noise but for Q6_K (+3.5%) and Q8_0
+// (−2%): fewer load instructions are not what these wait on.
+//
 // NVIDIA only (the mma.sync instruction; the host takes these from sm_80):
 // elsewhere loom_qmvq does the job. (AMD's MFMA has int8 tiles too, on
 // gfx90a and later; none of that hardware is here to test a port on.)
