@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/graph"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
 )
@@ -36,6 +37,39 @@ func caseNamed(t *testing.T, name string, cs []graphCase) graphCase {
 	}
 	t.Fatalf("no case %q", name)
 	return graphCase{}
+}
+
+// TestHeavyElems: a large kernel whose body calls a transcendental takes
+// 8 values a thread where its operands keep their vector path (W6's
+// shape: gelu(x + bias[C])), and otherwise the bytes rule's count: a
+// plain body, a small kernel, an operand whose rows of 4 would lose their
+// 16-byte loads, f16 (8 already) and f64 (8 is 64 bytes, the cap).
+func TestHeavyElems(t *testing.T) {
+	f32, f16, f64 := dtype.F32, dtype.F16, dtype.F64
+	for _, tc := range []struct {
+		name  string
+		build func(g *graph.Graph)
+		elems int
+	}{
+		{"gelu(x+bias) f32 8192²", func(g *graph.Graph) {
+			g.Output("out", g.Input("x", f32, 8192, 8192).Add(g.Input("b", f32, 8192)).Gelu())
+		}, 8},
+		{"exp f32 2^20", func(g *graph.Graph) { g.Output("out", g.Input("x", f32, 1<<20).Exp()) }, 8},
+		{"x+bias f32 8192²", func(g *graph.Graph) {
+			g.Output("out", g.Input("x", f32, 8192, 8192).Add(g.Input("b", f32, 8192)))
+		}, 4},
+		{"exp f32 2^20-1", func(g *graph.Graph) { g.Output("out", g.Input("x", f32, 1<<20-1).Exp()) }, 4},
+		{"exp f32 rows of 4", func(g *graph.Graph) {
+			g.Output("out", g.Input("x", f32, 1<<18, 4).Add(g.Input("b", f32, 4)).Exp())
+		}, 4},
+		{"silu f16 2^20", func(g *graph.Graph) { g.Output("out", g.Input("x", f16, 1<<20).Silu()) }, 8},
+		{"sigmoid f64 2^20", func(g *graph.Graph) { g.Output("out", g.Input("x", f64, 1<<20).Sigmoid()) }, 8},
+	} {
+		_, src := only(t, graphCase{name: tc.name, fused: true, big: true, build: tc.build}, amd90a)
+		if src.Elems != tc.elems {
+			t.Errorf("%s: %d values a thread, want %d", tc.name, src.Elems, tc.elems)
+		}
+	}
 }
 
 func TestTargetAndPrelude(t *testing.T) {

@@ -37,9 +37,34 @@ type options struct {
 	// gridBlocks > 0 forces a grid-stride loop over at most that many
 	// blocks; 0 gives an exact grid (a loop only beyond maxExactBlocks).
 	gridBlocks int
+	// heavyElems > 0: a kernel of at least heavyMinElems elements whose
+	// body calls a transcendental (heavyOps) takes at least this many
+	// elements a thread, where no operand's vector path is lost by it and
+	// maxThreadBytes allows. Such a body's instructions, not its bytes,
+	// hold a thread of 4 f32 values: more values a thread keep more loads
+	// in flight across them. H200, session 52, the codegen suite's sweep
+	// (TestGPUBandwidth, one call): W6 gelu(x + bias) f32 8192² 0.135 ms
+	// with 8 a thread against 0.142 with 4 (94% of copy against 89%),
+	// while a plain copy lost (0.556 against 0.504) and W1 and W2, whose
+	// f16 operand already gives them 8, lost at 16 (0.702 against 0.624,
+	// 1.268 against 1.013).
+	heavyElems int
 }
 
-var defaultOptions = options{threadBytes: 16, maxThreadBytes: 64}
+var defaultOptions = options{threadBytes: 16, maxThreadBytes: 64, heavyElems: 8}
+
+// heavyMinElems is the size from which heavyElems applies: a small kernel
+// (a decode step's 2,048 values) gains more from threads than from values
+// a thread.
+const heavyMinElems = 1 << 20
+
+// heavyOps are the ops whose device code is a libm-style function (or
+// several), tens of instructions an element.
+var heavyOps = map[ir.Op]bool{
+	ir.OpExp: true, ir.OpLog: true, ir.OpSin: true, ir.OpCos: true, ir.OpTanh: true, ir.OpErf: true,
+	ir.OpGelu: true, ir.OpGeluErf: true, ir.OpSilu: true, ir.OpSigmoid: true, ir.OpNormcdf: true,
+	ir.OpElu: true, ir.OpPowf: true,
+}
 
 // Param is one kernel parameter: a device pointer to the base of a buffer
 // (operand offsets are baked into the code).
@@ -217,6 +242,7 @@ type gen struct {
 	blocks int
 	loop   bool
 	arange bool // the body needs the element index
+	heavy  bool // the body calls a transcendental (heavyOps)
 	opt    options
 }
 
@@ -275,6 +301,7 @@ func newGen(k *plan.Kernel, opt options) (*gen, error) {
 		}
 		g.argDT = append(g.argDT, dts)
 		g.arange = g.arange || n.Op == ir.OpArange
+		g.heavy = g.heavy || heavyOps[n.Op]
 	}
 	if last := k.Instrs[len(k.Instrs)-1].Node; last.DType != k.Out.DType {
 		return nil, fmt.Errorf("stores a %v value into a %v buffer", last.DType, k.Out.DType)
@@ -319,6 +346,11 @@ func (g *gen) chooseVector() {
 	for g.vec > 1 && g.vec*maxS > g.opt.maxThreadBytes {
 		g.vec /= 2
 	}
+	if g.heavy && g.numel >= heavyMinElems {
+		for g.vec < g.opt.heavyElems && 2*g.vec*maxS <= g.opt.maxThreadBytes && g.keepsRuns(2*g.vec) {
+			g.vec *= 2
+		}
+	}
 	for i := range g.ops {
 		o := &g.ops[i]
 		r := len(o.l.Dims)
@@ -356,6 +388,20 @@ func (g *gen) chooseVector() {
 }
 
 // chunk is the access size of Elems consecutive values of d.
+// keepsRuns reports whether every operand that runs in vectors of g.vec
+// (a scalar, or an innermost dim that g.vec divides) still does in
+// vectors of v: a wider vector must not send an operand to the general
+// path.
+func (g *gen) keepsRuns(v int) bool {
+	for _, o := range g.ops {
+		r := len(o.l.Dims)
+		if r > 1 && o.l.Dims[r-1]%g.vec == 0 && o.l.Dims[r-1]%v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (g *gen) chunk(d dtype.DType) int { return min(vecBytes, g.vec*d.Size()) }
 
 // loadFunc and storeFunc name the prelude's wide access for chunk bytes of
