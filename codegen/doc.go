@@ -116,7 +116,12 @@
 // elements (the vector path), chosen so that the narrowest wide access —
 // the output, or an operand whose innermost stride is 1 — is 16 bytes, and
 // capped so that no operand moves more than 64 bytes per thread: f32 →
-// 4, f16 → 8, u8 → 16, f16 in and f32 out → 8. Operands are read
+// 4, f16 → 8, u8 → 16, f16 in and f32 out → 8. A kernel of 2^20 elements
+// or more whose body calls a transcendental (exp, log, sin, cos, tanh,
+// erf, gelu, silu, sigmoid, normcdf, elu, powf) takes at least 8, where
+// that keeps every operand's vector path and the 64-byte cap (f32 gelu
+// 4 → 8): its instructions, not its bytes, bound a thread of 4 values.
+// Operands are read
 //
 //   - contiguous (or, more generally, along an innermost dim of stride 1
 //     whose length is a multiple of Elems, like a bias broadcast over rows)
@@ -145,7 +150,12 @@
 // copy), W2 3937 (93%), W6 3667 (86.5%), a generated f32 copy 4258 (100%).
 // 32 bytes per thread and grid-stride loops over 8 blocks per SM were
 // slower in every case. Those W2 and W6 figures predate the float-pair gelu
-// argument, which removes the f64 work from their main path.
+// argument, which removes the f64 work from their main path. Session 52,
+// H200 (copy 4245 GB/s), TestGPUBandwidth: W6 at 8 values a thread 0.135
+// ms (94% of copy) against 0.142 (89%) at 4, while the copy at 8 took
+// 0.556 against 0.504 and W1 and W2 (8 a thread already) at 16 took 0.702
+// and 1.268 against 0.624 and 1.013: hence 8 for transcendental bodies
+// only (options.heavyElems).
 //
 // Not done: tiled (shared-memory) transposes — a transposed operand is read
 // with a stride, so its reads are uncoalesced; streaming cache hints.
