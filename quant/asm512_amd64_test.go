@@ -117,3 +117,56 @@ func TestPrepQ4_KY(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4_KRowsAVX512: the AVX-512 Q4_K row kernel gives the AVX2 row
+// kernel's bits and the twin's, row by row: random, biased (large
+// integer sums) and extreme bytes (0x00, 0x80, 0x7f, 0xff in the codes
+// and scales of either operand: scales and minimums of 63, codes of 15,
+// q8 bytes of −128), 1…12 blocks, several rows a call; and its activation
+// layout is prepQ4_KY's with each block's groups 1 and 2, 5 and 6
+// swapped.
+func TestQ4_KRowsAVX512(t *testing.T) {
+	if !hasDotAVX512 {
+		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 Q4_K row kernel, which TestVecDotRows checks")
+	}
+	check := func(name string, w, y []byte, nb int) {
+		t.Helper()
+		rows := len(w) / (144 * nb)
+		yp := prepQ4_KY512(y, nb, nil)
+		yq := prepQ4_KY(y, nb, nil)
+		for b := range nb {
+			for g := range 8 {
+				src := [8]int{0, 2, 1, 3, 4, 6, 5, 7}[g]
+				if !bytes.Equal(yp[256*b+32*g:256*b+32*g+32], yq[256*b+32*src:256*b+32*src+32]) {
+					t.Fatalf("%s, %d blocks: prepared group %d of block %d is not prepQ4_KY's group %d", name, nb, g, b, src)
+				}
+			}
+		}
+		got, want := make([]float32, rows), make([]float32, rows)
+		dotRowsQ4_KQ8_KAVX512P(&w[0], 144*nb, rows, &y[0], &yp[0], nb, &got[0])
+		dotRowsQ4_KQ8_KAVX2P(&w[0], 144*nb, rows, &y[0], &yq[0], nb, &want[0])
+		for r := range rows {
+			tw := dotQ4_KQ8_K(w[r*144*nb:(r+1)*144*nb], y, nb)
+			if !sameBits(got[r], want[r]) || !sameBits(got[r], tw) {
+				t.Fatalf("%s, %d blocks, row %d: AVX-512 %v, AVX2 %v, twin %v", name, nb, r, got[r], want[r], tw)
+			}
+		}
+	}
+	for nb := 1; nb <= 12; nb++ {
+		s := uint64(nb)
+		rows := func(f func(i int) []byte) []byte {
+			var w []byte
+			for i := range 3 {
+				w = append(w, f(i)...)
+			}
+			return w
+		}
+		check("random", rows(func(i int) []byte { return fillCodes(Q4_K, nb, -1, s+uint64(10*i)) }), fillCodes(Q8_K, nb, -1, s+200), nb)
+		check("biased", rows(func(i int) []byte { return biasedCodes(Q4_K, nb, s+uint64(10*i)) }), biasedCodes(Q8_K, nb, s+200), nb)
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff} {
+				check(fmt.Sprintf("fill %#x·%#x", wf, af), rows(func(i int) []byte { return fillCodes(Q4_K, nb, wf, s+uint64(10*i)) }), fillCodes(Q8_K, nb, af, s+200), nb)
+			}
+		}
+	}
+}

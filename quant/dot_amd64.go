@@ -150,6 +150,9 @@ func dotQ4_KQ8_KAVX2(x, y *byte, nb int, sums *[8]float32) float32
 func dotRowsQ4_KQ8_KAVX2P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 
 //go:noescape
+func dotRowsQ4_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+
+//go:noescape
 func dotRowsQ6_KQ8_KAVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
@@ -309,19 +312,58 @@ func prepQ4_KYGo(y []byte, nb int, p []byte) {
 //go:noescape
 func prepQ4_KYAsm(y, yp *byte, nb int)
 
-// dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotRowsQ4_KQ8_KAVX2P, y's quants
-// prepared once.
+// prepQ4_KY512 lays y's quants out as dotRowsQ4_KQ8_KAVX512P reads them:
+// prepQ4_KY's 32-byte groups (each permuted as LANES32 permutes codes),
+// per block in the order chunk 0's low-nibble elements, chunk 1's, chunk
+// 0's high-nibble elements, chunk 1's, then the same for chunks 2 and 3
+// (prepQ4_KY has each chunk's low then high: groups 1 and 2, 5 and 6
+// change places).
+func prepQ4_KY512(y []byte, nb int, buf []byte) []byte {
+	buf = prepQ4_KY(y, nb, buf)
+	var t [32]byte
+	for b := range nb {
+		for _, g := range [2]int{1, 5} {
+			a, c := buf[256*b+32*g:256*b+32*g+32], buf[256*b+32*g+32:256*b+32*g+64]
+			copy(t[:], a)
+			copy(a, c)
+			copy(c, t[:])
+		}
+	}
+	return buf
+}
+
+// dotRowsQ4_K runs Q4_K rows [i, len(out)) on dotRowsQ4_KQ8_KAVX512P
+// (where hasDotAVX512) or dotRowsQ4_KQ8_KAVX2P, y's quants prepared once.
+//
+// The AVX-512 kernel multiplies the codes two chunks a step on 512-bit
+// registers (the scales' unpacking, the minimums' sum and the float tail
+// are the AVX2 kernel's, ~70 of a block's ~100 instructions now). Session
+// 52, this project's 2-core AMD EPYC VM (Zen 5: full-width 512-bit
+// units), against the AVX2 kernel: 64 rows of 4,096 weights in cache
+// (BenchmarkVecDotRows q4_k, four runs each) 6.5–6.7 µs against 7.9–8.1;
+// 16,384 such rows (38 MB) on one thread 21.5–21.6 GB/s against
+// 16.4–17.5; the 1B-shaped Q4_K model's decode step on 2 cores (one
+// process, the model loaded anew for each of six runs, alternating, 40
+// steps each) 28.3, 31.7 and 33.3 tokens/s against 26.3, 27.2 and 26.2.
+// (Session 35's VNNI form of the products measured no faster on a Zen 4
+// VM, whose 512-bit units take two passes: see dotQ4_KQ8_KAVX2.)
 func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	if nb == 0 {
 		clear(out[i:])
 		return len(out)
 	}
 	buf := prepBuf()
-	*buf = prepQ4_KY(arow, nb, *buf)
+	kernel := dotRowsQ4_KQ8_KAVX2P
+	if hasDotAVX512 {
+		*buf = prepQ4_KY512(arow, nb, *buf)
+		kernel = dotRowsQ4_KQ8_KAVX512P
+	} else {
+		*buf = prepQ4_KY(arow, nb, *buf)
+	}
 	yp := *buf
 	if n := len(out) - i; n > 0 {
 		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
-		dotRowsQ4_KQ8_KAVX2P(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
+		kernel(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
 	}
 	prepBufs.Put(buf)
 	return len(out)

@@ -2016,6 +2016,138 @@ q6kx2loop:
 	LANES32x2(Y0, yoff(DI), yoff(R13), sc1) \
 	LANES32x2(Y1, yoff+32(DI), yoff+32(R13), sc2)
 
+// q4kperm64 is LANES32's permutation of each 32 code bytes (byte 4l+i
+// of each 32 is byte l+8i of them) as one VPERMB index over 64 bytes:
+// two Q4_K chunks at once (dotRowsQ4_KQ8_KAVX512P).
+DATA q4kperm64<>+0(SB)/8, $0x1911090118100800
+DATA q4kperm64<>+8(SB)/8, $0x1b130b031a120a02
+DATA q4kperm64<>+16(SB)/8, $0x1d150d051c140c04
+DATA q4kperm64<>+24(SB)/8, $0x1f170f071e160e06
+DATA q4kperm64<>+32(SB)/8, $0x3931292138302820
+DATA q4kperm64<>+40(SB)/8, $0x3b332b233a322a22
+DATA q4kperm64<>+48(SB)/8, $0x3d352d253c342c24
+DATA q4kperm64<>+56(SB)/8, $0x3f372f273e362e26
+GLOBL q4kperm64<>(SB), RODATA|NOPTR, $64
+
+// q4kscidx holds four VPERMD indices into a Q4_K block's eight scale
+// dwords (K45SCALES's scratch), each picking one scale for the low eight
+// dwords and one for the high eight: 0|2, 1|3, 4|6, 5|7 — the scales of
+// a chunk pair's low nibbles and of its high nibbles.
+DATA q4kscidx<>+0(SB)/8, $0x0000000000000000
+DATA q4kscidx<>+8(SB)/8, $0x0000000000000000
+DATA q4kscidx<>+16(SB)/8, $0x0000000000000000
+DATA q4kscidx<>+24(SB)/8, $0x0000000000000000
+DATA q4kscidx<>+32(SB)/8, $0x0000000200000002
+DATA q4kscidx<>+40(SB)/8, $0x0000000200000002
+DATA q4kscidx<>+48(SB)/8, $0x0000000200000002
+DATA q4kscidx<>+56(SB)/8, $0x0000000200000002
+DATA q4kscidx<>+64(SB)/8, $0x0000000100000001
+DATA q4kscidx<>+72(SB)/8, $0x0000000100000001
+DATA q4kscidx<>+80(SB)/8, $0x0000000100000001
+DATA q4kscidx<>+88(SB)/8, $0x0000000100000001
+DATA q4kscidx<>+96(SB)/8, $0x0000000300000003
+DATA q4kscidx<>+104(SB)/8, $0x0000000300000003
+DATA q4kscidx<>+112(SB)/8, $0x0000000300000003
+DATA q4kscidx<>+120(SB)/8, $0x0000000300000003
+DATA q4kscidx<>+128(SB)/8, $0x0000000400000004
+DATA q4kscidx<>+136(SB)/8, $0x0000000400000004
+DATA q4kscidx<>+144(SB)/8, $0x0000000400000004
+DATA q4kscidx<>+152(SB)/8, $0x0000000400000004
+DATA q4kscidx<>+160(SB)/8, $0x0000000600000006
+DATA q4kscidx<>+168(SB)/8, $0x0000000600000006
+DATA q4kscidx<>+176(SB)/8, $0x0000000600000006
+DATA q4kscidx<>+184(SB)/8, $0x0000000600000006
+DATA q4kscidx<>+192(SB)/8, $0x0000000500000005
+DATA q4kscidx<>+200(SB)/8, $0x0000000500000005
+DATA q4kscidx<>+208(SB)/8, $0x0000000500000005
+DATA q4kscidx<>+216(SB)/8, $0x0000000500000005
+DATA q4kscidx<>+224(SB)/8, $0x0000000700000007
+DATA q4kscidx<>+232(SB)/8, $0x0000000700000007
+DATA q4kscidx<>+240(SB)/8, $0x0000000700000007
+DATA q4kscidx<>+248(SB)/8, $0x0000000700000007
+GLOBL q4kscidx<>(SB), RODATA|NOPTR, $256
+
+// Q4K128 does two Q4_K chunks, qs bytes qoff…qoff+63 (chunks 2p and
+// 2p+1), on 512-bit registers: the 64 code bytes permuted as LANES32
+// permutes each 32 (one VPERMB by Z24), then their low nibbles (elements
+// of scales 4p and 4p+2) and high nibbles (4p+1 and 4p+3) multiplied by
+// the prepared q8 bytes at R12+ypoff (prepQ4_KY512: the chunks' low-nibble
+// elements, then their high-nibble ones, 64 bytes each) and by the scale
+// dwords picked from Z5 by ILO and IHI, into the sixteen int32 lanes of
+// Z9: dword k of the low 256 bits is lane k of chunk 2p, of the high 256
+// bits lane k of chunk 2p+1.
+#define Q4K128(qoff, ypoff, ILO, IHI) \
+	VMOVDQU64  qoff(SI), Z0        \
+	VPERMB     Z0, Z24, Z0         \
+	VPSRLW     $4, Z0, Z1          \
+	VPANDD     Z30, Z0, Z0         \
+	VPANDD     Z30, Z1, Z1         \
+	VPMADDUBSW ypoff(R12), Z0, Z0  \
+	VPERMD     Z5, ILO, Z6         \
+	VPMADDWD   Z6, Z0, Z0          \
+	VPADDD     Z0, Z9, Z9          \
+	VPMADDUBSW ypoff+64(R12), Z1, Z1 \
+	VPERMD     Z5, IHI, Z6         \
+	VPMADDWD   Z6, Z1, Z1          \
+	VPADDD     Z1, Z9, Z9
+
+// func dotRowsQ4_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+//
+// dotRowsQ4_KQ8_KAVX2P with the codes' products on 512-bit registers
+// (AVX-512 F, BW and VBMI): two chunks of a block a step (Q4K128: 13
+// instructions for 128 elements, where Q4K64P takes 28), the block's 16
+// int32 lanes then added pairwise into the twin's 8 (lane k of each
+// chunk is the twin's aux[k]; integers, so the same sums), and
+// K45HEAD and K45TAIL as there: the same lanes, integers, float
+// operations and bits, row after row. yp holds y's quants prepared by
+// prepQ4_KY512 (256 bytes a block).
+TEXT ·dotRowsQ4_KQ8_KAVX512P(SB), NOSPLIT, $48-56
+	MOVQ      x+0(FP), R13
+	MOVQ      n+16(FP), AX
+	MOVQ      AX, cnt-40(SP)
+	MOVQ      out+48(FP), AX
+	MOVQ      AX, outp-48(SP)
+	VMOVDQU64 q4kperm64<>(SB), Z24
+	VPBROADCASTQ nib<>(SB), Z30
+	VMOVDQU64 q4kscidx<>+0(SB), Z16
+	VMOVDQU64 q4kscidx<>+64(SB), Z17
+	VMOVDQU64 q4kscidx<>+128(SB), Z18
+	VMOVDQU64 q4kscidx<>+192(SB), Z19
+
+q4k5row:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   yp+32(FP), R12
+	MOVQ   nb+40(FP), CX
+	VXORPS Y10, Y10, Y10 // sums
+	VXORPS X7, X7, X7    // sumf
+
+q4k5loop:
+	K45HEAD
+	VMOVDQU scr-32(SP), Y5 // the scale dwords (s, s), k = 0…7
+
+	VPXORD Z9, Z9, Z9
+	Q4K128(16, 0, Z16, Z17)
+	Q4K128(80, 128, Z18, Z19)
+	VEXTRACTI64X4 $1, Z9, Y2
+	VPADDD        Y2, Y9, Y9
+
+	K45TAIL
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $256, R12
+	DECQ CX
+	JNZ  q4k5loop
+
+	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
+	ADDLANES(Y10, X10, X7)
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q4k5row)
+
+	VZEROUPPER
+	RET
+
 // func dotRowsQ5_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 //
 // dotRowsQ5_KQ8_KAVX2 against two Q8_K activation rows: each weight
