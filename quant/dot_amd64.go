@@ -346,7 +346,15 @@ func prepQ4_KY512(y []byte, nb int, buf []byte) []byte {
 // process, the model loaded anew for each of six runs, alternating, 40
 // steps each) 28.3, 31.7 and 33.3 tokens/s against 26.3, 27.2 and 26.2.
 // (Session 35's VNNI form of the products measured no faster on a Zen 4
-// VM, whose 512-bit units take two passes: see dotQ4_KQ8_KAVX2.)
+// VM, whose 512-bit units take two passes: see dotQ4_KQ8_KAVX2.) Tried
+// and taken back (same session, same VM, the same bits): the scales and
+// minimums unpacked on vector registers, all sixteen at once (two byte
+// shuffles, masks and shifts: 16 instructions where K45SCALES's are ~36,
+// most of them scalar), with the products' scales by VPERMW from the
+// words, or by VPERMD from doubled words: in cache 7.0–7.2 and 7.3–7.5 µs
+// against 6.5–6.8 — the scalar unpacking runs on integer units the
+// vector work leaves idle, and the vector one lengthens the chain ahead
+// of the products.
 func dotRowsQ4_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	if nb == 0 {
 		clear(out[i:])
