@@ -118,8 +118,8 @@ func TestPrepQ4_KY(t *testing.T) {
 	}
 }
 
-// TestQ4_KRowsAVX512: the AVX-512 Q4_K row kernel gives the AVX2 row
-// kernel's bits and the twin's, row by row: random, biased (large
+// TestQ4_KRowsAVX512: the AVX-512 Q4_K row kernels (one activation row
+// and two) give the AVX2 row kernel's bits and the twin's, row by row: random, biased (large
 // integer sums) and extreme bytes (0x00, 0x80, 0x7f, 0xff in the codes
 // and scales of either operand: scales and minimums of 63, codes of 15,
 // q8 bytes of −128), 1…12 blocks, several rows a call; and its activation
@@ -149,6 +149,20 @@ func TestQ4_KRowsAVX512(t *testing.T) {
 			tw := dotQ4_KQ8_K(w[r*144*nb:(r+1)*144*nb], y, nb)
 			if !sameBits(got[r], want[r]) || !sameBits(got[r], tw) {
 				t.Fatalf("%s, %d blocks, row %d: AVX-512 %v, AVX2 %v, twin %v", name, nb, r, got[r], want[r], tw)
+			}
+		}
+		// The two-row kernel: y as row a, and as row b beside another.
+		y2 := fillCodes(Q8_K, nb, -1, uint64(7*nb+1))
+		for _, ab := range [][2][]byte{{y, y2}, {y2, y}} {
+			yp2 := prepQ4_KY2_512(ab[0], ab[1], nb, nil)
+			outA, outB := make([]float32, rows), make([]float32, rows)
+			dotRowsQ4_KQ8_KAVX512P2(&w[0], 144*nb, rows, &ab[0][0], &ab[1][0], &yp2[0], nb, &outA[0], &outB[0])
+			for r := range rows {
+				ta := dotQ4_KQ8_K(w[r*144*nb:(r+1)*144*nb], ab[0], nb)
+				tb := dotQ4_KQ8_K(w[r*144*nb:(r+1)*144*nb], ab[1], nb)
+				if !sameBits(outA[r], ta) || !sameBits(outB[r], tb) {
+					t.Fatalf("%s, %d blocks, row %d, two rows: AVX-512 %v, %v; twin %v, %v", name, nb, r, outA[r], outB[r], ta, tb)
+				}
 			}
 		}
 	}

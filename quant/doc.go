@@ -52,7 +52,7 @@
 // arranged so that the integer lanes are the twin's; the fifth bits of
 // Q5_0/Q5_1 spread from their 32-bit word to bytes by a shuffle and a
 // compare, those of Q5_K and Q3_K's high-mask bits shifted into place).
-// VecDotRows's Q4_K rows have an AVX-512 form (dotRowsQ4_KQ8_KAVX512P:
+// VecDotRows's Q4_K rows (and VecDotRows2's) have an AVX-512 form (dotRowsQ4_KQ8_KAVX512P, …P2:
 // two chunks' codes a step, permuted by one VPERMB; the same bits; on
 // session 52's Zen 5 VM ~1.2× the AVX2 row kernel in cache and from
 // memory, and the 1B-shaped Q4_K model's decode 28–33 against 26–27

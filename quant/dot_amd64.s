@@ -2148,6 +2148,98 @@ q4k5loop:
 	VZEROUPPER
 	RET
 
+// Q4K128P2 is Q4K128 against two activation rows: the codes permuted,
+// split and the scales picked once, then row a's products (prepared q8
+// bytes at R12+ypoff) into Z9 and row b's (256 bytes further) into Z11.
+#define Q4K128P2(qoff, ypoff, ILO, IHI) \
+	VMOVDQU64  qoff(SI), Z0           \
+	VPERMB     Z0, Z24, Z0            \
+	VPSRLW     $4, Z0, Z1             \
+	VPANDD     Z30, Z0, Z0            \
+	VPANDD     Z30, Z1, Z1            \
+	VPERMD     Z13, ILO, Z6            \
+	VPMADDUBSW ypoff(R12), Z0, Z2     \
+	VPMADDWD   Z6, Z2, Z2             \
+	VPADDD     Z2, Z9, Z9             \
+	VPMADDUBSW ypoff+256(R12), Z0, Z3 \
+	VPMADDWD   Z6, Z3, Z3             \
+	VPADDD     Z3, Z11, Z11           \
+	VPERMD     Z13, IHI, Z6            \
+	VPMADDUBSW ypoff+64(R12), Z1, Z2  \
+	VPMADDWD   Z6, Z2, Z2             \
+	VPADDD     Z2, Z9, Z9             \
+	VPMADDUBSW ypoff+320(R12), Z1, Z3 \
+	VPMADDWD   Z6, Z3, Z3             \
+	VPADDD     Z3, Z11, Z11
+
+// func dotRowsQ4_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
+//
+// dotRowsQ4_KQ8_KAVX2P2 with the codes' products on 512-bit registers, as
+// dotRowsQ4_KQ8_KAVX512P does them: each weight block's scales, minimums
+// and codes unpacked once for both activation rows, each row's lanes,
+// integers, float operations and bits as dotRowsQ4_KQ8_KAVX512P (and so
+// the AVX2 kernels and the twin) gives it alone. yp holds both rows'
+// quants prepared by prepQ4_KY2_512 (per block a's 256 bytes, then b's).
+// Registers as dotRowsQ4_KQ8_KAVX2P2's, the lanes in Z9 and Z11.
+TEXT ·dotRowsQ4_KQ8_KAVX512P2(SB), NOSPLIT, $56-72
+	MOVQ      x+0(FP), R14
+	MOVQ      n+16(FP), AX
+	MOVQ      AX, cnt-40(SP)
+	MOVQ      outA+56(FP), AX
+	MOVQ      AX, oa-48(SP)
+	MOVQ      outB+64(FP), AX
+	MOVQ      AX, ob-56(SP)
+	VMOVDQU64 q4kperm64<>(SB), Z24
+	VPBROADCASTQ nib<>(SB), Z30
+	VMOVDQU64 q4kscidx<>+0(SB), Z16
+	VMOVDQU64 q4kscidx<>+64(SB), Z17
+	VMOVDQU64 q4kscidx<>+128(SB), Z18
+	VMOVDQU64 q4kscidx<>+192(SB), Z19
+
+q4k5p2row:
+	MOVQ   R14, SI
+	MOVQ   ya+24(FP), DI
+	MOVQ   yb+32(FP), R13
+	MOVQ   yp+40(FP), R12
+	MOVQ   nb+48(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y12, Y12, Y12
+	VXORPS X7, X7, X7
+	VXORPS X4, X4, X4
+
+q4k5p2loop:
+	K45HEAD2
+	VMOVAPS X3, X5          // row b's minimums' sum
+	VMOVDQU scr-32(SP), Y13 // the scale dwords (s, s), k = 0…7
+
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q4K128P2(16, 0, Z16, Z17)
+	Q4K128P2(80, 128, Z18, Z19)
+	VEXTRACTI64X4 $1, Z9, Y2
+	VPADDD        Y2, Y9, Y9
+	VEXTRACTI64X4 $1, Z11, Y2
+	VPADDD        Y2, Y11, Y11
+
+	K45TAIL
+	K45TAILR((R13), Y11, Y12, X5, X4)
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	ADDQ $512, R12
+	DECQ CX
+	JNZ  q4k5p2loop
+
+	ADDLANES(Y10, X10, X7)
+	ADDLANES(Y12, X12, X4)
+	ROWSTORE(X7, oa-48(SP))
+	ROWSTORE(X4, ob-56(SP))
+	ROWNEXT(R14, q4k5p2row)
+
+	VZEROUPPER
+	RET
+
 // func dotRowsQ5_KQ8_KAVX2x2(x *byte, rb, n int, ya, yb *byte, nb int, outA, outB *float32)
 //
 // dotRowsQ5_KQ8_KAVX2 against two Q8_K activation rows: each weight
