@@ -2067,29 +2067,53 @@ DATA q4kscidx<>+240(SB)/8, $0x0000000700000007
 DATA q4kscidx<>+248(SB)/8, $0x0000000700000007
 GLOBL q4kscidx<>(SB), RODATA|NOPTR, $256
 
-// Q4K128 does two Q4_K chunks, qs bytes qoff…qoff+63 (chunks 2p and
-// 2p+1), on 512-bit registers: the 64 code bytes permuted as LANES32
-// permutes each 32 (one VPERMB by Z24), then their low nibbles (elements
-// of scales 4p and 4p+2) and high nibbles (4p+1 and 4p+3) multiplied by
-// the prepared q8 bytes at R12+ypoff (prepQ4_KY512: the chunks' low-nibble
-// elements, then their high-nibble ones, 64 bytes each) and by the scale
-// dwords picked from Z5 by ILO and IHI, into the sixteen int32 lanes of
-// Z9: dword k of the low 256 bits is lane k of chunk 2p, of the high 256
-// bits lane k of chunk 2p+1.
+// Q4K128CODES loads two Q4_K chunks, qs bytes qoff…qoff+63 (chunks 2p
+// and 2p+1), permutes each 32 as LANES32 permutes codes (one VPERMB by
+// Z24) and splits them: low nibbles in Z0 (elements of scales 4p and
+// 4p+2), high nibbles in Z1 (4p+1 and 4p+3).
+#define Q4K128CODES(qoff) \
+	VMOVDQU64 qoff(SI), Z0 \
+	VPERMB    Z0, Z24, Z0  \
+	VPSRLW    $4, Z0, Z1   \
+	VPANDD    Z30, Z0, Z0  \
+	VPANDD    Z30, Z1, Z1
+
+// Q4K128ROW multiplies codes C by one activation row's prepared q8 bytes
+// at yaddr (prepQ4_KY512: a chunk pair's low-nibble elements, or its
+// high-nibble ones, 64 bytes) and by the scale words SC, into the sixteen
+// int32 lanes ACC: dword k of the low 256 bits is lane k of chunk 2p, of
+// the high 256 bits lane k of chunk 2p+1. Clobbers Z2.
+#define Q4K128ROW(C, yaddr, SC, ACC) \
+	VPMADDUBSW yaddr, C, Z2 \
+	VPMADDWD   SC, Z2, Z2   \
+	VPADDD     Z2, ACC, ACC
+
+// Q4K128 does a chunk pair of row R12's prepared activations at ypoff: the
+// codes (Q4K128CODES), then each nibble set times its scale dwords,
+// picked from Z13 (the block's eight, K45SCALES's scratch) by ILO and IHI,
+// into Z9.
 #define Q4K128(qoff, ypoff, ILO, IHI) \
-	VMOVDQU64  qoff(SI), Z0        \
-	VPERMB     Z0, Z24, Z0         \
-	VPSRLW     $4, Z0, Z1          \
-	VPANDD     Z30, Z0, Z0         \
-	VPANDD     Z30, Z1, Z1         \
-	VPMADDUBSW ypoff(R12), Z0, Z0  \
-	VPERMD     Z5, ILO, Z6         \
-	VPMADDWD   Z6, Z0, Z0          \
-	VPADDD     Z0, Z9, Z9          \
-	VPMADDUBSW ypoff+64(R12), Z1, Z1 \
-	VPERMD     Z5, IHI, Z6         \
-	VPMADDWD   Z6, Z1, Z1          \
-	VPADDD     Z1, Z9, Z9
+	Q4K128CODES(qoff)                 \
+	VPERMD    Z13, ILO, Z6            \
+	Q4K128ROW(Z0, ypoff(R12), Z6, Z9) \
+	VPERMD    Z13, IHI, Z6            \
+	Q4K128ROW(Z1, ypoff+64(R12), Z6, Z9)
+
+// FOLD16 adds the high eight int32 lanes of Z into its low eight (Y).
+// Clobbers Y2.
+#define FOLD16(Z, Y) \
+	VEXTRACTI64X4 $1, Z, Y2 \
+	VPADDD        Y2, Y, Y
+
+// Q4K512CONSTS loads the AVX-512 Q4_K kernels' constants: the code
+// permutation (Z24), the nibble mask (Z30), the scale indices (Z16–Z19).
+#define Q4K512CONSTS \
+	VMOVDQU64    q4kperm64<>(SB), Z24       \
+	VPBROADCASTQ nib<>(SB), Z30             \
+	VMOVDQU64    q4kscidx<>+0(SB), Z16      \
+	VMOVDQU64    q4kscidx<>+64(SB), Z17     \
+	VMOVDQU64    q4kscidx<>+128(SB), Z18    \
+	VMOVDQU64    q4kscidx<>+192(SB), Z19
 
 // func dotRowsQ4_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
 //
@@ -2107,12 +2131,7 @@ TEXT ·dotRowsQ4_KQ8_KAVX512P(SB), NOSPLIT, $48-56
 	MOVQ      AX, cnt-40(SP)
 	MOVQ      out+48(FP), AX
 	MOVQ      AX, outp-48(SP)
-	VMOVDQU64 q4kperm64<>(SB), Z24
-	VPBROADCASTQ nib<>(SB), Z30
-	VMOVDQU64 q4kscidx<>+0(SB), Z16
-	VMOVDQU64 q4kscidx<>+64(SB), Z17
-	VMOVDQU64 q4kscidx<>+128(SB), Z18
-	VMOVDQU64 q4kscidx<>+192(SB), Z19
+	Q4K512CONSTS
 
 q4k5row:
 	MOVQ   R13, SI
@@ -2124,13 +2143,12 @@ q4k5row:
 
 q4k5loop:
 	K45HEAD
-	VMOVDQU scr-32(SP), Y5 // the scale dwords (s, s), k = 0…7
+	VMOVDQU scr-32(SP), Y13 // the scale dwords (s, s), k = 0…7
 
 	VPXORD Z9, Z9, Z9
 	Q4K128(16, 0, Z16, Z17)
 	Q4K128(80, 128, Z18, Z19)
-	VEXTRACTI64X4 $1, Z9, Y2
-	VPADDD        Y2, Y9, Y9
+	FOLD16(Z9, Y9)
 
 	K45TAIL
 
@@ -2148,29 +2166,17 @@ q4k5loop:
 	VZEROUPPER
 	RET
 
-// Q4K128P2 is Q4K128 against two activation rows: the codes permuted,
-// split and the scales picked once, then row a's products (prepared q8
-// bytes at R12+ypoff) into Z9 and row b's (256 bytes further) into Z11.
+// Q4K128P2 is Q4K128 against two activation rows: the codes split and
+// the scales picked once, then row a's products (prepared q8 bytes at
+// R12+ypoff) into Z9 and row b's (256 bytes further) into Z11.
 #define Q4K128P2(qoff, ypoff, ILO, IHI) \
-	VMOVDQU64  qoff(SI), Z0           \
-	VPERMB     Z0, Z24, Z0            \
-	VPSRLW     $4, Z0, Z1             \
-	VPANDD     Z30, Z0, Z0            \
-	VPANDD     Z30, Z1, Z1            \
-	VPERMD     Z13, ILO, Z6            \
-	VPMADDUBSW ypoff(R12), Z0, Z2     \
-	VPMADDWD   Z6, Z2, Z2             \
-	VPADDD     Z2, Z9, Z9             \
-	VPMADDUBSW ypoff+256(R12), Z0, Z3 \
-	VPMADDWD   Z6, Z3, Z3             \
-	VPADDD     Z3, Z11, Z11           \
-	VPERMD     Z13, IHI, Z6            \
-	VPMADDUBSW ypoff+64(R12), Z1, Z2  \
-	VPMADDWD   Z6, Z2, Z2             \
-	VPADDD     Z2, Z9, Z9             \
-	VPMADDUBSW ypoff+320(R12), Z1, Z3 \
-	VPMADDWD   Z6, Z3, Z3             \
-	VPADDD     Z3, Z11, Z11
+	Q4K128CODES(qoff)                      \
+	VPERMD    Z13, ILO, Z6                 \
+	Q4K128ROW(Z0, ypoff(R12), Z6, Z9)      \
+	Q4K128ROW(Z0, ypoff+256(R12), Z6, Z11) \
+	VPERMD    Z13, IHI, Z6                 \
+	Q4K128ROW(Z1, ypoff+64(R12), Z6, Z9)   \
+	Q4K128ROW(Z1, ypoff+320(R12), Z6, Z11)
 
 // func dotRowsQ4_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
 //
@@ -2189,12 +2195,7 @@ TEXT ·dotRowsQ4_KQ8_KAVX512P2(SB), NOSPLIT, $56-72
 	MOVQ      AX, oa-48(SP)
 	MOVQ      outB+64(FP), AX
 	MOVQ      AX, ob-56(SP)
-	VMOVDQU64 q4kperm64<>(SB), Z24
-	VPBROADCASTQ nib<>(SB), Z30
-	VMOVDQU64 q4kscidx<>+0(SB), Z16
-	VMOVDQU64 q4kscidx<>+64(SB), Z17
-	VMOVDQU64 q4kscidx<>+128(SB), Z18
-	VMOVDQU64 q4kscidx<>+192(SB), Z19
+	Q4K512CONSTS
 
 q4k5p2row:
 	MOVQ   R14, SI
@@ -2216,10 +2217,8 @@ q4k5p2loop:
 	VPXORD Z11, Z11, Z11
 	Q4K128P2(16, 0, Z16, Z17)
 	Q4K128P2(80, 128, Z18, Z19)
-	VEXTRACTI64X4 $1, Z9, Y2
-	VPADDD        Y2, Y9, Y9
-	VEXTRACTI64X4 $1, Z11, Y2
-	VPADDD        Y2, Y11, Y11
+	FOLD16(Z9, Y9)
+	FOLD16(Z11, Y11)
 
 	K45TAIL
 	K45TAILR((R13), Y11, Y12, X5, X4)
