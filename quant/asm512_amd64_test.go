@@ -2,6 +2,7 @@ package quant
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -183,4 +184,169 @@ func TestQ4_KRowsAVX512(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQ6_KRowsAVX512: the AVX-512 Q6_K row kernels (one activation row
+// and two) give the AVX2 row kernels' bits and the twin's, row by row:
+// random, biased (large integer sums) and extreme bytes (0x00, 0x80, 0x7f,
+// 0xff in the codes and scales of either operand: codes of 0 and 63, int8
+// scales of −128 and 127, q8 bytes of −128), extreme scales d of either
+// operand (f16 and float32: largest, smallest normal, subnormal, zero, ±∞,
+// NaN), wholly random bytes, 1…20 blocks, 1…5 rows a call; and the
+// prepared activations are prepQ6_KY512Go's at either alignment of the
+// buffer given. VecDotRows and VecDotRows2 (which take these kernels
+// here) are checked against the twin on the same bytes.
+func TestQ6_KRowsAVX512(t *testing.T) {
+	if !hasDotAVX512 {
+		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 Q6_K row kernels, which TestVecDotRows checks")
+	}
+	checked := 0
+	check := func(name string, w, y []byte, nb int) {
+		t.Helper()
+		checked++
+		rows := len(w) / (210 * nb)
+		for _, shift := range []int{0, 8} {
+			buf := make([]byte, nb*q6kPrep+128)[shift:]
+			yp, _ := prepQ6_KY512(y, nb, buf)
+			spec := make([]byte, nb*q6kPrep)
+			prepQ6_KY512Go(y, nb, spec)
+			if !bytes.Equal(yp, spec) {
+				t.Fatalf("%s, %d blocks: prepQ6_KY512Asm's layout differs from prepQ6_KY512Go's", name, nb)
+			}
+		}
+		yp, _ := prepQ6_KY512(y, nb, nil)
+		got, want := make([]float32, rows), make([]float32, rows)
+		dotRowsQ6_KQ8_KAVX512P(&w[0], 210*nb, rows, &y[0], &yp[0], nb, &got[0])
+		dotRowsQ6_KQ8_KAVX2(&w[0], 210*nb, rows, &y[0], nb, &want[0])
+		viaRows := make([]float32, rows)
+		if err := VecDotRows(Q6_K, w, Q8_K, y, 256*nb, viaRows); err != nil {
+			t.Fatal(err)
+		}
+		for r := range rows {
+			tw := dotQ6_KQ8_K(w[r*210*nb:(r+1)*210*nb], y, nb)
+			if !sameBits(got[r], want[r]) || !sameBits(got[r], tw) || !sameBits(viaRows[r], tw) {
+				t.Fatalf("%s, %d blocks, row %d of %d: AVX-512 %v, AVX2 %v, twin %v, VecDotRows %v", name, nb, r, rows, got[r], want[r], tw, viaRows[r])
+			}
+		}
+		// The two-row kernel: y as row a, and as row b beside another.
+		y2 := fillCodes(Q8_K, nb, -1, uint64(7*nb+1))
+		for _, ab := range [][2][]byte{{y, y2}, {y2, y}} {
+			yp2, _ := prepQ6_KY2_512(ab[0], ab[1], nb, nil)
+			for blk := range nb {
+				for k, yr := range ab {
+					at := 2*q6kPrep*blk + q6kPrep*k
+					if !bytes.Equal(yp2[at:at+q6kPrep], spec1(yr, blk)) {
+						t.Fatalf("%s, %d blocks: prepQ6_KY2_512's block %d of row %d is not prepQ6_KY512Go's", name, nb, blk, k)
+					}
+				}
+			}
+			outA, outB := make([]float32, rows), make([]float32, rows)
+			wantA, wantB := make([]float32, rows), make([]float32, rows)
+			viaA, viaB := make([]float32, rows), make([]float32, rows)
+			dotRowsQ6_KQ8_KAVX512P2(&w[0], 210*nb, rows, &ab[0][0], &ab[1][0], &yp2[0], nb, &outA[0], &outB[0])
+			dotRowsQ6_KQ8_KAVX2x2(&w[0], 210*nb, rows, &ab[0][0], &ab[1][0], nb, &wantA[0], &wantB[0])
+			if err := VecDotRows2(Q6_K, w, Q8_K, ab[0], ab[1], 256*nb, viaA, viaB); err != nil {
+				t.Fatal(err)
+			}
+			for r := range rows {
+				ta := dotQ6_KQ8_K(w[r*210*nb:(r+1)*210*nb], ab[0], nb)
+				tb := dotQ6_KQ8_K(w[r*210*nb:(r+1)*210*nb], ab[1], nb)
+				if !sameBits(outA[r], ta) || !sameBits(outB[r], tb) || !sameBits(outA[r], wantA[r]) || !sameBits(outB[r], wantB[r]) ||
+					!sameBits(viaA[r], ta) || !sameBits(viaB[r], tb) {
+					t.Fatalf("%s, %d blocks, row %d of %d, two rows: AVX-512 %v, %v; AVX2 %v, %v; twin %v, %v; VecDotRows2 %v, %v",
+						name, nb, r, rows, outA[r], outB[r], wantA[r], wantB[r], ta, tb, viaA[r], viaB[r])
+				}
+			}
+		}
+	}
+	// rowsOf makes n weight rows of nb blocks from f.
+	rowsOf := func(n int, f func(i int) []byte) []byte {
+		var w []byte
+		for i := range n {
+			w = append(w, f(i)...)
+		}
+		return w
+	}
+	// setD sets every weight block's f16 d (bytes 208, 209) to h, or every
+	// activation block's float32 d to f.
+	setD16 := func(w []byte, h uint16) []byte {
+		for b := 0; b < len(w); b += 210 {
+			binary.LittleEndian.PutUint16(w[b+208:], h)
+		}
+		return w
+	}
+	setD32 := func(y []byte, f uint32) []byte {
+		for b := 0; b < len(y); b += 292 {
+			binary.LittleEndian.PutUint32(y[b:], f)
+		}
+		return y
+	}
+	// setScales sets every weight block's sixteen int8 scales to v (or,
+	// v < 0, alternately −128 and 127).
+	setScales := func(w []byte, v int) []byte {
+		for b := 0; b < len(w); b += 210 {
+			for j := range 16 {
+				s := byte(v)
+				if v < 0 {
+					s = [2]byte{0x80, 0x7f}[j%2]
+				}
+				w[b+192+j] = s
+			}
+		}
+		return w
+	}
+	for nb := 1; nb <= 20; nb++ {
+		s := uint64(nb)
+		nr := 1 + nb%5
+		check("random", rowsOf(nr, func(i int) []byte { return fillCodes(Q6_K, nb, -1, s+uint64(10*i)) }), fillCodes(Q8_K, nb, -1, s+200), nb)
+		check("biased", rowsOf(nr, func(i int) []byte { return biasedCodes(Q6_K, nb, s+uint64(10*i)) }), biasedCodes(Q8_K, nb, s+200), nb)
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff} {
+				check(fmt.Sprintf("fill %#x·%#x", wf, af), rowsOf(nr, func(i int) []byte { return fillCodes(Q6_K, nb, wf, s+uint64(10*i)) }), fillCodes(Q8_K, nb, af, s+200), nb)
+			}
+		}
+		// Extreme codes with extreme scales: all-0xff quants (codes 63)
+		// and all-0x00 (codes 0, −32 after the offset) under scales of
+		// −128, 127 and both, against q8 bytes of −128 and 127.
+		for _, wf := range []int{0x00, 0xff} {
+			for _, sc := range []int{0x80, 0x7f, -1} {
+				for _, af := range []int{0x80, 0x7f} {
+					check(fmt.Sprintf("fill %#x, scales %d·%#x", wf, sc, af), rowsOf(nr, func(i int) []byte { return setScales(fillCodes(Q6_K, nb, wf, s+uint64(10*i)), sc) }), fillCodes(Q8_K, nb, af, s+200), nb)
+				}
+			}
+		}
+		if nb > 6 {
+			continue
+		}
+		// Every f16 d of the weights, and float32 d of the activations,
+		// at the edges of their range.
+		for _, h := range []uint16{0x7bff, 0x0400, 0x0001, 0x03ff, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfbff} {
+			check(fmt.Sprintf("d %#04x", h), rowsOf(nr, func(i int) []byte { return setD16(fillCodes(Q6_K, nb, -1, s+uint64(10*i)), h) }), fillCodes(Q8_K, nb, -1, s+200), nb)
+		}
+		for _, f := range []uint32{0x7f7fffff, 0x00800000, 0x00000001, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x5f000000, 0x20000000} {
+			check(fmt.Sprintf("dy %#08x", f), rowsOf(nr, func(i int) []byte { return biasedCodes(Q6_K, nb, s+uint64(10*i)) }), setD32(biasedCodes(Q8_K, nb, s+200), f), nb)
+		}
+	}
+	// Wholly random bytes, d included (any magnitude, ∞ and NaN).
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 6))
+	for range 200 {
+		nb, nr := 1+r.IntN(20), 1+r.IntN(6)
+		w, y := make([]byte, nr*nb*210), make([]byte, nb*292)
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for i := range y {
+			y[i] = byte(r.Uint32())
+		}
+		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
+	}
+	t.Logf("%d cases", checked)
+}
+
+// spec1 is prepQ6_KY512Go's 512 bytes for block blk of y.
+func spec1(y []byte, blk int) []byte {
+	p := make([]byte, q6kPrep)
+	prepQ6_KY512Go(y[blk*292:(blk+1)*292], 1, p)
+	return p
 }

@@ -102,12 +102,41 @@ func BenchmarkVecDotTwin(b *testing.B) {
 // BenchmarkVecDotRows is BenchmarkVecDot over 64 weight rows at once
 // (VecDotRows: the two-row assembly for Q4_0), bytes per weight row.
 func BenchmarkVecDotRows(b *testing.B) {
-	for _, t := range []Type{Q4_0, Q8_0, Q4_K, Q5_K} {
+	for _, t := range []Type{Q4_0, Q8_0, Q4_K, Q5_K, Q6_K} {
 		c := codecs[t]
 		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
 			_, w := benchRow(t)
 			_, a := benchRow(c.act)
 			const rows = 64
+			ws := make([]byte, 0, rows*len(w))
+			for range rows {
+				ws = append(ws, w...)
+			}
+			out := make([]float32, rows)
+			b.SetBytes(int64(len(ws)))
+			for b.Loop() {
+				if err := VecDotRows(t, ws, c.act, a, benchN, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVecDotRowsMem is BenchmarkVecDotRows over ~38 MB of weight
+// rows (more than the last-level cache of the machines it was timed on),
+// so the rows come from memory: one thread's streaming rate, bytes per
+// weight row. Skipped with -short (it allocates the 38 MB).
+func BenchmarkVecDotRowsMem(b *testing.B) {
+	if testing.Short() {
+		b.Skip("allocates ~38 MB of weights")
+	}
+	for _, t := range []Type{Q4_K, Q6_K} {
+		c := codecs[t]
+		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(c.act)
+			rows := 38_000_000 / len(w)
 			ws := make([]byte, 0, rows*len(w))
 			for range rows {
 				ws = append(ws, w...)

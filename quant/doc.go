@@ -56,7 +56,15 @@
 // two chunks' codes a step, permuted by one VPERMB; the same bits; on
 // session 52's Zen 5 VM ~1.2× the AVX2 row kernel in cache and from
 // memory, and the 1B-shaped Q4_K model's decode 28–33 against 26–27
-// tokens/s, alternating in one process). VecDotRows's two-row Q4_0
+// tokens/s, alternating in one process). So have its Q6_K rows (a
+// quarter of a Q4_K_M model's weights; dotRowsQ6_KQ8_KAVX512P, …P2: a
+// half's ql and qh bytes permuted by one VPERMB each before the codes
+// are rebuilt 64 at a time, the activations permuted and their −32
+// offset terms formed once a call (prepQ6_KY512) instead of for every
+// weight row, the products scaled by VPDPWSSD; the same bits; on session
+// 53's Zen 5 VM 5.0–5.4 µs against 10.6–12.0 for 64 rows of 4,096
+// weights in cache, 29–36 GB/s against 16–19 from memory, the two-row
+// form 7.9–8.4 µs against 17.8–19.6). VecDotRows's two-row Q4_0
 // kernel has an AVX-512 form too (F, BW, VL,
 // VBMI, VNNI: VPERMT2B gathers a four-block quad's quants, VPDPBUSD
 // multiplies them; ~1.2× the AVX2 kernel in cache, the same bits), and

@@ -117,7 +117,8 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 // waiting on its row. The two-row kernel advances each row 72 bytes an
 // iteration, more than a cache line, so it asks for two lines a row (a few
 // percent more, A/B: 13–16 against 12–15 GB/s). The Q4_K and Q6_K loops
-// were slower with it (10 against 11–17 GB/s), so they go without. Tried
+// were slower with it (10 against 11–17 GB/s), so they go without (the
+// AVX-512 Q6_K row kernel, twice as fast, takes it: see there). Tried
 // again for Q4_K in session 49 on a 2-core Zen 4 VM (read 47 GB/s): three
 // lines a block PF ahead in dotRowsQ4_KQ8_KAVX2P, W13-q4_k 1.34–1.39 ms
 // against 1.39–1.41 without, three rounds alternating: the same within
@@ -2317,6 +2318,315 @@ q5kx2loop:
 	ROWSTORE(X7, oa-88(SP))
 	ROWSTORE(X4, ob-96(SP))
 	ROWNEXT(R14, q5kx2row)
+
+	VZEROUPPER
+	RET
+
+// ---- AVX-512 Q6_K ----
+
+// q6kqhidx holds two VPERMB indices over a Q6_K block's 64 qh bytes:
+// half h's 32 (bytes 32h…32h+31) permuted as LANES32 permutes codes
+// (q4kperm64's permutation of one 32), in both 256-bit halves.
+DATA q6kqhidx<>+0(SB)/8, $0x1911090118100800
+DATA q6kqhidx<>+8(SB)/8, $0x1b130b031a120a02
+DATA q6kqhidx<>+16(SB)/8, $0x1d150d051c140c04
+DATA q6kqhidx<>+24(SB)/8, $0x1f170f071e160e06
+DATA q6kqhidx<>+32(SB)/8, $0x1911090118100800
+DATA q6kqhidx<>+40(SB)/8, $0x1b130b031a120a02
+DATA q6kqhidx<>+48(SB)/8, $0x1d150d051c140c04
+DATA q6kqhidx<>+56(SB)/8, $0x1f170f071e160e06
+DATA q6kqhidx<>+64(SB)/8, $0x3931292138302820
+DATA q6kqhidx<>+72(SB)/8, $0x3b332b233a322a22
+DATA q6kqhidx<>+80(SB)/8, $0x3d352d253c342c24
+DATA q6kqhidx<>+88(SB)/8, $0x3f372f273e362e26
+DATA q6kqhidx<>+96(SB)/8, $0x3931292138302820
+DATA q6kqhidx<>+104(SB)/8, $0x3b332b233a322a22
+DATA q6kqhidx<>+112(SB)/8, $0x3d352d253c342c24
+DATA q6kqhidx<>+120(SB)/8, $0x3f372f273e362e26
+GLOBL q6kqhidx<>(SB), RODATA|NOPTR, $128
+
+// q6kshift holds the word shift counts that move each code's two qh bits
+// to bits 4 and 5: left by 4 (elements 0…31 of a half) and 2 (32…63),
+// then right by 0 (64…95) and 2 (96…127).
+DATA q6kshift<>+0(SB)/8, $0x0004000400040004
+DATA q6kshift<>+8(SB)/8, $0x0004000400040004
+DATA q6kshift<>+16(SB)/8, $0x0004000400040004
+DATA q6kshift<>+24(SB)/8, $0x0004000400040004
+DATA q6kshift<>+32(SB)/8, $0x0002000200020002
+DATA q6kshift<>+40(SB)/8, $0x0002000200020002
+DATA q6kshift<>+48(SB)/8, $0x0002000200020002
+DATA q6kshift<>+56(SB)/8, $0x0002000200020002
+DATA q6kshift<>+64(SB)/8, $0x0000000000000000
+DATA q6kshift<>+72(SB)/8, $0x0000000000000000
+DATA q6kshift<>+80(SB)/8, $0x0000000000000000
+DATA q6kshift<>+88(SB)/8, $0x0000000000000000
+DATA q6kshift<>+96(SB)/8, $0x0002000200020002
+DATA q6kshift<>+104(SB)/8, $0x0002000200020002
+DATA q6kshift<>+112(SB)/8, $0x0002000200020002
+DATA q6kshift<>+120(SB)/8, $0x0002000200020002
+GLOBL q6kshift<>(SB), RODATA|NOPTR, $128
+
+// q6kscidx holds four VPERMD indices into a Q6_K block's sixteen scales
+// as words (eight dwords, dword m the pair of sub-blocks 2m and 2m+1):
+// 0|1, 2|3, 4|5, 6|7 — the scale pairs of the 64 elements k64…k64+63.
+DATA q6kscidx<>+0(SB)/8, $0x0000000000000000
+DATA q6kscidx<>+8(SB)/8, $0x0000000000000000
+DATA q6kscidx<>+16(SB)/8, $0x0000000000000000
+DATA q6kscidx<>+24(SB)/8, $0x0000000000000000
+DATA q6kscidx<>+32(SB)/8, $0x0000000100000001
+DATA q6kscidx<>+40(SB)/8, $0x0000000100000001
+DATA q6kscidx<>+48(SB)/8, $0x0000000100000001
+DATA q6kscidx<>+56(SB)/8, $0x0000000100000001
+DATA q6kscidx<>+64(SB)/8, $0x0000000200000002
+DATA q6kscidx<>+72(SB)/8, $0x0000000200000002
+DATA q6kscidx<>+80(SB)/8, $0x0000000200000002
+DATA q6kscidx<>+88(SB)/8, $0x0000000200000002
+DATA q6kscidx<>+96(SB)/8, $0x0000000300000003
+DATA q6kscidx<>+104(SB)/8, $0x0000000300000003
+DATA q6kscidx<>+112(SB)/8, $0x0000000300000003
+DATA q6kscidx<>+120(SB)/8, $0x0000000300000003
+DATA q6kscidx<>+128(SB)/8, $0x0000000400000004
+DATA q6kscidx<>+136(SB)/8, $0x0000000400000004
+DATA q6kscidx<>+144(SB)/8, $0x0000000400000004
+DATA q6kscidx<>+152(SB)/8, $0x0000000400000004
+DATA q6kscidx<>+160(SB)/8, $0x0000000500000005
+DATA q6kscidx<>+168(SB)/8, $0x0000000500000005
+DATA q6kscidx<>+176(SB)/8, $0x0000000500000005
+DATA q6kscidx<>+184(SB)/8, $0x0000000500000005
+DATA q6kscidx<>+192(SB)/8, $0x0000000600000006
+DATA q6kscidx<>+200(SB)/8, $0x0000000600000006
+DATA q6kscidx<>+208(SB)/8, $0x0000000600000006
+DATA q6kscidx<>+216(SB)/8, $0x0000000600000006
+DATA q6kscidx<>+224(SB)/8, $0x0000000700000007
+DATA q6kscidx<>+232(SB)/8, $0x0000000700000007
+DATA q6kscidx<>+240(SB)/8, $0x0000000700000007
+DATA q6kscidx<>+248(SB)/8, $0x0000000700000007
+GLOBL q6kscidx<>(SB), RODATA|NOPTR, $256
+
+// Q6K512CONSTS loads the AVX-512 Q6_K kernels' constants: the code
+// permutation (Z24), the qh permutations of halves 0 and 1 (Z25, Z26),
+// the qh shifts (Z27 left, Z28 right), the 0x30 mask (Z29), the nibble
+// mask (Z30), the scale indices (Z16–Z19).
+#define Q6K512CONSTS \
+	VMOVDQU64    q4kperm64<>(SB), Z24      \
+	VMOVDQU64    q6kqhidx<>+0(SB), Z25     \
+	VMOVDQU64    q6kqhidx<>+64(SB), Z26    \
+	VMOVDQU64    q6kshift<>+0(SB), Z27     \
+	VMOVDQU64    q6kshift<>+64(SB), Z28    \
+	VPBROADCASTQ hi2<>(SB), Z29            \
+	VPBROADCASTQ nib<>(SB), Z30            \
+	VMOVDQU64    q6kscidx<>+0(SB), Z16     \
+	VMOVDQU64    q6kscidx<>+64(SB), Z17    \
+	VMOVDQU64    q6kscidx<>+128(SB), Z18   \
+	VMOVDQU64    q6kscidx<>+192(SB), Z19
+
+// Q6K512SCALES sign-extends the block's sixteen int8 scales to words and
+// picks the four scale-dword vectors of its 64-element quarters (Z20–Z23:
+// dword pair 2k in the low 256 bits, 2k+1 in the high). Clobbers Z5.
+#define Q6K512SCALES \
+	VPMOVSXBW 192(SI), Y5 \
+	VPERMD    Z5, Z16, Z20 \
+	VPERMD    Z5, Z17, Z21 \
+	VPERMD    Z5, Z18, Z22 \
+	VPERMD    Z5, Z19, Z23
+
+// Q6K512CODES rebuilds the 128 codes of half h (ql bytes qloff…+63, qh
+// bytes 128+32h…, QHIDX that half's qh permutation), each 32 permuted as
+// LANES32 permutes codes: elements 0…63 of the half in Z2, 64…127 in Z1
+// (Q6KHALF's q0|q1 and q2|q3). Clobbers Z0.
+#define Q6K512CODES(qloff, QHIDX) \
+	VPERMB     qloff(SI), Z24, Z0   \
+	VPERMB     128(SI), QHIDX, Z1   \
+	VPSLLVW    Z27, Z1, Z2          \
+	VPANDD     Z29, Z2, Z2          \
+	VPTERNLOGD $0xf8, Z30, Z0, Z2   \
+	VPSRLW     $4, Z0, Z0           \
+	VPSRLVW    Z28, Z1, Z1          \
+	VPANDD     Z29, Z1, Z1          \
+	VPTERNLOGD $0xf8, Z30, Z0, Z1
+
+// Q6K512ROW multiplies 64 codes C by one activation row's prepared q8
+// bytes at ypoff(YB) (prepQ6_KY512) and subtracts its 32·(pair sums)
+// words 256 bytes further (the −32 offset: Q6KHALF's arithmetic), then
+// adds the scale-weighted pairs to ACC's sixteen int32 lanes (dword k of
+// each 256 bits is lane k): OP is VPMADDWD to start ACC, VPDPWSSD (VNNI)
+// to add to it. Clobbers Z3.
+#define Q6K512ROW(C, ypoff, YB, SC, OP, ACC) \
+	VPMADDUBSW ypoff(YB), C, Z3     \
+	VPSUBW     ypoff+256(YB), Z3, Z3 \
+	OP         SC, Z3, ACC
+
+// func dotRowsQ6_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+//
+// dotRowsQ6_KQ8_KAVX2 with the codes on 512-bit registers (AVX-512 F, BW,
+// VBMI, VNNI): a half's 64 ql bytes and its 32 qh bytes (doubled) each
+// permuted by one VPERMB as LANES32 permutes codes (a byte's nibbles and
+// its qh bits are the same lane's, so the bytes are permuted before the
+// codes are rebuilt, three VPERMB a block where the AVX2 kernel does
+// sixteen VPERMD and VPSHUFB on codes), the codes rebuilt 64 at a time
+// (shift, mask, VPTERNLOGD), and their products with the activations
+// prepared once a call (prepQ6_KY512: the q8 bytes permuted, which the
+// AVX2 kernel does again for every weight row, and 32·(y_l + y_l+8) as
+// words, so that the −32 is one VPSUBW: the same int16 pairs as
+// LANES32OFF's) scaled by VPDPWSSD: 64 elements in 3 instructions where
+// LANES32OFF takes 10 for 32; a block is ~55 instructions against ~135.
+// The block's 16 int32 lanes are added pairwise into the twin's 8 (lane k
+// of each 32 elements is the twin's aux[k]; exact integers, so the same
+// sums), then Q6KTAIL as there: the same lanes, integers, float
+// operations and bits, row after row (TestQ6_KRowsAVX512).
+//
+// Session 53, this project's 2-core AMD EPYC VM (Zen 5), against the AVX2
+// kernel (LOOM_CPU_AVX512=off), alternating: 64 rows of 4,096 weights in
+// cache (BenchmarkVecDotRows q6_k, 215 KB) 5.0–5.4 µs (40–43 GB/s)
+// against 10.6–12.0 µs (17–20 GB/s); 11,309 such rows (38 MB,
+// BenchmarkVecDotRowsMem) on one thread 29–36 GB/s (median ~34) against
+// 16–19 GB/s. It asks for the weights PF bytes ahead, four lines a block
+// (a block is 210 bytes): without, 19–32 GB/s from memory (median ~29,
+// same VM, six rounds alternating, five runs each), the same in cache.
+TEXT ·dotRowsQ6_KQ8_KAVX512P(SB), NOSPLIT, $48-56
+	MOVQ x+0(FP), R13
+	MOVQ n+16(FP), AX
+	MOVQ AX, cnt-40(SP)
+	MOVQ out+48(FP), AX
+	MOVQ AX, outp-48(SP)
+	Q6K512CONSTS
+
+q6k5row:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   yp+32(FP), R12
+	MOVQ   nb+40(FP), CX
+	VXORPS Y10, Y10, Y10
+
+q6k5loop:
+	PREFETCHT0 PF(SI)
+	PREFETCHT0 PF+64(SI)
+	PREFETCHT0 PF+128(SI)
+	PREFETCHT0 PF+192(SI)
+	Q6K512SCALES
+	Q6K512CODES(0, Z25)
+	Q6K512ROW(Z2, 0, R12, Z20, VPMADDWD, Z9)
+	Q6K512ROW(Z1, 64, R12, Z21, VPDPWSSD, Z9)
+	Q6K512CODES(64, Z26)
+	Q6K512ROW(Z2, 128, R12, Z22, VPDPWSSD, Z9)
+	Q6K512ROW(Z1, 192, R12, Z23, VPDPWSSD, Z9)
+	FOLD16(Z9, Y9)
+	Q6KTAIL((DI), Y9, Y10)
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $512, R12
+	DECQ CX
+	JNZ  q6k5loop
+
+	// 0 + sums[0] + sums[1] + … + sums[7], in that order.
+	VXORPS X7, X7, X7
+	ADDLANES(Y10, X10, X7)
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q6k5row)
+
+	VZEROUPPER
+	RET
+
+// func dotRowsQ6_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
+//
+// dotRowsQ6_KQ8_KAVX512P against two activation rows: each weight
+// block's scales and codes rebuilt once for both, each row's lanes,
+// integers, float operations and bits as dotRowsQ6_KQ8_KAVX512P (and so
+// the AVX2 kernels and the twin) gives it alone. yp holds both rows'
+// prepared activations (prepQ6_KY2_512: per block a's 512 bytes, then
+// b's). Row a's lanes Z9 and sums Y10, row b's Z11 and Y12. Session 53's
+// Zen 5 VM, 64 rows of 4,096 weights in cache against two activation
+// rows (BenchmarkVecDotRows2 q6_k/pair, alternating): 7.9–8.4 µs against
+// 17.8–19.6 with dotRowsQ6_KQ8_KAVX2x2. No prefetch (twice the work a
+// byte: not timed from memory).
+TEXT ·dotRowsQ6_KQ8_KAVX512P2(SB), NOSPLIT, $56-72
+	MOVQ x+0(FP), R14
+	MOVQ n+16(FP), AX
+	MOVQ AX, cnt-40(SP)
+	MOVQ outA+56(FP), AX
+	MOVQ AX, oa-48(SP)
+	MOVQ outB+64(FP), AX
+	MOVQ AX, ob-56(SP)
+	Q6K512CONSTS
+
+q6k5p2row:
+	MOVQ   R14, SI
+	MOVQ   ya+24(FP), DI
+	MOVQ   yb+32(FP), R13
+	MOVQ   yp+40(FP), R12
+	MOVQ   nb+48(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y12, Y12, Y12
+
+q6k5p2loop:
+	Q6K512SCALES
+	Q6K512CODES(0, Z25)
+	Q6K512ROW(Z2, 0, R12, Z20, VPMADDWD, Z9)
+	Q6K512ROW(Z2, 512, R12, Z20, VPMADDWD, Z11)
+	Q6K512ROW(Z1, 64, R12, Z21, VPDPWSSD, Z9)
+	Q6K512ROW(Z1, 576, R12, Z21, VPDPWSSD, Z11)
+	Q6K512CODES(64, Z26)
+	Q6K512ROW(Z2, 128, R12, Z22, VPDPWSSD, Z9)
+	Q6K512ROW(Z2, 640, R12, Z22, VPDPWSSD, Z11)
+	Q6K512ROW(Z1, 192, R12, Z23, VPDPWSSD, Z9)
+	Q6K512ROW(Z1, 704, R12, Z23, VPDPWSSD, Z11)
+	FOLD16(Z9, Y9)
+	FOLD16(Z11, Y11)
+
+	Q6KTAIL((DI), Y9, Y10)
+	Q6KTAIL((R13), Y11, Y12)
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	ADDQ $1024, R12
+	DECQ CX
+	JNZ  q6k5p2loop
+
+	// 0 + sums[0] + sums[1] + … + sums[7], in that order, for each row.
+	VXORPS X3, X3, X3
+	ADDLANES(Y10, X10, X3)
+	VXORPS X4, X4, X4
+	ADDLANES(Y12, X12, X4)
+	ROWSTORE(X3, oa-48(SP))
+	ROWSTORE(X4, ob-56(SP))
+	ROWNEXT(R14, q6k5p2row)
+
+	VZEROUPPER
+	RET
+
+// func prepQ6_KY512Asm(y, yp *byte, nb, stride int)
+//
+// prepQ6_KY512's layout of the nb Q8_K blocks of y, block i's 512 bytes at
+// yp + i·stride: each 64 quants permuted by q4kperm64 (each 32 as LANES32
+// permutes codes), then 32·(the pairs' sums) as int16 words (VPMADDUBSW
+// of 32s and those bytes: the offset term LANES32OFF forms), each 64
+// quants' 32 words 256 bytes after them.
+TEXT ·prepQ6_KY512Asm(SB), NOSPLIT, $0-32
+	MOVQ         y+0(FP), DI
+	MOVQ         yp+8(FP), SI
+	MOVQ         nb+16(FP), CX
+	MOVQ         stride+24(FP), DX
+	VMOVDQU64    q4kperm64<>(SB), Z24
+	VPBROADCASTQ thirtytwos<>(SB), Z29
+
+q6kyblock:
+	MOVQ $0, AX
+
+q6kyquarter:
+	VPERMB     4(DI)(AX*1), Z24, Z0
+	VMOVDQU64  Z0, (SI)(AX*1)
+	VPMADDUBSW Z0, Z29, Z1
+	VMOVDQU64  Z1, 256(SI)(AX*1)
+	ADDQ       $64, AX
+	CMPQ       AX, $256
+	JLT        q6kyquarter
+
+	ADDQ $292, DI
+	ADDQ DX, SI
+	DECQ CX
+	JNZ  q6kyblock
 
 	VZEROUPPER
 	RET
