@@ -1361,6 +1361,15 @@ struct qmvt_ctx {
 
 // qmvt_acc(acc, r, s0, s1, e): acc[i] += scale · r[i] for rows g (weight
 // scale s0) and g + 8 (s1) and activation rows 2t (step e.x), 2t + 1 (e.y).
+// Tried and taken back (session 53, H200, branch wip/qmvt-f22;
+// TestGPUQMVQ8's 633 cases passed): the sums converted without I2F, which
+// NVIDIA issues at a quarter of the rate (16 a clock a multiprocessor),
+// as __int_as_float(r + 0x4B400000) − 1.5·2^23 (exact for |r| < 2^22, so
+// the same bits; Q6_K's scaled pairs kept I2F). W13 with 8 rows, three
+// rounds alternating in one call: Q4_0 1,605–1,612 GB/s against
+// 1,693–1,710, Q4_K 1,625–1,653 against 1,666–1,696, Q8_0 2,013–2,026
+// against 2,001–2,030 — the two instructions cost more issue slots than
+// the conversion unit's waits: it is not what these kernels wait on.
 LOOM_DEV void qmvt_acc(float* acc, const int* r, float s0, float s1, float2 e) {
   acc[0] = fmaf(s0 * e.x, (float)r[0], acc[0]);
   acc[1] = fmaf(s0 * e.y, (float)r[1], acc[1]);
