@@ -350,3 +350,242 @@ func spec1(y []byte, blk int) []byte {
 	prepQ6_KY512Go(y[blk*292:(blk+1)*292], 1, p)
 	return p
 }
+
+// rowsOf makes n weight rows from f (row i's bytes).
+func rowsOf(n int, f func(i int) []byte) []byte {
+	var w []byte
+	for i := range n {
+		w = append(w, f(i)...)
+	}
+	return w
+}
+
+// setF16 sets the f16 at offset off of every size-byte block of b to h.
+func setF16(b []byte, size, off int, h uint16) []byte {
+	for at := 0; at < len(b); at += size {
+		binary.LittleEndian.PutUint16(b[at+off:], h)
+	}
+	return b
+}
+
+// setQ8KD sets every Q8_K block's float32 d to f.
+func setQ8KD(y []byte, f uint32) []byte {
+	for at := 0; at < len(y); at += 292 {
+		binary.LittleEndian.PutUint32(y[at:], f)
+	}
+	return y
+}
+
+// f16Edges are f16 scales at the edges of their range: largest, smallest
+// normal, smallest and largest subnormal, ±0, ±∞, NaN, most negative.
+var f16Edges = []uint16{0x7bff, 0x0400, 0x0001, 0x03ff, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfbff}
+
+// f32Edges are float32 activation scales at the edges of their range.
+var f32Edges = []uint32{0x7f7fffff, 0x00800000, 0x00000001, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x5f000000, 0x20000000}
+
+// TestQ5_KRowsAVX512: the AVX-512 Q5_K row kernels (one activation row
+// and two) give the AVX2 row kernels' bits and the twin's, row by row, and
+// so do VecDotRows and VecDotRows2 (which take them here): random, biased
+// (large integer sums) and extreme bytes (0x00, 0x80, 0x7f, 0xff in the
+// codes, qh and scales of either operand: scales and minimums of 63,
+// codes of 0 and 31, q8 bytes of −128), extreme d and dmin of the weights
+// (f16: largest, smallest normal, subnormal, ±0, ±∞, NaN) and d of the
+// activations (float32), wholly random bytes, 1…20 blocks, 1…6 rows a
+// call.
+func TestQ5_KRowsAVX512(t *testing.T) {
+	if !hasDotAVX512 {
+		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 Q5_K row kernels, which TestVecDotRows checks")
+	}
+	checked := 0
+	check := func(name string, w, y []byte, nb int) {
+		t.Helper()
+		checked++
+		rb := 176 * nb
+		rows := len(w) / rb
+		yp := prepQ4_KY512(y, nb, nil)
+		got, want := make([]float32, rows), make([]float32, rows)
+		dotRowsQ5_KQ8_KAVX512P(&w[0], rb, rows, &y[0], &yp[0], nb, &got[0])
+		dotRowsQ5_KQ8_KAVX2(&w[0], rb, rows, &y[0], nb, &want[0])
+		viaRows := make([]float32, rows)
+		if err := VecDotRows(Q5_K, w, Q8_K, y, 256*nb, viaRows); err != nil {
+			t.Fatal(err)
+		}
+		for r := range rows {
+			tw := dotQ5_KQ8_K(w[r*rb:(r+1)*rb], y, nb)
+			if !sameBits(got[r], want[r]) || !sameBits(got[r], tw) || !sameBits(viaRows[r], tw) {
+				t.Fatalf("%s, %d blocks, row %d of %d: AVX-512 %v, AVX2 %v, twin %v, VecDotRows %v", name, nb, r, rows, got[r], want[r], tw, viaRows[r])
+			}
+		}
+		// The two-row kernel: y as row a, and as row b beside another.
+		y2 := fillCodes(Q8_K, nb, -1, uint64(7*nb+1))
+		for _, ab := range [][2][]byte{{y, y2}, {y2, y}} {
+			yp2 := prepQ4_KY2_512(ab[0], ab[1], nb, nil)
+			outA, outB := make([]float32, rows), make([]float32, rows)
+			wantA, wantB := make([]float32, rows), make([]float32, rows)
+			viaA, viaB := make([]float32, rows), make([]float32, rows)
+			dotRowsQ5_KQ8_KAVX512P2(&w[0], rb, rows, &ab[0][0], &ab[1][0], &yp2[0], nb, &outA[0], &outB[0])
+			dotRowsQ5_KQ8_KAVX2x2(&w[0], rb, rows, &ab[0][0], &ab[1][0], nb, &wantA[0], &wantB[0])
+			if err := VecDotRows2(Q5_K, w, Q8_K, ab[0], ab[1], 256*nb, viaA, viaB); err != nil {
+				t.Fatal(err)
+			}
+			for r := range rows {
+				ta := dotQ5_KQ8_K(w[r*rb:(r+1)*rb], ab[0], nb)
+				tb := dotQ5_KQ8_K(w[r*rb:(r+1)*rb], ab[1], nb)
+				if !sameBits(outA[r], ta) || !sameBits(outB[r], tb) || !sameBits(outA[r], wantA[r]) || !sameBits(outB[r], wantB[r]) ||
+					!sameBits(viaA[r], ta) || !sameBits(viaB[r], tb) {
+					t.Fatalf("%s, %d blocks, row %d of %d, two rows: AVX-512 %v, %v; AVX2 %v, %v; twin %v, %v; VecDotRows2 %v, %v",
+						name, nb, r, rows, outA[r], outB[r], wantA[r], wantB[r], ta, tb, viaA[r], viaB[r])
+				}
+			}
+		}
+	}
+	// setScales sets every weight block's 12 scale bytes to v (6-bit
+	// scales and minimums of 63 for 0xff, 0 for 0x00).
+	setScales := func(w []byte, v byte) []byte {
+		for b := 0; b < len(w); b += 176 {
+			for j := 4; j < 16; j++ {
+				w[b+j] = v
+			}
+		}
+		return w
+	}
+	for nb := 1; nb <= 20; nb++ {
+		s := uint64(nb)
+		nr := 1 + nb%6
+		check("random", rowsOf(nr, func(i int) []byte { return fillCodes(Q5_K, nb, -1, s+uint64(10*i)) }), fillCodes(Q8_K, nb, -1, s+200), nb)
+		check("biased", rowsOf(nr, func(i int) []byte { return biasedCodes(Q5_K, nb, s+uint64(10*i)) }), biasedCodes(Q8_K, nb, s+200), nb)
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff} {
+				check(fmt.Sprintf("fill %#x·%#x", wf, af), rowsOf(nr, func(i int) []byte { return fillCodes(Q5_K, nb, wf, s+uint64(10*i)) }), fillCodes(Q8_K, nb, af, s+200), nb)
+			}
+		}
+		// Codes 31 and 0 under scales of 63 and 0, random scales under
+		// codes 31, against q8 bytes of −128 and 127.
+		for _, wf := range []int{0x00, 0xff} {
+			for _, af := range []int{0x80, 0x7f} {
+				check(fmt.Sprintf("fill %#x, scales 0·%#x", wf, af), rowsOf(nr, func(i int) []byte { return setScales(fillCodes(Q5_K, nb, wf, s+uint64(10*i)), 0) }), fillCodes(Q8_K, nb, af, s+200), nb)
+				check(fmt.Sprintf("fill %#x, random scales·%#x", wf, af), rowsOf(nr, func(i int) []byte {
+					w := fillCodes(Q5_K, nb, wf, s+uint64(10*i))
+					copy(w, fillCodes(Q5_K, nb, -1, s+uint64(10*i))[:16]) // block 0's scales random
+					return w
+				}), fillCodes(Q8_K, nb, af, s+200), nb)
+			}
+		}
+		if nb > 6 {
+			continue
+		}
+		// Every f16 d and dmin of the weights, and float32 d of the
+		// activations, at the edges of their range.
+		for _, h := range f16Edges {
+			for _, off := range []int{0, 2} {
+				check(fmt.Sprintf("d@%d %#04x", off, h), rowsOf(nr, func(i int) []byte { return setF16(biasedCodes(Q5_K, nb, s+uint64(10*i)), 176, off, h) }), biasedCodes(Q8_K, nb, s+200), nb)
+			}
+		}
+		for _, f := range f32Edges {
+			check(fmt.Sprintf("dy %#08x", f), rowsOf(nr, func(i int) []byte { return biasedCodes(Q5_K, nb, s+uint64(10*i)) }), setQ8KD(biasedCodes(Q8_K, nb, s+200), f), nb)
+		}
+	}
+	// Wholly random bytes, d included (any magnitude, ∞ and NaN).
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 7))
+	for range 200 {
+		nb, nr := 1+r.IntN(20), 1+r.IntN(6)
+		w, y := make([]byte, nr*nb*176), make([]byte, nb*292)
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for i := range y {
+			y[i] = byte(r.Uint32())
+		}
+		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
+	}
+	t.Logf("%d cases", checked)
+}
+
+// TestQ8_0RowsAVX512: the AVX-512 Q8_0 row kernel gives the AVX2 row
+// kernel's bits and the twin's, row by row, and so does VecDotRows (which
+// takes it here): random, biased (large integer sums) and extreme bytes
+// (0x00, 0x80, 0x7f, 0xff in the quants of either operand: −128 against
+// −128, 127 against −128, …), extreme f16 d of either operand (largest,
+// smallest normal, subnormal, ±0, ±∞, NaN), wholly random bytes, 1…40
+// blocks (whole quads and every tail), 1…9 rows a call (whole groups of
+// four and every last group); and at either alignment of the buffer the
+// activations are prepared in.
+func TestQ8_0RowsAVX512(t *testing.T) {
+	if !hasDotAVX512 {
+		t.Skip("no AVX-512 F, BW, VL, VBMI and VNNI here (or LOOM_CPU_AVX512=off): VecDotRows runs the AVX2 Q8_0 row kernel, which TestVecDotRows checks")
+	}
+	checked := 0
+	check := func(name string, w, y []byte, nb int) {
+		t.Helper()
+		checked++
+		rb := 34 * nb
+		rows := len(w) / rb
+		want := make([]float32, rows)
+		dotRowsQ8_0Q8_0AVX2(&w[0], rb, rows, &y[0], nb, &want[0])
+		for _, shift := range []int{0, 8} {
+			buf := make([]byte, nb*200+128)[shift:]
+			yp, _ := prepQ4_0Y512(y, nb, buf)
+			ypp := &y[0]
+			if len(yp) > 0 {
+				ypp = &yp[0]
+			}
+			got := make([]float32, rows+1)
+			got[rows] = 12345 // not written past the rows
+			dotRowsQ8_0Q8_0AVX512P(&w[0], rb, rows, &y[0], ypp, nb, &got[0])
+			if got[rows] != 12345 {
+				t.Fatalf("%s, %d blocks, %d rows: written past the rows", name, nb, rows)
+			}
+			for r := range rows {
+				tw := dotQ8_0Q8_0(w[r*rb:(r+1)*rb], y, nb)
+				if !sameBits(got[r], want[r]) || !sameBits(got[r], tw) {
+					t.Fatalf("%s, %d blocks, row %d of %d: AVX-512 %v, AVX2 %v, twin %v", name, nb, r, rows, got[r], want[r], tw)
+				}
+			}
+		}
+		viaRows := make([]float32, rows)
+		if err := VecDotRows(Q8_0, w, Q8_0, y, 32*nb, viaRows); err != nil {
+			t.Fatal(err)
+		}
+		for r := range rows {
+			if !sameBits(viaRows[r], want[r]) {
+				t.Fatalf("%s, %d blocks, row %d of %d: VecDotRows %v, AVX2 %v", name, nb, r, rows, viaRows[r], want[r])
+			}
+		}
+	}
+	for nb := 1; nb <= 40; nb++ {
+		s := uint64(nb)
+		nr := 1 + nb%9
+		check("random", rowsOf(nr, func(i int) []byte { return fillCodes(Q8_0, nb, -1, s+uint64(10*i)) }), fillCodes(Q8_0, nb, -1, s+200), nb)
+		check("biased", rowsOf(nr, func(i int) []byte { return biasedCodes(Q8_0, nb, s+uint64(10*i)) }), biasedCodes(Q8_0, nb, s+200), nb)
+		for _, wf := range []int{0x00, 0x80, 0x7f, 0xff} {
+			for _, af := range []int{0x00, 0x80, 0x7f, 0xff} {
+				check(fmt.Sprintf("fill %#x·%#x", wf, af), rowsOf(nr, func(i int) []byte { return fillCodes(Q8_0, nb, wf, s+uint64(10*i)) }), fillCodes(Q8_0, nb, af, s+200), nb)
+			}
+		}
+		if nb > 9 {
+			continue
+		}
+		// Every f16 d of the weights, or of the activations, at the edges
+		// of its range.
+		for _, h := range f16Edges {
+			check(fmt.Sprintf("dx %#04x", h), rowsOf(nr, func(i int) []byte { return setF16(biasedCodes(Q8_0, nb, s+uint64(10*i)), 34, 0, h) }), biasedCodes(Q8_0, nb, s+200), nb)
+			check(fmt.Sprintf("dy %#04x", h), rowsOf(nr, func(i int) []byte { return biasedCodes(Q8_0, nb, s+uint64(10*i)) }), setF16(biasedCodes(Q8_0, nb, s+200), 34, 0, h), nb)
+		}
+	}
+	// Wholly random bytes, d included (any magnitude, ∞ and NaN).
+	seed := rand.Uint64()
+	r := rand.New(rand.NewPCG(seed, 8))
+	for range 300 {
+		nb, nr := 1+r.IntN(40), 1+r.IntN(9)
+		w, y := make([]byte, nr*nb*34), make([]byte, nb*34)
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for i := range y {
+			y[i] = byte(r.Uint32())
+		}
+		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
+	}
+	t.Logf("%d cases", checked)
+}

@@ -131,7 +131,7 @@ func BenchmarkVecDotRowsMem(b *testing.B) {
 	if testing.Short() {
 		b.Skip("allocates ~38 MB of weights")
 	}
-	for _, t := range []Type{Q4_K, Q6_K} {
+	for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q8_0} {
 		c := codecs[t]
 		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
 			_, w := benchRow(t)

@@ -64,7 +64,17 @@
 // weight row, the products scaled by VPDPWSSD; the same bits; on session
 // 53's Zen 5 VM 5.0–5.4 µs against 10.6–12.0 for 64 rows of 4,096
 // weights in cache, 29–36 GB/s against 16–19 from memory, the two-row
-// form 7.9–8.4 µs against 17.8–19.6). VecDotRows's two-row Q4_0
+// form 7.9–8.4 µs against 17.8–19.6), its Q5_K rows (Q5_K_M models;
+// dotRowsQ5_KQ8_KAVX512P, …P2: Q4_K's form with each chunk pair's fifth
+// bits from the qh bytes permuted once a block by one VPERMB, the
+// activations prepared once a call as for Q4_K; the same bits; 6.7–7.1
+// µs against 11.2–11.7 in cache, 22–26 GB/s against 14–16 from memory,
+// the two-row form 10.0–10.4 µs against 17.1–18.5) and its Q8_0 rows
+// (dotRowsQ8_0Q8_0AVX512P: four rows at a time on Q4_0's prepared
+// activations, the quants gathered by VPERMT2B and multiplied by VPDPBUSD
+// as x+128 against −128·Σy, each block's four row products added by one
+// VADDPS; the same bits; 4.2–4.4 µs against 14.7–16.2 in cache, 20–27
+// GB/s against 16–18 from memory; session 53's Zen 5 VM). VecDotRows's two-row Q4_0
 // kernel has an AVX-512 form too (F, BW, VL,
 // VBMI, VNNI: VPERMT2B gathers a four-block quad's quants, VPDPBUSD
 // multiplies them; ~1.2× the AVX2 kernel in cache, the same bits), and

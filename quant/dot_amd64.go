@@ -62,7 +62,7 @@ func prepQ4_0Y2(y []byte, nb int, buf []byte) []byte {
 }
 
 // hasDotAVX512 reports whether the AVX-512 kernels (dotQ4_0Q8_0x4AVX512,
-// the Q4_K and Q6_K row kernels) can run: AVX-512 F and BW (512-bit byte
+// the Q4_K, Q5_K, Q6_K and Q8_0 row kernels) can run: AVX-512 F and BW (512-bit byte
 // and word operations), VBMI (VPERMT2B, VPERMB), VNNI (VPDPBUSD,
 // VPDPWSSD), on top of AVX2 and F16C for their tails and scales.
 // LOOM_CPU_AVX512=off turns it off (for comparing the two).
@@ -180,6 +180,15 @@ func dotRowsQ6_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA,
 //go:noescape
 func prepQ6_KY512Asm(y, yp *byte, nb, stride int)
 
+//go:noescape
+func dotRowsQ8_0Q8_0AVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+
+//go:noescape
+func dotRowsQ5_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+
+//go:noescape
+func dotRowsQ5_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
+
 // The wrappers run on rows VecDot has checked (whole blocks, exact
 // lengths), so the assembly reads only inside them; nb = 0 never reaches it.
 
@@ -227,8 +236,8 @@ func prepBuf() *[]byte {
 }
 
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
-// takes the activations prepared once for all the rows (Q4_0, Q4_K; Q6_K
-// with AVX-512), or
+// takes the activations prepared once for all the rows (Q4_0, Q4_K; Q5_K,
+// Q6_K and Q8_0 with AVX-512), or
 // walks the rows itself (Q4_K, Q5_K, Q6_K, Q8_0: no call and Go loop a row), where
 // there is one for w on this CPU, and returns the first row it did not do
 // (ok false: none).
@@ -242,6 +251,10 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ4_K(rows, arow, rb, nb, i, out), true
 	case w == Q6_K && hasDotAVX512 && len(out)-i >= 2 && nb > 0:
 		return dotRowsQ6_K(rows, arow, rb, nb, i, out), true
+	case w == Q5_K && hasDotAVX512 && len(out)-i >= 2 && nb > 0:
+		return dotRowsQ5_K(rows, arow, rb, nb, i, out), true
+	case w == Q8_0 && hasDotAVX512 && len(out)-i >= 2 && nb > 0:
+		return dotRowsQ8_0(rows, arow, rb, nb, i, out), true
 	case (w == Q5_K || w == Q6_K || w == Q8_0) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		f := dotRowsQ6_KQ8_KAVX2
 		switch w {
@@ -494,7 +507,7 @@ func init() {
 // dotRows2Prepared is dotRowsPrepared for two activation rows at once
 // (VecDotRows2): every weight row against arowA into outA and against
 // arowB into outB, where a kernel takes both (Q4_K, Q5_K and Q6_K with
-// AVX2; Q4_K and Q6_K on 512-bit registers with AVX-512); false where
+// AVX2; Q4_K, Q5_K and Q6_K on 512-bit registers with AVX-512); false where
 // none does.
 func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) bool {
 	if !hasDotAVX2 || nb == 0 {
@@ -504,13 +517,15 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	case Q4_K:
 		dotRows2Q4_K(rows, arowA, arowB, rb, nb, outA, outB)
 		return true
-	case Q6_K:
+	case Q6_K, Q5_K:
 		if hasDotAVX512 {
-			dotRows2Q6_K(rows, arowA, arowB, rb, nb, outA, outB)
+			if w == Q6_K {
+				dotRows2Q6_K(rows, arowA, arowB, rb, nb, outA, outB)
+			} else {
+				dotRows2Q5_K(rows, arowA, arowB, rb, nb, outA, outB)
+			}
 			return true
 		}
-		fallthrough
-	case Q5_K:
 		n := len(outA)
 		if n == 0 {
 			return true
@@ -662,4 +677,55 @@ func dotRows2Q6_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
 	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
 	dotRowsQ6_KQ8_KAVX512P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
 	prepBufs.Put(buf)
+}
+
+// dotRowsQ5_K runs Q5_K rows [i, len(out)) on dotRowsQ5_KQ8_KAVX512P, y's
+// quants prepared once as for Q4_K (prepQ4_KY512; nb > 0): the AVX2 row
+// kernel permutes them again for every weight row (see
+// dotRowsQ5_KQ8_KAVX512P in dot_amd64.s for the numbers).
+func dotRowsQ5_K(rows, arow []byte, rb, nb, i int, out []float32) int {
+	buf := prepBuf()
+	*buf = prepQ4_KY512(arow, nb, *buf)
+	yp := *buf
+	if n := len(out) - i; n > 0 {
+		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
+		dotRowsQ5_KQ8_KAVX512P(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
+	}
+	prepBufs.Put(buf)
+	return len(out)
+}
+
+// dotRows2Q5_K runs every Q5_K row against arowA and arowB on
+// dotRowsQ5_KQ8_KAVX512P2, the two rows' quants prepared once as for Q4_K
+// (prepQ4_KY2_512; nb > 0).
+func dotRows2Q5_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
+	n := len(outA)
+	if n == 0 {
+		return
+	}
+	buf := prepBuf()
+	*buf = prepQ4_KY2_512(arowA, arowB, nb, *buf)
+	yp := *buf
+	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
+	dotRowsQ5_KQ8_KAVX512P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
+	prepBufs.Put(buf)
+}
+
+// dotRowsQ8_0 runs Q8_0 rows [i, len(out)) on dotRowsQ8_0Q8_0AVX512P, four
+// at a time, y's whole quads prepared once as for Q4_0 (prepQ4_0Y512;
+// nb > 0): see dotRowsQ8_0Q8_0AVX512P in dot_amd64.s for the numbers.
+func dotRowsQ8_0(rows, arow []byte, rb, nb, i int, out []float32) int {
+	buf := prepBuf()
+	var yp []byte
+	yp, *buf = prepQ4_0Y512(arow, nb, *buf)
+	ypp := &arow[0] // not read without a whole quad
+	if len(yp) > 0 {
+		ypp = &yp[0]
+	}
+	if n := len(out) - i; n > 0 {
+		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
+		dotRowsQ8_0Q8_0AVX512P(&rows[i*rb], rb, n, &arow[0], ypp, nb, &out[i])
+	}
+	prepBufs.Put(buf)
+	return len(out)
 }

@@ -1613,9 +1613,18 @@ GLOBL q40dy4<>(SB), RODATA|NOPTR, $64
 // two-row kernel this replaced (the same end for two rows, lanes 0 and 1,
 // and a VPERMD to pair the rows' blocks) 11 instructions fewer for four
 // rows, and the chain of dependent adds, 4 a quad, serves four rows
-// instead of two.
+// instead of two. Its two halves, Q40SUMS512X4 and Q40ADDS512X4, serve
+// the Q8_0 kernel too (dotRowsQ8_0Q8_0AVX512P: sumi·(dx·dy) between them).
 // Clobbers Z0, Z5, Z6, Z8, Z9, Z12, X2, X13.
 #define Q40END512X4 \
+	Q40SUMS512X4                 \
+	VMULPS        Z8, Z5, Z5     \
+	VMULPS        0(R9), Z5, Z5  \
+	Q40ADDS512X4
+
+// Q40SUMS512X4 leaves Q40END512X4's sums as float32 in Z5 (dword 4b + r:
+// row r's block b) and the rows' dx in the same order in Z8.
+#define Q40SUMS512X4 \
 	VPUNPCKLDQ    Z11, Z4, Z5    \
 	VPUNPCKHDQ    Z11, Z4, Z12   \
 	VPADDD        Z12, Z5, Z5    \
@@ -1631,9 +1640,11 @@ GLOBL q40dy4<>(SB), RODATA|NOPTR, $64
 	VPUNPCKLDQ    X13, X2, X8    \
 	VPUNPCKHDQ    X13, X2, X9    \
 	VINSERTI128   $1, X9, Y8, Y8 \
-	VCVTPH2PS     Y8, Z8         \
-	VMULPS        Z8, Z5, Z5     \
-	VMULPS        0(R9), Z5, Z5  \
+	VCVTPH2PS     Y8, Z8
+
+// Q40ADDS512X4 adds the products in Z5 to the four rows' sums in X7, block
+// by block (lane b is block b's four rows). Clobbers X0.
+#define Q40ADDS512X4 \
 	VADDPS        X5, X7, X7     \
 	VEXTRACTF32X4 $1, Z5, X0     \
 	VADDPS        X0, X7, X7     \
@@ -2628,5 +2639,407 @@ q6kyquarter:
 	DECQ CX
 	JNZ  q6kyblock
 
+	VZEROUPPER
+	RET
+
+// ---- AVX-512 Q5_K ----
+
+// Q5K512CONSTS loads the AVX-512 Q5_K kernels' constants: Q4K512CONSTS's,
+// the qh permutation (Z25: the 32 qh bytes permuted as LANES32 permutes
+// codes, in both 256-bit halves: q6kqhidx's first), the word shifts that
+// move a chunk pair's qh bits to bit 4 (Z27: left 4 | left 2, Z28: right
+// 0 | right 2, q6kshift's), and 0x10 in every byte (Z29).
+#define Q5K512CONSTS \
+	Q4K512CONSTS                       \
+	VMOVDQU64    q6kqhidx<>+0(SB), Z25 \
+	VMOVDQU64    q6kshift<>+0(SB), Z27 \
+	VMOVDQU64    q6kshift<>+64(SB), Z28 \
+	VPBROADCASTQ sixteens<>(SB), Z29
+
+// Q5K512QH permutes the block's 32 qh bytes (at 16(SI); the load's other
+// 32 bytes, qs, are not picked) as the codes are permuted, into both
+// halves of Z14 (byte l holds bit 2j of chunk j's element l and bit
+// 2j+1 of its element 32+l), and Z15 is Z14's words shifted right by one
+// (the odd bits at the even places: a byte's bits 0, 2, 4, 6 are its own
+// bits 1, 3, 5, 7).
+#define Q5K512QH \
+	VPERMB 16(SI), Z25, Z14 \
+	VPSRLW $1, Z14, Z15
+
+// Q5K128CODES is Q4K128CODES for Q5_K chunks 2p and 2p+1 (qs bytes
+// qoff…qoff+63) with each code's fifth bit: SHIFT by CNT (VPSLLVW by Z27
+// for p = 0, VPSRLVW by Z28 for p = 1) moves bit 2j of Z14 (chunk j's low
+// nibbles: bits 0 | 2, 4 | 6 of the two halves) and of Z15 (its high
+// nibbles: bits 1 | 3, 5 | 7) to bit 4, which VPTERNLOGD (A | B&C) keeps
+// (Z29) and adds to the nibbles. A word shift left by at most 4, or right
+// by at most 2 from bit 6, moves no bit of the other byte into bit 4.
+// Codes are 0…31, as Q5K64's. Clobbers Z2.
+#define Q5K128CODES(qoff, SHIFT, CNT) \
+	Q4K128CODES(qoff)               \
+	SHIFT      CNT, Z14, Z2         \
+	VPTERNLOGD $0xf8, Z29, Z2, Z0   \
+	SHIFT      CNT, Z15, Z2         \
+	VPTERNLOGD $0xf8, Z29, Z2, Z1
+
+// Q5K128ROW multiplies codes C by one activation row's prepared q8 bytes
+// at yaddr and adds the pairs times the scale words SC to ACC's sixteen
+// int32 lanes: Q4K128ROW with VPDPWSSD (VNNI) for its VPMADDWD and VPADDD
+// (the same wrapping int32 sums). Clobbers Z2.
+#define Q5K128ROW(C, yaddr, SC, ACC) \
+	VPMADDUBSW yaddr, C, Z2 \
+	VPDPWSSD   SC, Z2, ACC
+
+// Q5K128PROD multiplies a chunk pair's codes (Z0, Z1: Q5K128CODES) by row
+// R12's prepared activations at ypoff (prepQ4_KY512: the pair's low-nibble
+// elements, then its high ones), each nibble set times its scale dwords
+// picked from Z13 by ILO and IHI (Q4K128's), into Z9.
+#define Q5K128PROD(ypoff, ILO, IHI) \
+	VPERMD    Z13, ILO, Z6             \
+	Q5K128ROW(Z0, ypoff(R12), Z6, Z9)  \
+	VPERMD    Z13, IHI, Z6             \
+	Q5K128ROW(Z1, ypoff+64(R12), Z6, Z9)
+
+// Q5K128PROD2 is Q5K128PROD against two activation rows: row a's products
+// (R12+ypoff) into Z9, row b's (256 bytes further) into Z11.
+#define Q5K128PROD2(ypoff, ILO, IHI) \
+	VPERMD    Z13, ILO, Z6                 \
+	Q5K128ROW(Z0, ypoff(R12), Z6, Z9)      \
+	Q5K128ROW(Z0, ypoff+256(R12), Z6, Z11) \
+	VPERMD    Z13, IHI, Z6                 \
+	Q5K128ROW(Z1, ypoff+64(R12), Z6, Z9)   \
+	Q5K128ROW(Z1, ypoff+320(R12), Z6, Z11)
+
+// func dotRowsQ5_KQ8_KAVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+//
+// dotRowsQ5_KQ8_KAVX2 as dotRowsQ4_KQ8_KAVX512P does Q4_K: K45HEAD, then
+// two chunks a step on 512-bit registers — the qs bytes permuted by one
+// VPERMB as LANES32 permutes codes and split into nibbles (Q4K128CODES),
+// the block's qh bytes permuted once by one VPERMB the same way and each
+// chunk's fifth bit put in by a shift and a VPTERNLOGD (Q5K128CODES), the
+// products with y's quants prepared once a call (prepQ4_KY512, Q4_K's
+// layout: the AVX2 kernel permutes them again for every weight row) by
+// Q5K128PROD — then the 16 int32 lanes added pairwise into the twin's 8
+// (FOLD16) and K45TAIL: the same lanes, integers, float operations and
+// bits, row after row (TestQ5_KRowsAVX512). A block is ~90 instructions
+// against ~165.
+//
+// Session 53's Zen 5 VM, against the AVX2 kernel (LOOM_CPU_AVX512=off),
+// alternating, five runs each: 64 rows of 4,096 weights in cache
+// (BenchmarkVecDotRows q5_k) 6.7–7.1 µs against 11.2–11.7; 38 MB of rows
+// on one thread (BenchmarkVecDotRowsMem) 22–26 GB/s against 14–16. Tried
+// and taken back (same VM, the same bits): the products' VPMADDWD and
+// VPADDD (Q4K128ROW) instead of one VPDPWSSD: 6.9–7.7 µs against
+// 6.6–7.1; three PREFETCHT0 a block PF ahead (Q6_K's): from memory
+// 18–27 GB/s against 22–26, no better.
+TEXT ·dotRowsQ5_KQ8_KAVX512P(SB), NOSPLIT, $48-56
+	MOVQ x+0(FP), R13
+	MOVQ n+16(FP), AX
+	MOVQ AX, cnt-40(SP)
+	MOVQ out+48(FP), AX
+	MOVQ AX, outp-48(SP)
+	Q5K512CONSTS
+
+q5k5row:
+	MOVQ   R13, SI
+	MOVQ   y+24(FP), DI
+	MOVQ   yp+32(FP), R12
+	MOVQ   nb+40(FP), CX
+	VXORPS Y10, Y10, Y10 // sums
+	VXORPS X7, X7, X7    // sumf
+
+q5k5loop:
+	K45HEAD
+	VMOVDQU scr-32(SP), Y13 // the scale dwords (s, s), k = 0…7
+	Q5K512QH
+
+	VPXORD Z9, Z9, Z9
+	Q5K128CODES(48, VPSLLVW, Z27)
+	Q5K128PROD(0, Z16, Z17)
+	Q5K128CODES(112, VPSRLVW, Z28)
+	Q5K128PROD(128, Z18, Z19)
+	FOLD16(Z9, Y9)
+
+	K45TAIL
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	ADDQ $256, R12
+	DECQ CX
+	JNZ  q5k5loop
+
+	// sumf + sums[0] + sums[1] + … + sums[7], in that order.
+	ADDLANES(Y10, X10, X7)
+	ROWSTORE(X7, outp-48(SP))
+	ROWNEXT(R13, q5k5row)
+
+	VZEROUPPER
+	RET
+
+// func dotRowsQ5_KQ8_KAVX512P2(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
+//
+// dotRowsQ5_KQ8_KAVX512P against two activation rows, as
+// dotRowsQ4_KQ8_KAVX512P2 does Q4_K: each weight block's scales, minimums
+// and codes unpacked once for both, each row's lanes, integers, float
+// operations and bits as dotRowsQ5_KQ8_KAVX512P (and so the AVX2 kernels
+// and the twin) gives it alone. yp holds both rows' quants prepared by
+// prepQ4_KY2_512. Row a's lanes Z9, sums Y10, sumf X7; row b's Z11, Y12,
+// X4 (its minimums' sum X5). Session 53's Zen 5 VM, 64 rows of 4,096
+// weights in cache against two activation rows (BenchmarkVecDotRows2
+// q5_k/pair, alternating): 10.0–10.4 µs against 17.1–18.5 with
+// dotRowsQ5_KQ8_KAVX2x2.
+TEXT ·dotRowsQ5_KQ8_KAVX512P2(SB), NOSPLIT, $56-72
+	MOVQ x+0(FP), R14
+	MOVQ n+16(FP), AX
+	MOVQ AX, cnt-40(SP)
+	MOVQ outA+56(FP), AX
+	MOVQ AX, oa-48(SP)
+	MOVQ outB+64(FP), AX
+	MOVQ AX, ob-56(SP)
+	Q5K512CONSTS
+
+q5k5p2row:
+	MOVQ   R14, SI
+	MOVQ   ya+24(FP), DI
+	MOVQ   yb+32(FP), R13
+	MOVQ   yp+40(FP), R12
+	MOVQ   nb+48(FP), CX
+	VXORPS Y10, Y10, Y10
+	VXORPS Y12, Y12, Y12
+	VXORPS X7, X7, X7
+	VXORPS X4, X4, X4
+
+q5k5p2loop:
+	K45HEAD2
+	VMOVAPS X3, X5          // row b's minimums' sum
+	VMOVDQU scr-32(SP), Y13 // the scale dwords (s, s), k = 0…7
+	Q5K512QH
+
+	VPXORD Z9, Z9, Z9
+	VPXORD Z11, Z11, Z11
+	Q5K128CODES(48, VPSLLVW, Z27)
+	Q5K128PROD2(0, Z16, Z17)
+	Q5K128CODES(112, VPSRLVW, Z28)
+	Q5K128PROD2(128, Z18, Z19)
+	FOLD16(Z9, Y9)
+	FOLD16(Z11, Y11)
+
+	K45TAIL
+	K45TAILR((R13), Y11, Y12, X5, X4)
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	ADDQ $292, R13
+	ADDQ $512, R12
+	DECQ CX
+	JNZ  q5k5p2loop
+
+	ADDLANES(Y10, X10, X7)
+	ADDLANES(Y12, X12, X4)
+	ROWSTORE(X7, oa-48(SP))
+	ROWSTORE(X4, ob-56(SP))
+	ROWNEXT(R14, q5k5p2row)
+
+	VZEROUPPER
+	RET
+
+// ---- AVX-512 Q8_0 ----
+
+// Q80ROW512(X, DX, ACC) is Q40ROW512 for Q8_0 weights: row X's quad (136
+// bytes) gathered as prepQ4_0Y512Asm gathers the activations' (VPERMT2B
+// by q40ylo, Z25, and q40yhi, Z26, from loads at 0 and 64, 8 and 72: each
+// lane b block b's quants 0–15, then 16–31), its four blocks' d in DX's
+// low 4 words (VPERMI2W by q40yd, Z28), and in ACC the dwords whose
+// 128-bit lane b sums to block b's Σ x·y: VPDPBUSD takes unsigned bytes,
+// so the quants are flipped to x+128 (0…255, VPXORD of 0x80, Z31) and
+// ACC starts at −128·Σy (Z21): exact (four products a dword, at most
+// 4·255·128). Clobbers Z0, Z1.
+#define Q80ROW512(X, DX, ACC) \
+	VMOVDQU64 0(X), Z0       \
+	VMOVDQU64 8(X), Z1       \
+	VMOVDQA64 Z28, DX        \
+	VPERMI2W  64(X), Z0, DX  \
+	VPERMT2B  64(X), Z25, Z0 \
+	VPERMT2B  72(X), Z26, Z1 \
+	VPXORD    Z31, Z0, Z0    \
+	VPXORD    Z31, Z1, Z1    \
+	VMOVDQA64 Z21, ACC       \
+	VPDPBUSD  Z16, Z0, ACC   \
+	VPDPBUSD  Z18, Z1, ACC
+
+// Q80PF512X4 asks for the four rows' weights PF bytes ahead in each row,
+// three lines a quad (136 bytes), into L1.
+#define Q80PF512X4 \
+	PREFETCHT0 PF(SI)       \
+	PREFETCHT0 PF+64(SI)    \
+	PREFETCHT0 PF+128(SI)   \
+	PREFETCHT0 PF(R8)       \
+	PREFETCHT0 PF+64(R8)    \
+	PREFETCHT0 PF+128(R8)   \
+	PREFETCHT0 PF(R10)      \
+	PREFETCHT0 PF+64(R10)   \
+	PREFETCHT0 PF+128(R10)  \
+	PREFETCHT0 PF(R11)      \
+	PREFETCHT0 PF+64(R11)   \
+	PREFETCHT0 PF+128(R11)
+
+// func dotRowsQ8_0Q8_0AVX512P(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+//
+// dotRowsQ8_0Q8_0AVX2 four rows at a time, as dotQ4_0Q8_0x4AVX512 does
+// Q4_0, on the same prepared activations (prepQ4_0Y512: each quad's
+// quants gathered, −8·Σy, which ×16 is the −128·Σy Q80ROW512 starts
+// from, and the scales as float32, each four times): per quad of blocks
+// Q80ROW512 for each of the four rows (the AVX2 kernel sign-extends y
+// again for every row and block), Q40SUMS512X4 (block b's four row sums in
+// lane b), sumi·(dx·dy) as the twin rounds it, and each block's four
+// products added to the four rows' sums by one VADDPS, GGML's order
+// (Q40ADDS512X4). The last nb mod 4 blocks of each row, from y itself, are
+// dotRowsQ8_0Q8_0AVX2's loop. A last group of one to three rows repeats
+// its first row for the missing ones and stores only its own. The rows
+// are prefetched PF bytes ahead in each row (Q80PF512X4). The same
+// integers, float operations and bits (TestQ8_0RowsAVX512).
+//
+// Session 53's Zen 5 VM, against the AVX2 kernel (LOOM_CPU_AVX512=off),
+// alternating, five runs each: 64 rows of 4,096 weights in cache
+// (BenchmarkVecDotRows q8_0, 278 KB) 4.2–4.4 µs against 14.7–16.2; 38 MB
+// of rows on one thread (BenchmarkVecDotRowsMem) 20–27 GB/s against
+// 16–18. Tried and taken back (same VM): Q4_0's prefetch, a group of four
+// rows ahead into L2 (Q40PF512X4): 5.3–5.7 µs in cache, 19–24 GB/s from
+// memory; with a third line a quad, 19–21 GB/s.
+TEXT ·dotRowsQ8_0Q8_0AVX512P(SB), NOSPLIT, $32-56
+	MOVQ      x+0(FP), R14
+	MOVQ      n+16(FP), AX
+	MOVQ      AX, cnt-24(SP)
+	MOVQ      out+48(FP), AX
+	MOVQ      AX, outp-32(SP)
+	VMOVDQU64 q40ylo<>(SB), Z25
+	VMOVDQU64 q40yhi<>(SB), Z26
+	VMOVDQU64 q40yd<>(SB), Z28
+	MOVL      $0x80, AX
+	VPBROADCASTB AX, Z31
+
+q85group:
+	// Rows a–d: R14 and the next three, or R14 again past the last row.
+	MOVQ    rb+8(FP), BX
+	MOVQ    cnt-24(SP), AX
+	MOVQ    R14, SI
+	LEAQ    (R14)(BX*1), R8
+	CMPQ    AX, $2
+	CMOVQLT R14, R8
+	LEAQ    (R14)(BX*2), R10
+	CMPQ    AX, $3
+	CMOVQLT R14, R10
+	LEAQ    (R14)(BX*2), R11
+	ADDQ    BX, R11
+	CMPQ    AX, $4
+	CMOVQLT R14, R11
+	MOVQ    yp+32(FP), DI
+	MOVQ    nb+40(FP), CX
+	MOVQ    CX, R9
+	SHRQ    $2, R9
+	IMUL3Q  $192, R9, R9
+	ADDQ    DI, R9                // the scales, after the quads
+	VXORPS  X7, X7, X7
+	CMPQ    CX, $4
+	JLT     q85tail
+
+q85quad:
+	Q80PF512X4
+	// The activations: lowY (Z16), highY (Z18), −128·Σy (Z21); dy at R9.
+	VMOVDQA64 0(DI), Z16
+	VMOVDQA64 64(DI), Z18
+	VPSLLD    $4, 128(DI), Z21
+	Q80ROW512(SI, Z2, Z4)
+	Q80ROW512(R8, Z10, Z11)
+	Q80ROW512(R10, Z13, Z14)
+	Q80ROW512(R11, Z15, Z17)
+	Q40SUMS512X4
+	VMULPS    0(R9), Z8, Z8       // dx·dy
+	VMULPS    Z8, Z5, Z5          // sumi·(dx·dy)
+	Q40ADDS512X4
+	ADDQ      $136, SI
+	ADDQ      $136, R8
+	ADDQ      $136, R10
+	ADDQ      $136, R11
+	ADDQ      $192, DI
+	ADDQ      $64, R9
+	SUBQ      $4, CX
+	CMPQ      CX, $4
+	JGE       q85quad
+
+q85tail:
+	VMOVUPS X7, s-16(SP)
+	TESTQ   CX, CX
+	JZ      q85store
+	// The last nb mod 4 blocks, row after row, from y past its quads.
+	MOVQ    nb+40(FP), R12
+	SHRQ    $2, R12
+	IMUL3Q  $136, R12, R12
+	ADDQ    y+24(FP), R12
+	LEAQ    s-16(SP), R13
+	MOVQ    $4, DX
+
+q85trow:
+	MOVQ   R12, DI
+	MOVQ   CX, R9
+	VMOVSS (R13), X7
+
+q85tloop:
+	VPMOVSXBW 2(SI), Y0
+	VPMOVSXBW 18(SI), Y1
+	VPMOVSXBW 2(DI), Y2
+	VPMOVSXBW 18(DI), Y3
+	VPMADDWD  Y2, Y0, Y0
+	VPMADDWD  Y3, Y1, Y1
+	VPADDD    Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VCVTDQ2PS X0, X0       // float32(sumi)
+	F16((SI), AX, X1)      // dx
+	F16((DI), BX, X2)      // dy
+	VMULSS    X2, X1, X1   // dx·dy
+	VMULSS    X1, X0, X0   // sumi·(dx·dy)
+	VADDSS    X0, X7, X7
+	ADDQ      $34, SI
+	ADDQ      $34, DI
+	DECQ      R9
+	JNZ       q85tloop
+
+	VMOVSS X7, (R13)
+	ADDQ   $4, R13
+	MOVQ   R8, SI
+	MOVQ   R10, R8
+	MOVQ   R11, R10
+	DECQ   DX
+	JNZ    q85trow
+
+q85store:
+	// The group's sums to out: four, or the rows left.
+	MOVQ    outp-32(SP), AX
+	MOVQ    cnt-24(SP), BX
+	CMPQ    BX, $4
+	JLT     q85part
+	VMOVUPS s-16(SP), X0
+	VMOVUPS X0, (AX)
+	ADDQ    $16, AX
+	MOVQ    AX, outp-32(SP)
+	MOVQ    rb+8(FP), DX
+	SHLQ    $2, DX
+	ADDQ    DX, R14
+	SUBQ    $4, BX
+	MOVQ    BX, cnt-24(SP)
+	JNZ     q85group
+	JMP     q85done
+
+q85part:
+	LEAQ s-16(SP), R13
+	MOVQ $0, DX
+
+q85partloop:
+	MOVL (R13)(DX*4), R9
+	MOVL R9, (AX)(DX*4)
+	INCQ DX
+	CMPQ DX, BX
+	JLT  q85partloop
+
+q85done:
 	VZEROUPPER
 	RET
