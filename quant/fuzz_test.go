@@ -136,3 +136,49 @@ func FuzzQuantize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVecDotRows: VecDotRows and VecDotRows2 (the row kernels: AVX2, and
+// AVX-512 where the CPU has it) give every weight row the Go twin's bits
+// against each activation row, whatever the bytes — NaN and Inf scales,
+// out-of-range codes — for every format, 1 to 9 rows (the four-row
+// kernels' groups and their remainders) and 1 to 8 blocks a row. The
+// bytes are the fuzzer's, repeated to fill the rows when it gives fewer.
+func FuzzVecDotRows(f *testing.F) {
+	f.Add(byte(12), byte(5), byte(2), []byte{0x00, 0x3c, 0xff, 0x01})
+	f.Add(byte(14), byte(2), byte(1), []byte{0x7f, 0x80, 0x00, 0x7c, 0x00, 0xfc})
+	f.Add(byte(13), byte(9), byte(3), make([]byte, 64))
+	f.Add(byte(8), byte(4), byte(7), []byte{0x01, 0x7c, 0x80})
+	f.Fuzz(func(t *testing.T, tb, nrows, nblocks byte, data []byte) {
+		w := pickType(tb)
+		act := ActivationType(w)
+		wtr, wok := w.Traits()
+		atr, aok := act.Traits()
+		if !wok || !aok || !wtr.Supported || !atr.Supported || wtr.Block == 0 || atr.Block == 0 || w == act || len(data) == 0 {
+			return
+		}
+		rows, nb := 1+int(nrows)%9, 1+int(nblocks)%8
+		n := nb * wtr.Block
+		rb, ab := nb*wtr.Size, n/atr.Block*atr.Size
+		buf := make([]byte, rows*rb+2*ab)
+		for i := range buf {
+			buf[i] = data[i%len(data)] ^ byte(i/len(data))
+		}
+		wrows, arowA, arowB := buf[:rows*rb], buf[rows*rb:rows*rb+ab], buf[rows*rb+ab:]
+		out, outA, outB := make([]float32, rows), make([]float32, rows), make([]float32, rows)
+		if err := VecDotRows(w, wrows, act, arowA, n, out); err != nil {
+			t.Fatalf("VecDotRows(%v, %d rows of %d): %v", w, rows, n, err)
+		}
+		if err := VecDotRows2(w, wrows, act, arowA, arowB, n, outA, outB); err != nil {
+			t.Fatalf("VecDotRows2(%v, %d rows of %d): %v", w, rows, n, err)
+		}
+		for i := range rows {
+			row := wrows[i*rb : (i+1)*rb]
+			ta, tb := twinDots[w](row, arowA, nb), twinDots[w](row, arowB, nb)
+			if !sameBits(out[i], ta) || !sameBits(outA[i], ta) || !sameBits(outB[i], tb) {
+				t.Fatalf("%v row %d of %d, %d blocks: VecDotRows %#08x, VecDotRows2 %#08x %#08x, twin %#08x %#08x",
+					w, i, rows, nb, math.Float32bits(out[i]), math.Float32bits(outA[i]), math.Float32bits(outB[i]),
+					math.Float32bits(ta), math.Float32bits(tb))
+			}
+		}
+	})
+}
