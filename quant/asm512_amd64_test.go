@@ -332,13 +332,7 @@ func TestQ6_KRowsAVX512(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 6))
 	for range 200 {
 		nb, nr := 1+r.IntN(20), 1+r.IntN(6)
-		w, y := make([]byte, nr*nb*210), make([]byte, nb*292)
-		for i := range w {
-			w[i] = byte(r.Uint32())
-		}
-		for i := range y {
-			y[i] = byte(r.Uint32())
-		}
+		w, y := randomBytes(r, nr*nb*210), randomBytes(r, nb*292)
 		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
 	}
 	t.Logf("%d cases", checked)
@@ -490,13 +484,7 @@ func TestQ5_KRowsAVX512(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 7))
 	for range 200 {
 		nb, nr := 1+r.IntN(20), 1+r.IntN(6)
-		w, y := make([]byte, nr*nb*176), make([]byte, nb*292)
-		for i := range w {
-			w[i] = byte(r.Uint32())
-		}
-		for i := range y {
-			y[i] = byte(r.Uint32())
-		}
+		w, y := randomBytes(r, nr*nb*176), randomBytes(r, nb*292)
 		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
 	}
 	t.Logf("%d cases", checked)
@@ -578,14 +566,18 @@ func TestQ8_0RowsAVX512(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 8))
 	for range 300 {
 		nb, nr := 1+r.IntN(40), 1+r.IntN(9)
-		w, y := make([]byte, nr*nb*34), make([]byte, nb*34)
-		for i := range w {
-			w[i] = byte(r.Uint32())
-		}
-		for i := range y {
-			y[i] = byte(r.Uint32())
-		}
+		w, y := randomBytes(r, nr*nb*34), randomBytes(r, nb*34)
 		check(fmt.Sprintf("fresh (seed %d)", seed), w, y, nb)
 	}
 	t.Logf("%d cases", checked)
+}
+
+// randomBytes returns n bytes of r: wholly random blocks, scales
+// included (any magnitude, ∞ and NaN).
+func randomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }

@@ -156,6 +156,27 @@ GLOBL lanemask<>(SB), RODATA|NOPTR, $32
 	VMOVD     R, X    \
 	VCVTPH2PS X, X
 
+// Q80BLOCK adds one Q8_0 block's product to X7: sumi = Σ x·y over the
+// block at SI and the block at DI (int32, exact), X7 += float32(sumi)·(dx·dy),
+// and moves SI and DI to the next blocks (AX, BX, Y0–Y3 scratch).
+#define Q80BLOCK \
+	VPMOVSXBW 2(SI), Y0    \
+	VPMOVSXBW 18(SI), Y1   \
+	VPMOVSXBW 2(DI), Y2    \
+	VPMOVSXBW 18(DI), Y3   \
+	VPMADDWD  Y2, Y0, Y0   \
+	VPMADDWD  Y3, Y1, Y1   \
+	VPADDD    Y1, Y0, Y0   \
+	HSUM8(Y0, X0, X1)      \
+	VCVTDQ2PS X0, X0       \
+	F16((SI), AX, X1)      \
+	F16((DI), BX, X2)      \
+	VMULSS    X2, X1, X1   \
+	VMULSS    X1, X0, X0   \
+	VADDSS    X0, X7, X7   \
+	ADDQ      $34, SI      \
+	ADDQ      $34, DI
+
 // func dotRowsQ8_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block: sumi = Σ x·y (int32, exact); sumf += float32(sumi)·(dx·dy);
@@ -175,22 +196,7 @@ q80row:
 
 q80loop:
 	PREFETCHT0 PF(SI)
-	VPMOVSXBW 2(SI), Y0
-	VPMOVSXBW 18(SI), Y1
-	VPMOVSXBW 2(DI), Y2
-	VPMOVSXBW 18(DI), Y3
-	VPMADDWD  Y2, Y0, Y0
-	VPMADDWD  Y3, Y1, Y1
-	VPADDD    Y1, Y0, Y0
-	HSUM8(Y0, X0, X1)
-	VCVTDQ2PS X0, X0       // float32(sumi)
-	F16((SI), AX, X1)      // dx
-	F16((DI), BX, X2)      // dy
-	VMULSS    X2, X1, X1   // dx·dy
-	VMULSS    X1, X0, X0   // sumi·(dx·dy)
-	VADDSS    X0, X7, X7
-	ADDQ      $34, SI
-	ADDQ      $34, DI
+	Q80BLOCK
 	DECQ      CX
 	JNZ       q80loop
 
@@ -2984,22 +2990,7 @@ q85trow:
 	VMOVSS (R13), X7
 
 q85tloop:
-	VPMOVSXBW 2(SI), Y0
-	VPMOVSXBW 18(SI), Y1
-	VPMOVSXBW 2(DI), Y2
-	VPMOVSXBW 18(DI), Y3
-	VPMADDWD  Y2, Y0, Y0
-	VPMADDWD  Y3, Y1, Y1
-	VPADDD    Y1, Y0, Y0
-	HSUM8(Y0, X0, X1)
-	VCVTDQ2PS X0, X0       // float32(sumi)
-	F16((SI), AX, X1)      // dx
-	F16((DI), BX, X2)      // dy
-	VMULSS    X2, X1, X1   // dx·dy
-	VMULSS    X1, X0, X0   // sumi·(dx·dy)
-	VADDSS    X0, X7, X7
-	ADDQ      $34, SI
-	ADDQ      $34, DI
+	Q80BLOCK
 	DECQ      R9
 	JNZ       q85tloop
 
