@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,12 +32,15 @@ const (
 
 // llamaFileTypes maps each target type to llama.cpp's general.file_type
 // (enum llama_ftype in include/llama.h). The k-quants have several
-// "mixtures" (Q4_K_S, Q4_K_M: which tensors get more bits); this tool
-// writes every quantizable tensor in the one type asked for, which is what
-// the _S mixtures describe (llama.cpp's README: "Q4_K_S uses GGML_TYPE_Q4_K
-// for all tensors"), so it records those. Q2_K has no _S among the
-// original names (LLAMA_FTYPE_MOSTLY_Q2_K_S = 21 is a later,
-// imatrix-requiring mixture), so it records MOSTLY_Q2_K.
+// "mixtures" (Q4_K_S, Q4_K_M: which tensors get more bits). -type with a
+// type's name writes every quantizable tensor in that one type, which is
+// what the _S mixtures describe (llama.cpp's README: "Q4_K_S uses
+// GGML_TYPE_Q4_K for all tensors"), so it records those. Q2_K has no _S
+// among the original names (LLAMA_FTYPE_MOSTLY_Q2_K_S = 21 is a later,
+// imatrix-requiring mixture), so it records MOSTLY_Q2_K. The _M mixtures
+// of the usual downloads, -type q4_k_m and q5_k_m (15, 17), choose each
+// tensor's type as llama.cpp does (kMixtures, gguf_mixture.go) and
+// record their own ids.
 var llamaFileTypes = map[quant.Type]struct {
 	id   uint32
 	name string
@@ -85,6 +89,7 @@ type qtensor struct {
 	data  []byte // the input bytes (a slice of a mapping)
 	to    quant.Type
 	why   string // why the tensor is kept as it is; "" when converted
+	note  string // why a mixture chose to for it, when not its base type
 }
 
 // qinput is an opened input: its tensors and the metadata to copy.
@@ -97,26 +102,30 @@ type qinput struct {
 	close   func() error
 }
 
-// parseTarget reads the -type value: a type package quant quantizes and
-// llama.cpp stores weights in.
-func parseTarget(typ string) (quant.Type, error) {
+// parseTarget reads the -type value (case-insensitive): a type package
+// quant quantizes and llama.cpp stores weights in, or one of the
+// mixtures kMixtures lists.
+func parseTarget(typ string) (qtarget, error) {
+	if m, ok := kMixtures[strings.ToLower(typ)]; ok {
+		return qtarget{typ: m.base, mix: m}, nil
+	}
 	to, err := quant.ParseType(typ)
 	if err != nil {
-		return 0, fmt.Errorf("-type %q: unknown type; want one of %s", typ, targetNames())
+		return qtarget{}, fmt.Errorf("-type %q: unknown type; want one of %s", typ, targetNames())
 	}
 	if _, ok := llamaFileTypes[to]; !ok {
 		why := "Loom has no quantizer for it"
 		if to == quant.Q8_1 || to == quant.Q8_K {
 			why = "it is an activation format (the other operand of a quantized dot product), not a weight format"
 		}
-		return 0, fmt.Errorf("-type %v: %s; want one of %s", to, why, targetNames())
+		return qtarget{}, fmt.Errorf("-type %v: %s; want one of %s", to, why, targetNames())
 	}
-	return to, nil
+	return qtarget{typ: to}, nil
 }
 
 // runGGUFQuantize runs "loom gguf quantize -type TYPE IN OUT" once the
 // flags are parsed.
-func runGGUFQuantize(to quant.Type, in, out string, stdout, stderr io.Writer) int {
+func runGGUFQuantize(to qtarget, in, out string, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "loom gguf quantize:", err)
 		return exitFail
@@ -139,13 +148,17 @@ func runGGUFQuantize(to quant.Type, in, out string, stdout, stderr io.Writer) in
 
 // targetNames lists the -type values, in the order of llama.cpp's ftypes.
 func targetNames() string {
-	types := make([]quant.Type, 0, len(llamaFileTypes))
+	targets := make([]qtarget, 0, len(llamaFileTypes)+len(kMixtures))
 	for t := range llamaFileTypes {
-		types = append(types, t)
+		targets = append(targets, qtarget{typ: t})
 	}
-	slices.SortFunc(types, func(a, b quant.Type) int { return int(llamaFileTypes[a].id) - int(llamaFileTypes[b].id) })
-	names := make([]string, len(types))
-	for i, t := range types {
+	for _, m := range kMixtures {
+		targets = append(targets, qtarget{typ: m.base, mix: m})
+	}
+	id := func(q qtarget) int { n, _ := q.fileType(); return int(n) }
+	slices.SortFunc(targets, func(a, b qtarget) int { return id(a) - id(b) })
+	names := make([]string, len(targets))
+	for i, t := range targets {
 		names[i] = t.String()
 	}
 	return strings.Join(names, ", ")
@@ -345,10 +358,27 @@ func checkNotInput(out string, files []string) error {
 // and other vectors; llama.cpp quantizes only tensors named *weight, and
 // not those keepByName lists; and a row (the innermost dim) must be a
 // whole number of the target's blocks. llama.cpp falls back to another
-// type for rows that do not fit (Q4_K → Q5_0, …); this tool keeps the
-// tensor as it is instead, so that every converted tensor is in the type
-// asked for.
+// type for rows that do not fit (Q4_K → Q5_0, …); with one type asked
+// for, this tool keeps the tensor as it is instead, so that every
+// converted tensor is in that type (the mixtures, which are llama.cpp's
+// choices, take its fallbacks: chooseMixture).
 func keepReason(t *qtensor, to quant.Type) string {
+	if why := typeKeepReason(t, to); why != "" {
+		return why
+	}
+	if why := nameKeepReason(t); why != "" {
+		return why
+	}
+	tr, _ := to.Traits()
+	if row := t.shape[len(t.shape)-1]; row%tr.Block != 0 {
+		return fmt.Sprintf("rows of %d values are not a whole number of %v's %d-value blocks", row, to, tr.Block)
+	}
+	return ""
+}
+
+// typeKeepReason is keepReason's rules on t's type: only f32, f16 and
+// bf16 tensors are converted, to another type.
+func typeKeepReason(t *qtensor, to quant.Type) string {
 	switch t.from {
 	case quant.F32, quant.F16, quant.BF16:
 	case quant.F64, quant.I8, quant.I16, quant.I32, quant.I64:
@@ -359,6 +389,13 @@ func keepReason(t *qtensor, to quant.Type) string {
 	if t.from == to {
 		return fmt.Sprintf("already %v", to)
 	}
+	return ""
+}
+
+// nameKeepReason is keepReason's rules on t's rank and name, those of
+// llama.cpp's tensor_allows_quantization: a tensor they keep is one
+// llama.cpp leaves as it is whatever the type asked for.
+func nameKeepReason(t *qtensor) string {
 	rank := len(t.shape)
 	for rank > 1 && t.shape[len(t.shape)-rank] == 1 {
 		rank--
@@ -374,22 +411,56 @@ func keepReason(t *qtensor, to quant.Type) string {
 			return r.why + ", which llama.cpp keeps as it is"
 		}
 	}
-	tr, _ := to.Traits()
-	if row := t.shape[len(t.shape)-1]; row%tr.Block != 0 {
-		return fmt.Sprintf("rows of %d values are not a whole number of %v's %d-value blocks", row, to, tr.Block)
-	}
 	return ""
+}
+
+// chooseTypes sets every tensor's to and why (and, for a mixture, note):
+// keepReason for one type; for a mixture, the type chooseMixture gives,
+// kept where typeKeepReason says so (a tensor already quantized is
+// copied as it is, not requantized, as with one type).
+func chooseTypes(in *qinput, to qtarget) error {
+	if to.mix == nil {
+		for _, t := range in.tensors {
+			t.to, t.why = t.from, keepReason(t, to.typ)
+			if t.why == "" {
+				t.to = to.typ
+			}
+		}
+		return nil
+	}
+	hp, err := mixtureHparams(in, to.mix)
+	if err != nil {
+		return err
+	}
+	choices, err := chooseMixture(in, to.mix, hp)
+	if err != nil {
+		return err
+	}
+	for i, t := range in.tensors {
+		c := choices[i]
+		t.to, t.why, t.note = t.from, c.why, ""
+		if t.why == "" {
+			t.why = typeKeepReason(t, c.to)
+		}
+		if t.why == "" {
+			t.to, t.note = c.to, c.note
+		}
+	}
+	return nil
 }
 
 // quantizeTo writes the GGUF file OUT: the input's metadata (with the two
 // quantization keys set) and every tensor, converted or kept, printing a
 // line per tensor as it is written and the totals.
-func quantizeTo(w io.Writer, in *qinput, inPath, out string, to quant.Type) error {
-	ft := llamaFileTypes[to]
+func quantizeTo(w io.Writer, in *qinput, inPath, out string, to qtarget) error {
+	if err := chooseTypes(in, to); err != nil {
+		return fmt.Errorf("%s: %w", inPath, err)
+	}
+	ftID, ftName := to.fileType()
 	gw := gguf.NewWriter()
 	set := map[string]gguf.Value{
 		quantVersionKey: gguf.Uint32(ggmlQuantVersion),
-		fileTypeKey:     gguf.Uint32(ft.id),
+		fileTypeKey:     gguf.Uint32(ftID),
 	}
 	copied := 0
 	for _, kv := range in.kvs {
@@ -413,14 +484,10 @@ func quantizeTo(w io.Writer, in *qinput, inPath, out string, to quant.Type) erro
 
 	nameWidth := 0
 	for _, t := range in.tensors {
-		t.to, t.why = t.from, keepReason(t, to)
-		if t.why == "" {
-			t.to = to
-		}
 		nameWidth = max(nameWidth, len(t.name))
 	}
 	fmt.Fprintf(w, "%s (%s, %d tensors) → %s as %v\n", inPath, in.kind, len(in.tensors), out, to)
-	fmt.Fprintf(w, "metadata: %d keys copied; %s = %d, %s = %d (LLAMA_FTYPE_%s)\n", copied, quantVersionKey, ggmlQuantVersion, fileTypeKey, ft.id, ft.name)
+	fmt.Fprintf(w, "metadata: %d keys copied; %s = %d, %s = %d (LLAMA_FTYPE_%s)\n", copied, quantVersionKey, ggmlQuantVersion, fileTypeKey, ftID, ftName)
 	for _, n := range in.notes {
 		fmt.Fprintf(w, "metadata: %s\n", n)
 	}
@@ -432,14 +499,15 @@ func quantizeTo(w io.Writer, in *qinput, inPath, out string, to quant.Type) erro
 	var (
 		inBytes, outBytes int64
 		converted         int
-		buf               []byte // the output of the tensor being written, reused
+		byType            = map[quant.Type]int{} // converted tensors by type, for a mixture
+		buf               []byte                 // the output of the tensor being written, reused
 		count             = fmt.Sprint(len(in.tensors))
 	)
 	for i, t := range in.tensors {
 		err := gw.AddTensorFunc(t.name, t.to, t.shape, func() ([]byte, error) {
 			data := t.data
 			if t.why == "" {
-				size, err := to.RowBytes(elements(t.shape))
+				size, err := t.to.RowBytes(elements(t.shape))
 				if err != nil {
 					return nil, err
 				}
@@ -451,12 +519,15 @@ func quantizeTo(w io.Writer, in *qinput, inPath, out string, to quant.Type) erro
 					return nil, err
 				}
 				converted++
+				byType[t.to]++
 			}
 			inBytes += int64(len(t.data))
 			outBytes += int64(len(data))
 			fmt.Fprintf(w, "[%*d/%s] %-*s  %-5v → %-5v  %-18s %12d → %12d bytes", len(count), i+1, count, nameWidth, t.name, t.from, t.to, fmt.Sprint(t.shape), len(t.data), len(data))
 			if t.why != "" {
 				fmt.Fprintf(w, "  kept: %s", t.why)
+			} else if t.note != "" {
+				fmt.Fprintf(w, "  (%v: %s)", to, t.note)
 			}
 			fmt.Fprintln(w)
 			return data, nil
@@ -469,8 +540,16 @@ func quantizeTo(w io.Writer, in *qinput, inPath, out string, to quant.Type) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "total: %d tensors, %d converted to %v, %d kept: %d → %d bytes of tensor data (%s); wrote %s, %d bytes\n",
-		len(in.tensors), converted, to, len(in.tensors)-converted, inBytes, outBytes, sizeRatio(inBytes, outBytes), out, size)
+	mix := ""
+	if to.mix != nil { // "(q4_k 7, q6_k 2)", in the order of ggml's type ids
+		var parts []string
+		for _, t := range slices.Sorted(maps.Keys(byType)) {
+			parts = append(parts, fmt.Sprintf("%v %d", t, byType[t]))
+		}
+		mix = " (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(w, "total: %d tensors, %d converted to %v%s, %d kept: %d → %d bytes of tensor data (%s); wrote %s, %d bytes\n",
+		len(in.tensors), converted, to, mix, len(in.tensors)-converted, inBytes, outBytes, sizeRatio(inBytes, outBytes), out, size)
 	return nil
 }
 
