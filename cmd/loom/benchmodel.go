@@ -26,7 +26,9 @@ import (
 //   - llama-tiny[-FORMAT]: the tiny test config (4 layers, hidden 256;
 //     f32, or its matrices in a block format such as q4_k);
 //   - llama1b-bf16, llama1b-FORMAT: the Llama-3.2-1B shape in bf16, or
-//     with its matrices in a block format (bf16 activations);
+//     with its matrices in a block format (bf16 activations), or in
+//     llama.cpp's mixture q4_k_m or q5_k_m (the weights written as a bf16
+//     GGUF file, then converted as `loom gguf quantize` does);
 //   - -model PATH: a checkpoint of the user's (GGUF, or a directory with
 //     config.json and safetensors), in the dtype it declares or -dtype.
 //
@@ -70,6 +72,7 @@ type modelSpec struct {
 	dt        dtype.DType
 	quantized bool
 	format    quant.Type
+	mix       *kMixture // a llama.cpp mixture (q4_k_m, q5_k_m): format is its base type
 }
 
 func parseModelWorkload(id string) (modelSpec, error) {
@@ -100,6 +103,10 @@ func parseModelWorkload(id string) (modelSpec, error) {
 	case rest == "" || rest == "bf16":
 		return s, nil
 	}
+	if m, ok := kMixtures[strings.ToLower(rest)]; ok {
+		s.quantized, s.format, s.mix = true, m.base, m
+		return s, nil
+	}
 	f, err := quant.ParseType(rest)
 	if err != nil {
 		return s, fmt.Errorf("model workload %q: %w", id, err)
@@ -125,7 +132,27 @@ func writeModel(dir string, s modelSpec) (string, error) {
 		return path, model.WriteHF(path, s.cfg, w)
 	}
 	path := filepath.Join(dir, "model.gguf")
-	return path, model.WriteGGUF(path, s.cfg, w, s.format)
+	if s.mix == nil {
+		return path, model.WriteGGUF(path, s.cfg, w, s.format)
+	}
+	// A mixture: the weights as a float GGUF file, then `loom gguf
+	// quantize -type q4_k_m`'s conversion of it (each tensor's type as
+	// llama.cpp's quantizer chooses it).
+	float := filepath.Join(dir, "model-float.gguf")
+	ft := quant.F32
+	if s.dt == dtype.BF16 {
+		ft = quant.BF16
+	}
+	if err := model.WriteGGUF(float, s.cfg, w, ft); err != nil {
+		return "", err
+	}
+	defer os.Remove(float)
+	in, err := openQuantInput(float)
+	if err != nil {
+		return "", err
+	}
+	defer in.close()
+	return path, quantizeTo(io.Discard, in, float, path, qtarget{typ: s.mix.base, mix: s.mix})
 }
 
 // benchModel loads the model at path (dt: the compute dtype, or
@@ -215,7 +242,7 @@ func printModels(w io.Writer, rs []modelResult) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%-16s %-6s %9s %6s %10s %9s %9s %9s %7s %9s %8s %9s %10s\n", "model", "device", "weight_GB", "prompt", "prefill_ms", "prompt/s", "decode/s", "bound/s", "%bound", "median_us", "p90_us", "launches", "device_MB")
+	fmt.Fprintf(w, "%-18s %-6s %9s %6s %10s %9s %9s %9s %7s %9s %8s %9s %10s\n", "model", "device", "weight_GB", "prompt", "prefill_ms", "prompt/s", "decode/s", "bound/s", "%bound", "median_us", "p90_us", "launches", "device_MB")
 	for _, r := range rs {
 		launches, mem := "-", "-"
 		if r.LaunchesTok > 0 {
@@ -224,7 +251,7 @@ func printModels(w io.Writer, rs []modelResult) {
 		if r.DeviceBytes > 0 {
 			mem = fmt.Sprintf("%.0f", float64(r.DeviceBytes)/(1<<20))
 		}
-		fmt.Fprintf(w, "%-16s %-6s %9.3f %6d %10.2f %9.0f %9.1f %9.1f %6.1f%% %9.1f %8.1f %9s %10s\n", r.Model, r.Device, float64(r.WeightBytes)/1e9, r.PromptTokens, r.PrefillMS, r.PromptTokS, r.DecodeTokS, r.BoundTokS, r.BoundPct, r.MedianStepUS, r.P90StepUS, launches, mem)
+		fmt.Fprintf(w, "%-18s %-6s %9.3f %6d %10.2f %9.0f %9.1f %9.1f %6.1f%% %9.1f %8.1f %9s %10s\n", r.Model, r.Device, float64(r.WeightBytes)/1e9, r.PromptTokens, r.PrefillMS, r.PromptTokS, r.DecodeTokS, r.BoundTokS, r.BoundPct, r.MedianStepUS, r.P90StepUS, launches, mem)
 	}
 	fmt.Fprintln(w, "models: greedy generation from random prompt ids, the second of two calls; bound/s = copy GB/s ÷ weight GB (a decode step reads every weight once); median/p90: decode steps token to token; launches: kernel launches a token, prefill included")
 }

@@ -330,7 +330,7 @@ func TestBenchModels(t *testing.T) {
 	if err := model.WriteGGUF(ck, model.TinyConfig(), w, quant.Q8_0); err != nil {
 		t.Fatal(err)
 	}
-	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny,llama-tiny-q4_k", "-model", ck, "-dtype", "bf16",
+	status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny,llama-tiny-q4_k,llama-tiny-q4_k_m", "-model", ck, "-dtype", "bf16",
 		"-prompt-len", "12", "-decode-steps", "5", "-reps", "1", "-elems", "4096", "-json", js)
 	if status != exitOK {
 		t.Fatalf("loom bench models: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
@@ -348,7 +348,7 @@ func TestBenchModels(t *testing.T) {
 	// head, per layer q, k, v, o, gate, up, down and two norms, the final
 	// norm, and the rope tables (cos and sin, 2,048 positions × HeadDim/2).
 	floatBytes := 4 * int64(2*c.Vocab*c.Hidden+c.Layers*(c.Hidden*(c.Heads+2*c.KVHeads)*c.HeadDim+c.Heads*c.HeadDim*c.Hidden+3*c.Hidden*c.Intermediate+2*c.Hidden)+c.Hidden+2*2048*c.HeadDim/2)
-	names := []string{"llama-tiny", "llama-tiny-q4_k", "tiny-q8_0.gguf"}
+	names := []string{"llama-tiny", "llama-tiny-q4_k", "llama-tiny-q4_k_m", "tiny-q8_0.gguf"}
 	if len(got.Models) != len(names) {
 		t.Fatalf("%d models in the JSON, want %d:\n%s", len(got.Models), len(names), raw)
 	}
@@ -375,6 +375,11 @@ func TestBenchModels(t *testing.T) {
 		if r.WeightBytes <= 0 || r.WeightBytes >= floatBytes/2 {
 			t.Errorf("%s: %d weight bytes, want fewer than half of f32's %d", r.Model, r.WeightBytes, floatBytes)
 		}
+	}
+	// Q4_K_M gives the output and some layers' attn_v and ffn_down more
+	// bits than Q4_K (gguf_mixture.go): more bytes.
+	if q4, q4m := got.Models[1].WeightBytes, got.Models[2].WeightBytes; q4m <= q4 {
+		t.Errorf("llama-tiny-q4_k_m: %d weight bytes, want more than llama-tiny-q4_k's %d", q4m, q4)
 	}
 	if status, _, errs := loom(t, "bench", "-device", "cpu", "-model", ck, "-dtype", "f64"); status != exitUsage || !strings.Contains(errs, `-dtype "f64"`) {
 		t.Errorf("-dtype f64: exit %d, stderr %q", status, errs)
