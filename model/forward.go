@@ -256,6 +256,21 @@ func (f *fwd) qkv(h *graph.Tensor, p string, cos, sin *graph.Tensor) (q, kv *gra
 		kv = y.Narrow(2, c.Heads, 2*c.KVHeads).Reshape(b, t, 2, c.KVHeads, c.HeadDim).Permute(2, 0, 3, 1, 4)
 		return q, kv
 	}
+	if _, ok := f.m.fused[p+"attn_qk.weight"]; ok && !qb && !kb {
+		// The queries and keys stacked without the values (stored in
+		// another format): one product and one rotation for both, as
+		// above, the values a product of their own.
+		y := f.linear(h, p+"attn_qk").Reshape(b, t, c.Heads+c.KVHeads, c.HeadDim)
+		if f.m.ropePaired[p+"attn_qk.weight"] {
+			y = y.RopeIThdHeads(cos, sin, c.Heads+c.KVHeads)
+		} else {
+			y = y.RopeThdHeads(cos, sin, c.Heads+c.KVHeads)
+		}
+		q = y.Narrow(2, 0, c.Heads).Transpose(1, 2)
+		k := y.Narrow(2, c.Heads, c.KVHeads)
+		v := f.linear(h, p+"attn_v").Reshape(b, t, c.KVHeads, c.HeadDim)
+		return q, graph.Stack(0, k, v).Permute(0, 1, 3, 2, 4)
+	}
 	qkv := f.linears(h, p+"attn_qkv", p+"attn_q", p+"attn_k", p+"attn_v")
 	q = qkv[0].Reshape(b, t, c.Heads, c.HeadDim).RopeThd(cos, sin).Transpose(1, 2)
 	k := qkv[1].Reshape(b, t, c.KVHeads, c.HeadDim).RopeThd(cos, sin)

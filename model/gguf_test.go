@@ -2,12 +2,14 @@ package model
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/loomgraph/loom/dtype"
+	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/quant"
 	"github.com/loomgraph/loom/tensor"
 )
@@ -100,10 +102,18 @@ func TestGGUFEqualsSafetensors(t *testing.T) {
 // row permutation of Q and K does not change any row's values).
 func dequantized(t *testing.T, w []NamedTensor, format quant.Type) []NamedTensor {
 	t.Helper()
-	tr, _ := format.Traits()
+	return dequantizedFunc(t, w, func(string) quant.Type { return format })
+}
+
+// dequantizedFunc is dequantized with each matrix's format chosen by its
+// GGUF name, as NewGGUFWriterFunc chooses it.
+func dequantizedFunc(t *testing.T, w []NamedTensor, formatOf func(name string) quant.Type) []NamedTensor {
+	t.Helper()
 	var out []NamedTensor
 	for _, nt := range w {
 		s := nt.T.Shape()
+		format := formatOf(ggufName(nt.Name))
+		tr, _ := format.Traits()
 		if len(s) != 2 || s[1]%tr.Block != 0 {
 			out = append(out, nt)
 			continue
@@ -170,6 +180,81 @@ func TestGGUFQuantized(t *testing.T) {
 			}
 			t.Logf("%v: largest error %.3g against the dequantized float64 reference", c.format, worst)
 		})
+	}
+}
+
+// TestGGUFMixedFormats loads a file whose layers store their projections
+// in different formats, as llama.cpp's Q4_K_M does (Q6_K for some layers'
+// attn_v, Q4_K for the rest): where a layer's values are stored otherwise
+// than its queries and keys, the queries and keys are still one product
+// (attn_qk) and the values one of their own; where all three are alike,
+// one (attn_qkv). The logits match the float64 reference over the
+// dequantized weights, prefill and decode, and a decode step runs one
+// product more for each mixed layer than for the others.
+func TestGGUFMixedFormats(t *testing.T) {
+	_, w, _ := tiny(t)
+	cfg := TinyConfig()
+	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
+	formatOf := func(name string) quant.Type {
+		if mixed[name] {
+			return quant.Q6_K
+		}
+		return quant.Q4_K
+	}
+	gw, err := NewGGUFWriterFunc(cfg, w, formatOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny-mixed.gguf")
+	if err := gw.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, path, Options{})
+	if q := m.Quantized(); q["blk.1.attn_v.weight"] != quant.Q6_K || q["blk.0.attn_v.weight"] != quant.Q4_K || q["blk.1.attn_q.weight"] != quant.Q4_K {
+		t.Errorf("quantized weights %v", q)
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		_, qkv := m.fused[p+"attn_qkv.weight"]
+		_, qk := m.fused[p+"attn_qk.weight"]
+		wantQK, wantQKV := mixed[p+"attn_v.weight"] && !noQKFusion, !mixed[p+"attn_v.weight"]
+		if qk != wantQK || qkv != wantQKV || (wantQK || wantQKV) && !m.ropePaired[p+map[bool]string{true: "attn_qk", false: "attn_qkv"}[wantQK]+".weight"] {
+			t.Errorf("layer %d: attn_qkv fused %v, attn_qk fused %v, want attn_qk %v (rotation paired)", l, qkv, qk, wantQK)
+		}
+	}
+	prompt, more := randomIDs(24, 16, cfg.Vocab), randomIDs(25, 8, cfg.Vocab)
+	want := newRef(cfg, dequantizedFunc(t, w, formatOf)).forward(append(slices.Clone(prompt), more...))
+	got := prefillDecode(t, m, prompt, more)
+	worst := 0.0
+	for p := range got {
+		e := relErr(got[p], want[p])
+		worst = math.Max(worst, e)
+		if e > 4e-2 {
+			t.Errorf("position %d: error %.3g, want ≤ 0.04", p, e)
+		}
+	}
+	t.Logf("largest error %.3g against the dequantized float64 reference", worst)
+	// Products a decode step: per layer q/k/v (or q/k and v), the output
+	// projection, gate/up and down; then the LM head.
+	p, _, err := m.decodeProgram(ctx, decodeKey{1, m.decodeWindow(16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	products := 0
+	for _, s := range p.Plan().Steps {
+		for _, in := range s.Kernel.Instrs {
+			if in.Node.Op == ir.OpMatmul || in.Node.Op == ir.OpQMatmul {
+				products++
+				break
+			}
+		}
+	}
+	wantProducts := 4*cfg.Layers + len(mixed) + 1
+	if noQKFusion { // LOOM_QK_FUSION=0: the mixed layers' queries and keys two products
+		wantProducts += len(mixed)
+	}
+	if products != wantProducts {
+		t.Errorf("%d products in a decode step, want %d", products, wantProducts)
 	}
 }
 

@@ -117,26 +117,50 @@ func noFallback(t *testing.T, m *Model) {
 // activations to 8 bits per 32 values, as the CPU does (GGML's Q8_K), so
 // the decoded positions get the CPU's Q4_K tolerance
 // (TestGGUFQuantized).
+//
+// "mixed" is the same with layers 1 and 3's attn_v in Q6_K (a Q4_K_M-like
+// file: those layers' queries and keys one product, attn_qk, the values
+// one of their own; TestGGUFMixedFormats on the CPU).
 func TestGPUQuantized(t *testing.T) {
 	e := openGPU(t)
 	_, w, _ := tiny(t)
-	path := filepath.Join(t.TempDir(), "tiny-q4k.gguf")
-	if err := WriteGGUF(path, TinyConfig(), w, quant.Q4_K); err != nil {
-		t.Fatal(err)
-	}
-	m := load(t, path, Options{Executor: e})
-	prompt, more := randomIDs(52, 16, 1024), randomIDs(53, 8, 1024)
-	want := newRef(TinyConfig(), dequantized(t, w, quant.Q4_K)).forward(append(append([]int(nil), prompt...), more...))
-	got := prefillDecode(t, m, prompt, more)
-	noFallback(t, m)
-	for p := range got {
-		tol := tolF32
-		if p >= len(prompt) {
-			tol = 4e-2
-		}
-		if err := relErr(got[p], want[p]); err > tol {
-			t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tol)
-		}
+	for _, c := range []struct {
+		name  string
+		mixed map[string]bool
+	}{{"q4_k", nil}, {"mixed", map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			formatOf := func(name string) quant.Type {
+				if c.mixed[name] {
+					return quant.Q6_K
+				}
+				return quant.Q4_K
+			}
+			gw, err := NewGGUFWriterFunc(TinyConfig(), w, formatOf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "tiny-"+c.name+".gguf")
+			if err := gw.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			m := load(t, path, Options{Executor: e})
+			if _, ok := m.fused["blk.1.attn_qk.weight"]; ok != (c.mixed != nil) {
+				t.Errorf("blk.1.attn_qk fused: %v", ok)
+			}
+			prompt, more := randomIDs(52, 16, 1024), randomIDs(53, 8, 1024)
+			want := newRef(TinyConfig(), dequantizedFunc(t, w, formatOf)).forward(append(append([]int(nil), prompt...), more...))
+			got := prefillDecode(t, m, prompt, more)
+			noFallback(t, m)
+			for p := range got {
+				tol := tolF32
+				if p >= len(prompt) {
+					tol = 4e-2
+				}
+				if err := relErr(got[p], want[p]); err > tol {
+					t.Errorf("position %d: error %.3g, want ≤ %g", p, err, tol)
+				}
+			}
+		})
 	}
 }
 

@@ -203,11 +203,21 @@ const pairedFusion = "ffn_gate_up"
 
 func paired(name string) bool { return strings.HasSuffix(name, "."+pairedFusion+".weight") }
 
+// noQKFusion (LOOM_QK_FUSION=0) leaves a layer's queries and keys two
+// products where its values are stored otherwise, to compare.
+var noQKFusion = os.Getenv("LOOM_QK_FUSION") == "0"
+
 var fusions = []struct {
 	name  string
 	parts []string
 }{
 	{"attn_qkv", []string{"attn_q", "attn_k", "attn_v"}},
+	// attn_qk: the query and key projections where the values' are stored
+	// otherwise (llama.cpp's Q4_K_M and Q5_K_M files give some layers'
+	// attn_v Q6_K and the rest Q4_K or Q5_K), tried only when attn_qkv was
+	// not formed: one product and one rotation for the two, the values a
+	// product of their own.
+	{"attn_qk", []string{"attn_q", "attn_k"}},
 	{"ffn_gate_up", []string{"ffn_gate", "ffn_up"}},
 }
 
@@ -424,8 +434,8 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			var parts []part
 			for _, n := range fu.parts {
 				s, ok := found[p+n+".weight"]
-				if !ok {
-					break
+				if _, taken := groupOf[p+n+".weight"]; !ok || taken {
+					break // missing, or a part of an earlier fusion
 				}
 				f := s.format
 				if isFloatFormat(f) {
@@ -441,9 +451,14 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			if len(parts) != len(fu.parts) || slices.ContainsFunc(formats, func(f quant.Type) bool { return f != formats[0] }) {
 				continue
 			}
+			if fu.name == "attn_qk" && noQKFusion {
+				continue
+			}
 			name := p + fu.name + ".weight"
 			m.fused[name] = parts
-			if fu.name == "attn_qkv" && !slices.ContainsFunc([]string{"attn_q", "attn_k", "attn_v"}, func(n string) bool {
+			// The queries' and keys' rotation joins the product as its pair
+			// epilogue where no bias comes between (see ropePaired).
+			if (fu.name == "attn_qkv" || fu.name == "attn_qk") && !slices.ContainsFunc(fu.parts, func(n string) bool {
 				_, ok := found[p+n+".bias"]
 				return ok
 			}) {

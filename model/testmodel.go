@@ -269,12 +269,17 @@ func WriteGGUF(path string, cfg Config, weights []NamedTensor, format quant.Type
 // writer, to which a caller can add metadata (a tokenizer's, say) before
 // writing it.
 func NewGGUFWriter(cfg Config, weights []NamedTensor, format quant.Type) (*gguf.Writer, error) {
+	return NewGGUFWriterFunc(cfg, weights, func(string) quant.Type { return format })
+}
+
+// NewGGUFWriterFunc is NewGGUFWriter with each matrix's format chosen by
+// its GGUF name (blk.3.attn_v.weight, …): a mixture such as llama.cpp's
+// Q4_K_M, where some layers' value and down projections take more bits
+// than the rest. As there, a matrix whose rows are not whole blocks of its
+// format stays f32.
+func NewGGUFWriterFunc(cfg Config, weights []NamedTensor, formatOf func(name string) quant.Type) (*gguf.Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	tr, ok := format.Traits()
-	if !ok || !tr.Supported {
-		return nil, fmt.Errorf("format %v is not one Loom writes", format)
 	}
 	w := gguf.NewWriter()
 	set := func(key string, v gguf.Value) error { return w.Set(key, v) }
@@ -333,7 +338,11 @@ func NewGGUFWriter(cfg Config, weights []NamedTensor, format quant.Type) (*gguf.
 		}
 		t := quant.F32
 		if len(shape) == 2 {
-			t = format
+			t = formatOf(name)
+			tr, ok := t.Traits()
+			if !ok || !tr.Supported {
+				return nil, fmt.Errorf("tensor %q: format %v is not one Loom writes", name, t)
+			}
 			if shape[1]%tr.Block != 0 {
 				t = quant.F32
 			}
