@@ -39,7 +39,6 @@ package blas
 //     (256×64×64 on 2 threads: 41–47 µs). Left as it is.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -47,6 +46,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/loomgraph/loom/internal/dl"
 )
 
 // openblasNames are the sonames tried, in order.
@@ -168,15 +168,7 @@ func ld32(ld int) int32 { return int32(max(1, ld)) }
 // dlopen opens the first loadable library of candidates; the error lists
 // every attempt as dlerror reported it.
 func dlopen(candidates []string) (handle uintptr, path string, err error) {
-	var why []string
-	for _, c := range candidates {
-		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_LOCAL)
-		if err == nil {
-			return h, c, nil
-		}
-		why = append(why, err.Error())
-	}
-	return 0, "", errors.New(strings.Join(why, "; "))
+	return dl.Open(candidates, dl.Now|dl.Local)
 }
 
 // binder binds the symbols of one library and collects the missing ones, so

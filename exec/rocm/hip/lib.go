@@ -2,12 +2,12 @@ package hip
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/loomgraph/loom/internal/dl"
 )
 
 // cudaLibDir is where CUDA toolkits install their libraries; it is tried after
@@ -19,15 +19,7 @@ const cudaLibDir = "/usr/local/cuda/lib64"
 // (RTLD_NOW|RTLD_GLOBAL). The error lists every attempt, as dlerror reported
 // it.
 func dlopen(candidates []string) (handle uintptr, path string, err error) {
-	var why []string
-	for _, c := range candidates {
-		h, err := purego.Dlopen(c, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-		if err == nil {
-			return h, c, nil
-		}
-		why = append(why, err.Error())
-	}
-	return 0, "", errors.New(strings.Join(why, "; "))
+	return dl.Open(candidates, dl.Now|dl.Global)
 }
 
 // withCUDALibDir returns names followed by the same names under cudaLibDir.
