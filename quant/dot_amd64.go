@@ -654,12 +654,33 @@ func dotRowsQ6_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	buf := prepBuf()
 	var yp []byte
 	yp, *buf = prepQ6_KY512(arow, nb, *buf)
-	if n := len(out) - i; n > 0 {
-		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
-		dotRowsQ6_KQ8_KAVX512P(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
-	}
+	runRowsP(dotRowsQ6_KQ8_KAVX512P, rows, arow, &yp[0], rb, nb, i, out)
 	prepBufs.Put(buf)
 	return len(out)
+}
+
+// rowsKernelP is a row kernel on activations prepared once a call (yp),
+// and rows2KernelP its two-activation-row form.
+type (
+	rowsKernelP  func(x *byte, rb, n int, y, yp *byte, nb int, out *float32)
+	rows2KernelP func(x *byte, rb, n int, ya, yb, yp *byte, nb int, outA, outB *float32)
+)
+
+// runRowsP runs rows [i, len(out)) on kernel k, the rows' bytes checked
+// once for the assembly.
+func runRowsP(k rowsKernelP, rows, arow []byte, yp *byte, rb, nb, i int, out []float32) {
+	if n := len(out) - i; n > 0 {
+		_ = rows[(i+n)*rb-1]
+		k(&rows[i*rb], rb, n, &arow[0], yp, nb, &out[i])
+	}
+}
+
+// runRows2P runs every row against arowA and arowB on kernel k (at least
+// one row), the bytes and outputs checked once for the assembly.
+func runRows2P(k rows2KernelP, rows, arowA, arowB []byte, yp *byte, rb, nb int, outA, outB []float32) {
+	n := len(outA)
+	_, _ = rows[n*rb-1], outB[n-1]
+	k(&rows[0], rb, n, &arowA[0], &arowB[0], yp, nb, &outA[0], &outB[0])
 }
 
 // dotRows2Q6_K runs every Q6_K row against arowA and arowB on
@@ -674,8 +695,7 @@ func dotRows2Q6_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
 	buf := prepBuf()
 	var yp []byte
 	yp, *buf = prepQ6_KY2_512(arowA, arowB, nb, *buf)
-	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
-	dotRowsQ6_KQ8_KAVX512P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
+	runRows2P(dotRowsQ6_KQ8_KAVX512P2, rows, arowA, arowB, &yp[0], rb, nb, outA, outB)
 	prepBufs.Put(buf)
 }
 
@@ -686,11 +706,7 @@ func dotRows2Q6_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
 func dotRowsQ5_K(rows, arow []byte, rb, nb, i int, out []float32) int {
 	buf := prepBuf()
 	*buf = prepQ4_KY512(arow, nb, *buf)
-	yp := *buf
-	if n := len(out) - i; n > 0 {
-		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
-		dotRowsQ5_KQ8_KAVX512P(&rows[i*rb], rb, n, &arow[0], &yp[0], nb, &out[i])
-	}
+	runRowsP(dotRowsQ5_KQ8_KAVX512P, rows, arow, &(*buf)[0], rb, nb, i, out)
 	prepBufs.Put(buf)
 	return len(out)
 }
@@ -705,9 +721,7 @@ func dotRows2Q5_K(rows, arowA, arowB []byte, rb, nb int, outA, outB []float32) {
 	}
 	buf := prepBuf()
 	*buf = prepQ4_KY2_512(arowA, arowB, nb, *buf)
-	yp := *buf
-	_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
-	dotRowsQ5_KQ8_KAVX512P2(&rows[0], rb, n, &arowA[0], &arowB[0], &yp[0], nb, &outA[0], &outB[0])
+	runRows2P(dotRowsQ5_KQ8_KAVX512P2, rows, arowA, arowB, &(*buf)[0], rb, nb, outA, outB)
 	prepBufs.Put(buf)
 }
 
@@ -722,10 +736,7 @@ func dotRowsQ8_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 	if len(yp) > 0 {
 		ypp = &yp[0]
 	}
-	if n := len(out) - i; n > 0 {
-		_ = rows[(i+n)*rb-1] // the rows' bytes, checked once
-		dotRowsQ8_0Q8_0AVX512P(&rows[i*rb], rb, n, &arow[0], ypp, nb, &out[i])
-	}
+	runRowsP(dotRowsQ8_0Q8_0AVX512P, rows, arow, ypp, rb, nb, i, out)
 	prepBufs.Put(buf)
 	return len(out)
 }
