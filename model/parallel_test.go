@@ -34,10 +34,25 @@ func TestTensorParallel(t *testing.T) {
 	if err := WriteGGUF(q8, TinyConfig(), w, quant.Q8_0); err != nil {
 		t.Fatal(err)
 	}
+	// Layers 1 and 3's values in Q6_K, the rest Q8_0: those layers' queries
+	// and keys one product (attn_qk), sharded by heads as attn_qkv is.
+	mixed := filepath.Join(t.TempDir(), "tiny-mixed.gguf")
+	gw, err := NewGGUFWriterFunc(TinyConfig(), w, func(name string) quant.Type {
+		if name == "blk.1.attn_v.weight" || name == "blk.3.attn_v.weight" {
+			return quant.Q6_K
+		}
+		return quant.Q8_0
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.WriteFile(mixed); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, path string
 		tol        float64
-	}{{"f32", dir, tolF32}, {"q8_0", q8, 3e-2}} {
+	}{{"f32", dir, tolF32}, {"q8_0", q8, 3e-2}, {"mixed", mixed, 4e-2}} {
 		t.Run(c.name, func(t *testing.T) {
 			comms, err := cpu.NewGroup("tp", 2)
 			if err != nil {
@@ -48,6 +63,9 @@ func TestTensorParallel(t *testing.T) {
 				ms[r] = load(t, c.path, Options{Comm: comms[r]})
 				if got := ms[r].lc; got.Heads != 4 || got.KVHeads != 1 || got.Intermediate != 344 {
 					t.Fatalf("rank %d: local config %+v", r, got)
+				}
+				if _, ok := ms[r].fused["blk.1.attn_qk.weight"]; ok != (c.name == "mixed" && !noQKFusion) {
+					t.Errorf("rank %d: blk.1.attn_qk fused %v", r, ok)
 				}
 			}
 			rows := make([][][]float32, 2)
