@@ -280,25 +280,39 @@ func QMVTEntries() []string {
 // (loom_qmvf_*: each block quantizes x into shared memory, then its
 // groups of 32 lanes walk the weight rows) of weight format t with
 // activations and output of dtype x; ok is false where there is none
-// (formats other than Q4_0, Q8_0, Q4_K and Q6_K). It takes one activation
-// row (more rows take Q8XEntry + QMVQEntry, faster there), launches
-// QMVFThreads threads a block with QMVFSharedBytes(K) bytes of dynamic
-// shared memory (at most QMVFMaxShared), needs K a multiple of
-// QMVFChunk(t), the weight rows aligned as QMVWordEntry says and x
+// (formats other than Q4_0, Q8_0, Q4_K, Q5_K and Q6_K). It takes one
+// activation row (more rows take Q8XEntry + QMVQEntry, faster there),
+// launches QMVFThreads threads a block with QMVFSharedBytes(K) bytes of
+// dynamic shared memory (at most QMVFMaxShared), needs K a multiple of
+// QMVFChunk(t), the weight rows aligned to QMVFAlign(t) bytes and x
 // contiguous. Arguments: w, x, y, K (i64), N (i64), rowBytes (i64), path
 // (i32: QMVFPathFor's, with QMVFShared's shared memory and
 // QMVFRowsPerGroup's rows a group).
 func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
-	name, ok = QMVQEntry(t, x, QMVMaxRows)
-	if !ok {
+	o, ok := halfName(x)
+	if QMVFAlign(t) == 0 || !ok {
 		return "", false
 	}
-	return strings.Replace(name, "loom_qmvq_", "loom_qmvf_", 1), true
+	return "loom_qmvf_" + t.String() + "_" + o, true
+}
+
+// QMVFAlign is the alignment in bytes loom_qmvf needs of its weight rows
+// in format t (its chunk path's loads: Q4_K's and Q5_K's 16-byte header
+// and quant loads; the 2-byte blocks of Q4_0, Q8_0 and Q6_K are read
+// through aligned windows), 0 for a format without that kernel.
+func QMVFAlign(t quant.Type) int {
+	switch t {
+	case quant.Q4_K, quant.Q5_K:
+		return 16
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+		return 2
+	}
+	return 0
 }
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).
-var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4}
+var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4, "q5_k": 16}
 
 // QMVFFused returns the translation unit and entry name of the one-row
 // mat-vec entry (a QMVFEntry name) fused with the epilogue of fused
@@ -509,7 +523,7 @@ var qmvDeferOn = os.Getenv("LOOM_QMV_DEFER") != "0"
 // QMVFChunk is the weights a lane of loom_qmvf takes at a time in format
 // t (a chunk's struct in quant.hip): K must be a multiple of it.
 func QMVFChunk(t quant.Type) int {
-	if t == quant.Q4_K {
+	if t == quant.Q4_K || t == quant.Q5_K {
 		return 64
 	}
 	return 32
@@ -540,6 +554,10 @@ const (
 var qmvfUnits = map[quant.Type]struct{ weights, bytes, kstep, threads int64 }{
 	quant.Q4_0: {256, 144, 256, QMVFThreads}, quant.Q4_K: {256, 144, 256, QMVFThreads},
 	quant.Q8_0: {128, 136, 128, QMVFThreads}, quant.Q6_K: {256, 210, 2048, QMVFThreads / 2},
+	// Q5_K's 176-byte units: 4 groups a block (22,528 bytes of stage), so
+	// that rows of up to ~20,000 weights stage within QMVFMaxShared (8
+	// groups' 45,056 bytes would leave K at most 3,200).
+	quant.Q5_K: {256, 176, 256, QMVFThreads / 2},
 }
 
 // QMVFUnit is the weights of loom_qmvf's unit in format t, 0 for a format
@@ -653,7 +671,7 @@ func QuantEntries() []string {
 	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		n, _ := Q8XEntry(d)
 		out = append(out, n)
-		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			n, _ := QMVFEntry(t, d)
 			out = append(out, n)
 		}

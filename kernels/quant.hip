@@ -1870,6 +1870,43 @@ struct qf_q4_k {
   }
 };
 
+// Q5_K (176-byte super-blocks: d, dmin, 12 scale bytes, 32 bytes of
+// fifth bits qh, 128 quant bytes; 16-byte aligned where the weight is):
+// qf_q4_k's chunk of two sub-blocks with each quant's fifth bit put in
+// from qh — byte l of qh holds bit g of weight l of sub-block g, so qh
+// word k lines up with quant word k of every 32-byte quarter. The
+// arithmetic after that is Q4_K's (q now 0…31).
+template <int V>
+struct qf_q5_k : qf_q4_k<V> {
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const long long sb = c >> 2;
+    const int j = (int)(c & 3);
+    const unsigned char* b = row + 176 * sb;
+    const uint4 hd = *reinterpret_cast<const uint4*>(b);
+    const uint4 h0 = *reinterpret_cast<const uint4*>(b + 16);
+    const uint4 h1 = *reinterpret_cast<const uint4*>(b + 32);
+    const uint4 q0 = *reinterpret_cast<const uint4*>(b + 48 + 32 * j);
+    const uint4 q1 = *reinterpret_cast<const uint4*>(b + 64 + 32 * j);
+    const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)),
+                dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
+    unsigned int s[3] = {hd.y, hd.z, hd.w};
+    float sc0, m0, sc1, m1;
+    qmvw_scale_min_k4(s, 2 * j, &sc0, &m0);
+    qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &m1);
+    this->d0 = d * sc0;
+    this->d1 = d * sc1;
+    this->n0 = dmin * m0;
+    this->n1 = dmin * m1;
+    const unsigned int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const unsigned int qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      this->lo[k] = (int)((qs[k] & 0x0F0F0F0Fu) | (((qh[k] >> (2 * j)) & 0x01010101u) << 4));
+      this->hi[k] = (int)(((qs[k] >> 4) & 0x0F0F0F0Fu) | (((qh[k] >> (2 * j + 1)) & 0x01010101u) << 4));
+    }
+  }
+};
+
 // Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its
 // three 8-byte runs of quants (low bits twice, high bits once) through
 // qf_window and its four scales from one more window.
@@ -2207,38 +2244,63 @@ struct qu_q4_0 {
   }
 };
 
+// qu_k45_dot: the dot product of a Q4_K or Q5_K unit's words w (16-byte
+// header: d, dmin, 12 scale bytes; Q5_K's fifth bits qh, 8 words, where
+// HB; 128 quant bytes at word QW): quant words QW + 8j … + 7 hold
+// sub-block 2j in their low nibbles and 2j + 1 in their high ones
+// (weights 64j …), with, for Q5_K, bit 2j (2j + 1) of qh word k their
+// fifth bits.
+template <bool HB, int QW>
+LOOM_DEV float qu_k45_dot(const unsigned int* w, const int4* qa, const float4* dx, const float4* sx, int u, int U) {
+  const float4 D[2] = {dx[u], dx[U + u]}, S[2] = {sx[u], sx[U + u]};
+  const float d = loom_f16_to_f32((unsigned short)(w[0] & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(w[0] >> 16));
+  const unsigned int sc[3] = {w[1], w[2], w[3]};
+  float v = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    unsigned int lo[8], hi[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      lo[k] = w[QW + 8 * j + k] & 0x0F0F0F0Fu;
+      hi[k] = (w[QW + 8 * j + k] >> 4) & 0x0F0F0F0Fu;
+      if (HB) {
+        lo[k] |= ((w[4 + k] >> (2 * j)) & 0x01010101u) << 4;
+        hi[k] |= ((w[4 + k] >> (2 * j + 1)) & 0x01010101u) << 4;
+      }
+    }
+    const int s0 = qu_dot4(lo + 4, qa[(4 * j + 1) * U + u], qu_dot4(lo, qa[4 * j * U + u], 0));
+    const int s1 = qu_dot4(hi + 4, qa[(4 * j + 3) * U + u], qu_dot4(hi, qa[(4 * j + 2) * U + u], 0));
+    float sc0, m0, sc1, m1;
+    qmvw_scale_min_k4(sc, 2 * j, &sc0, &m0);
+    qmvw_scale_min_k4(sc, 2 * j + 1, &sc1, &m1);
+    const int b0 = 2 * j, b1 = 2 * j + 1;
+    v = fmaf(d * sc0 * qu_at(D[b0 >> 2], b0 & 3), (float)s0, v);
+    v = fmaf(-dmin * m0, qu_at(S[b0 >> 2], b0 & 3), v);
+    v = fmaf(d * sc1 * qu_at(D[b1 >> 2], b1 & 3), (float)s1, v);
+    v = fmaf(-dmin * m1, qu_at(S[b1 >> 2], b1 & 3), v);
+  }
+  return v;
+}
+
 // Q4_K unit: one super-block (16-byte header: d, dmin, 12 scale bytes;
-// 128 quant bytes): quant words 8j … 8j + 7 hold sub-block 2j in their
-// low nibbles and 2j + 1 in their high ones (weights 64j …).
+// 128 quant bytes).
 struct qu_q4_k {
   static constexpr int UV = 256, UB = 144, KSTEP = 256;
   unsigned int w[36];
   LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
-    const float4 D[2] = {dx[u], dx[U + u]}, S[2] = {sx[u], sx[U + u]};
-    const float d = loom_f16_to_f32((unsigned short)(w[0] & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(w[0] >> 16));
-    const unsigned int sc[3] = {w[1], w[2], w[3]};
-    float v = 0.f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      unsigned int lo[8], hi[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        lo[k] = w[4 + 8 * j + k] & 0x0F0F0F0Fu;
-        hi[k] = (w[4 + 8 * j + k] >> 4) & 0x0F0F0F0Fu;
-      }
-      const int s0 = qu_dot4(lo + 4, qa[(4 * j + 1) * U + u], qu_dot4(lo, qa[4 * j * U + u], 0));
-      const int s1 = qu_dot4(hi + 4, qa[(4 * j + 3) * U + u], qu_dot4(hi, qa[(4 * j + 2) * U + u], 0));
-      float sc0, m0, sc1, m1;
-      qmvw_scale_min_k4(sc, 2 * j, &sc0, &m0);
-      qmvw_scale_min_k4(sc, 2 * j + 1, &sc1, &m1);
-      const int b0 = 2 * j, b1 = 2 * j + 1;
-      v = fmaf(d * sc0 * qu_at(D[b0 >> 2], b0 & 3), (float)s0, v);
-      v = fmaf(-dmin * m0, qu_at(S[b0 >> 2], b0 & 3), v);
-      v = fmaf(d * sc1 * qu_at(D[b1 >> 2], b1 & 3), (float)s1, v);
-      v = fmaf(-dmin * m1, qu_at(S[b1 >> 2], b1 & 3), v);
-    }
-    return v;
+    return qu_k45_dot<false, 4>(w, qa, dx, sx, u, U);
+  }
+};
+
+// Q5_K unit: one super-block, 176 bytes (the header, 32 bytes of fifth
+// bits, 128 quant bytes): 11 16-byte loads.
+struct qu_q5_k {
+  static constexpr int UV = 256, UB = 176, KSTEP = 256;
+  unsigned int w[44];
+  LOOM_DEV void load(const unsigned char* p) { qu_load<11, 16>(p, w); }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
+    return qu_k45_dot<true, 12>(w, qa, dx, sx, u, U);
   }
 };
 
@@ -2506,6 +2568,7 @@ LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __r
 #define QMVF_CALL_q4_k(V, X) qmv1<qf_q4_k<V>, qu_q4_k, X>
 #define QMVF_CALL_q8_0(V, X) qmv1<qf_q8_0<V>, qu_q8_0, X>
 #define QMVF_CALL_q6_k(V, X) qmv1<qf_q6_k<V>, qu_q6_k, X>
+#define QMVF_CALL_q5_k(V, X) qmv1<qf_q5_k<V>, qu_q5_k, X>
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
@@ -2526,4 +2589,5 @@ LOOM_QMVF3(q4_0, 8)
 LOOM_QMVF3(q8_0, 8)
 LOOM_QMVF3(q4_k, 16)
 LOOM_QMVF3(q6_k, 4)
+LOOM_QMVF3(q5_k, 16)
 #endif

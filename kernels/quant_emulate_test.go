@@ -49,10 +49,12 @@ QMVF_EMU(loom_qmvf_q4_0_f32, float)
 QMVF_EMU(loom_qmvf_q4_k_f32, float)
 QMVF_EMU(loom_qmvf_q8_0_f32, float)
 QMVF_EMU(loom_qmvf_q6_k_f32, float)
+QMVF_EMU(loom_qmvf_q5_k_f32, float)
 QMVF_EMU(loom_qmvf_q4_0_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q4_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q8_0_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q6_k_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q5_k_bf16, unsigned short)
 // The format (and "_bf16" for bf16 activations and output), the entry and
 // the element size.
 static const struct { const char* name; void (*fn)(void*); int size; } table[] = {
@@ -60,6 +62,7 @@ static const struct { const char* name; void (*fn)(void*); int size; } table[] =
   {"q8_0", body_loom_qmvf_q8_0_f32, 4}, {"q6_k", body_loom_qmvf_q6_k_f32, 4},
   {"q4_0_bf16", body_loom_qmvf_q4_0_bf16, 2}, {"q4_k_bf16", body_loom_qmvf_q4_k_bf16, 2},
   {"q8_0_bf16", body_loom_qmvf_q8_0_bf16, 2}, {"q6_k_bf16", body_loom_qmvf_q6_k_bf16, 2},
+  {"q5_k", body_loom_qmvf_q5_k_f32, 4}, {"q5_k_bf16", body_loom_qmvf_q5_k_bf16, 2},
 };
 /*DQ_TABLE*/
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
@@ -290,9 +293,9 @@ func emuRun(t *testing.T, prog string, count int, args ...string) []float32 {
 // q8Model is what the 8-bit mat-vecs compute for one weight row (raw, in
 // format f; w its dequantized values) and x, in float64: Σ w·x̃, x̃ the
 // activations rounded to 8 bits a 32-value block as the kernels round them
-// (step d = amax/127, codes rint(x·127/amax), in float32), plus, for Q4_0
-// and Q4_K, the offset the kernels take from x's float sums rather than
-// x̃'s: 8d·Σ(x̃ − x) a Q4_0 block, dmin·m·Σ(x̃ − x) a Q4_K sub-block. It
+// (step d = amax/127, codes rint(x·127/amax), in float32), plus, for Q4_0,
+// Q4_K and Q5_K, the offset the kernels take from x's float sums rather than
+// x̃'s: 8d·Σ(x̃ − x) a Q4_0 block, dmin·m·Σ(x̃ − x) a Q4_K or Q5_K sub-block. It
 // also returns the scale of the kernels' float32 rounding: Σ|w·x| and the
 // offsets' Σ|c·x|.
 func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
@@ -311,7 +314,7 @@ func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
 		switch blk := raw[b0/tr.Block*tr.Size:]; f {
 		case quant.Q4_0:
 			c = 8 * float64(f16(blk))
-		case quant.Q4_K:
+		case quant.Q4_K, quant.Q5_K:
 			j := b0 % 256 / 32 // sub-block
 			sc := blk[4:16]
 			var m byte
@@ -371,7 +374,7 @@ func TestEmulateQMVF(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K} {
 		tr, _ := f.Traits()
 		// Rows of 1, 3, 8, 12, 32 and 56 Q4 units (Q8_0: twice as many),
 		// K = 800 (no whole unit), grids smaller than the rows' groups.
@@ -705,7 +708,7 @@ func emulateQMVFPair(t *testing.T, deferLoads bool) {
 	for _, c := range []struct {
 		f          quant.Type
 		n, k, grid int // n pairs
-	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}} {
+	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}, {quant.Q5_K, 10, 2048, 2}} {
 		t.Run(fmt.Sprintf("%v/N%dK%d", c.f, c.n, c.k), func(t *testing.T) {
 			k, parts := swigluKernel(t, 1, c.n, func(g *graph.Graph) *graph.Tensor {
 				w, err := g.QInput("w", c.f, 2*c.n, c.k)

@@ -30,7 +30,7 @@ func TestQMVFVec(t *testing.T) {
 // TestQMVFFusedRefuses checks QMVFFused's errors: an entry that is not a
 // one-row mat-vec.
 func TestQMVFFusedRefuses(t *testing.T) {
-	for _, e := range []string{"loom_qmvq_q4_k_bf16", "loom_qmvf_q5_k_bf16", "loom_qmvf_q4_k_u8", "loom_qmvf_"} {
+	for _, e := range []string{"loom_qmvq_q4_k_bf16", "loom_qmvf_q3_k_bf16", "loom_qmvf_q4_k_u8", "loom_qmvf_"} {
 		if _, _, err := QMVFFused(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, e, nil, nil); err == nil {
 			t.Errorf("QMVFFused(%q): no error", e)
 		}
@@ -58,7 +58,7 @@ func TestQMVFPaths(t *testing.T) {
 		}
 		calls[m[1]] = true
 	}
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K} {
 		u, ok := units[f.String()]
 		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes || int64(u[2]) != qmvfUnits[f].kstep {
 			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes, K a multiple of %d", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes, qmvfUnits[f].kstep)
@@ -91,6 +91,11 @@ func TestQMVFPaths(t *testing.T) {
 		{quant.Q6_K, 2048, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 4, 2048 * 11 / 8, 256},
 		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
 		{quant.Q4_K, 4096, true, codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_75"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
+		{quant.Q5_K, 2048, true, h200, QMVFStaged, 4, 2560 + 4*32*176, 128},
+		{quant.Q5_K, 8192, true, h200, QMVFStaged, 1, 10240 + 4*32*176, 128},
+		{quant.Q5_K, 14336, true, h200, QMVFStaged, 1, 17920 + 4*32*176, 128},
+		{quant.Q5_K, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8, 256},
+		{quant.Q5_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
 	} {
 		path := QMVFPathFor(c.f, c.k, c.aligned, c.target)
 		rows, shared, threads := QMVFRowsPerGroup(c.f, c.k, path), QMVFShared(c.f, c.k, path), QMVFThreadsFor(c.f, path)

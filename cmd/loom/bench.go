@@ -41,6 +41,7 @@ type benchFlags struct {
 	modelDT   *string
 	promptLen *int
 	decode    *int
+	modelDir  *string
 }
 
 func newBenchFlags(w io.Writer) *benchFlags {
@@ -63,6 +64,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 		reruns:    fs.Int("reruns", 0, "instead of the table: time each of N runs of the fused workloads on one executor, first run included (Run, then RunInto)"),
 		model:     fs.String("model", "", "also bench this checkpoint (a GGUF file, or a directory with config.json and safetensors) as the model workloads are"),
 		modelDT:   fs.String("dtype", "", "-model: the compute dtype, f32, f16 or bf16 (default: the weights')"),
+		modelDir:  fs.String("model-dir", "", "model workloads: keep each written model under this folder (DIR/ID) and bench the one there on later runs (default: a temporary folder, removed after)"),
 		promptLen: fs.Int("prompt-len", 0, "model workloads: prompt tokens (default 512 on a GPU, 64 on the CPU)"),
 		decode:    fs.Int("decode-steps", 0, "model workloads: tokens generated after the prompt's (default 128 on a GPU, 32 on the CPU)"),
 	}
@@ -192,7 +194,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	var models []modelResult
 	for _, id := range strings.Split(list, ",") {
 		if id = strings.TrimSpace(id); isModelWorkload(id) {
-			r, err := runModelWorkload(e, id, promptLen, decode, copyGBps)
+			r, err := runModelWorkload(e, id, *f.modelDir, promptLen, decode, copyGBps)
 			if err != nil {
 				fmt.Fprintf(stderr, "loom bench: %s: %v\n", id, err)
 				return exitFail

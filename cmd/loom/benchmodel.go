@@ -119,19 +119,26 @@ func parseModelWorkload(id string) (modelSpec, error) {
 	return s, nil
 }
 
+// modelPath is where writeModel puts spec's model under dir.
+func modelPath(dir string, s modelSpec) string {
+	if !s.quantized {
+		return filepath.Join(dir, "model")
+	}
+	return filepath.Join(dir, "model.gguf")
+}
+
 // writeModel writes spec's model with random weights under dir and
-// returns its path: safetensors and config.json for float weights, a GGUF
-// file for a block format.
+// returns its path (modelPath): safetensors and config.json for float
+// weights, a GGUF file for a block format.
 func writeModel(dir string, s modelSpec) (string, error) {
 	w, err := model.RandomWeights(s.cfg, 1, s.dt)
 	if err != nil {
 		return "", err
 	}
+	path := modelPath(dir, s)
 	if !s.quantized {
-		path := filepath.Join(dir, "model")
 		return path, model.WriteHF(path, s.cfg, w)
 	}
-	path := filepath.Join(dir, "model.gguf")
 	if s.mix == nil {
 		return path, model.WriteGGUF(path, s.cfg, w, s.format)
 	}
@@ -220,22 +227,62 @@ func benchModel(e exec.Executor, name, path string, dt dtype.DType, promptLen, d
 }
 
 // runModelWorkload writes the model id names to a temporary directory,
-// benches it and removes it.
-func runModelWorkload(e exec.Executor, id string, promptLen, decode int, copyGBps float64) (modelResult, error) {
+// benches it and removes it; with keep (bench's -model-dir) the model is
+// written to keep/id instead and left there, and a model already there is
+// benched as it is (the weights are random from a fixed seed, so it is the
+// one that would be written: writing the 1B shape takes a minute or more).
+func runModelWorkload(e exec.Executor, id, keep string, promptLen, decode int, copyGBps float64) (modelResult, error) {
 	s, err := parseModelWorkload(id)
 	if err != nil {
 		return modelResult{}, err
 	}
-	dir, err := os.MkdirTemp("", "loom-bench-model-")
-	if err != nil {
-		return modelResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := writeModel(dir, s)
+	path, err := modelFor(id, keep, s)
 	if err != nil {
 		return modelResult{}, fmt.Errorf("%s: write the model: %w", id, err)
 	}
+	if keep == "" {
+		defer os.RemoveAll(filepath.Dir(path))
+	}
 	return benchModel(e, id, path, s.dt, promptLen, decode, copyGBps)
+}
+
+// modelFor returns the path of model id (spec s): written to a new
+// temporary folder where keep is empty; else keep/id's, written there
+// first where it is not (into a temporary folder beside it, renamed into
+// place when whole, so that an interrupted write is not taken for a
+// model later).
+func modelFor(id, keep string, s modelSpec) (string, error) {
+	if keep == "" {
+		dir, err := os.MkdirTemp("", "loom-bench-model-")
+		if err != nil {
+			return "", err
+		}
+		path, err := writeModel(dir, s)
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+		return path, err
+	}
+	final := filepath.Join(keep, id)
+	if _, err := os.Stat(final); err == nil {
+		return modelPath(final, s), nil
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(keep, "."+id+"-")
+	if err != nil {
+		return "", err
+	}
+	if _, err := writeModel(tmp, s); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return modelPath(final, s), nil
 }
 
 func printModels(w io.Writer, rs []modelResult) {

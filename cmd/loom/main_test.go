@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/model"
@@ -393,5 +394,63 @@ func TestBenchModels(t *testing.T) {
 		if status == exitOK || !strings.Contains(errs, c.id) || !strings.Contains(errs, c.want) {
 			t.Errorf("loom bench -workloads %s: exit %d, stderr %q, want an error naming it and %q\nstdout:\n%s", c.id, status, errs, c.want, out)
 		}
+	}
+}
+
+// TestBenchModelDir: with -model-dir, a model workload is written to
+// DIR/ID and left there, and a later run benches that file as it is
+// (not rewritten: its modification time is kept) with the same weight
+// bytes; the temporary folder it was written in is gone.
+func TestBenchModelDir(t *testing.T) {
+	dir := t.TempDir()
+	run := func() modelResult {
+		t.Helper()
+		js := filepath.Join(t.TempDir(), "b.json")
+		status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", "llama-tiny-q4_k", "-model-dir", dir,
+			"-prompt-len", "4", "-decode-steps", "2", "-reps", "1", "-elems", "4096", "-json", js)
+		if status != exitOK {
+			t.Fatalf("loom bench -model-dir: exit %d\nstdout:\n%s\nstderr:\n%s", status, out, errs)
+		}
+		raw, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Models []modelResult }
+		if err := json.Unmarshal(raw, &got); err != nil || len(got.Models) != 1 {
+			t.Fatalf("JSON %s: %v", raw, err)
+		}
+		return got.Models[0]
+	}
+	first := run()
+	path := filepath.Join(dir, "llama-tiny-q4_k", "model.gguf")
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("the model was not kept: %v", err)
+	}
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	second := run()
+	st2, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st2.ModTime().Equal(old) || st2.Size() != st.Size() {
+		t.Errorf("the kept model was rewritten: %v, %d bytes (was %v, %d)", st2.ModTime(), st2.Size(), old, st.Size())
+	}
+	if first.WeightBytes <= 0 || second.WeightBytes != first.WeightBytes {
+		t.Errorf("weight bytes %d, then %d from the kept file", first.WeightBytes, second.WeightBytes)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "llama-tiny-q4_k" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the folder holds %v, want only llama-tiny-q4_k", names)
 	}
 }

@@ -125,7 +125,8 @@ func TestGPUQMVWord(t *testing.T) {
 // kernel's paths: as it picks (mode one: on an NVIDIA sm_80+ GPU units
 // staged in shared memory where K is a multiple of the format's unit and
 // the stage fits), units read from global memory (mode units: AMD's
-// path), and chunks (mode chunks: Q6_K's, and K = 800's). The unit cases
+// path), and chunks (mode chunks: Q6_K's, and K = 800's); Q5_K, whose
+// only 8-bit kernel is the one-row one, in those modes alone. The unit cases
 // have rows of 1 to 56 units, so 1 to 32 rows a group of lanes, lanes
 // left idle (K = 768 and 3072: 3 and 12 units), a row of exactly 32 and
 // rows of more than 32 (Q4_0 and Q4_K at K = 14336: 56 units, Q8_0 112;
@@ -135,7 +136,7 @@ func TestGPUQMVQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	defer func() { qmvTwoLaunch, qmvNoMMA, qmvfPath = false, false, -1 }()
 	for _, mode := range []string{"one", "units", "chunks", "two", "dp4a"} {
-		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K} {
 			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
 				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512},
 					{2, 33, 800}, {1, 33, 800}, {1, 20000, 256}, {7, 1001, 1024}, {4, 17, 256}, {6, 48, 768}, {8, 3, 512},
@@ -147,6 +148,12 @@ func TestGPUQMVQ8(t *testing.T) {
 						continue
 					}
 					if mode != "one" && c.n > 1000 || (mode == "units" || mode == "chunks") && c.m != 1 {
+						continue
+					}
+					if _, ok := kernels.QMVQEntry(f, dt, c.m); !ok && c.m > 1 || mode == "two" && !ok {
+						// Q5_K: only the one-row kernel multiplies on 8-bit
+						// activations; more rows take the f32 mat-vecs (the
+						// conformance suite's).
 						continue
 					}
 					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", mode, f, dt, c.m, c.n, c.k), func(t *testing.T) {
@@ -178,6 +185,7 @@ func TestGPUQMVQ8(t *testing.T) {
 						path := "dp4a"
 						switch {
 						case c.m == 1 && mode != "two" && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared:
+							// (Q5_K's one row takes it in mode dp4a too.)
 							path = "one-launch"
 						case c.m > 1 && mode != "dp4a" && mmaOK:
 							path = "tensor-core"
@@ -224,7 +232,7 @@ func TestGPUQMVQ8(t *testing.T) {
 // the rounded activation by: |w| where the whole weight goes into the
 // integer dot product (Q8_0; Q6_K's q − 32 is formed in integers, and
 // Q4_0's q − 8 with intOffset, as the tensor-core kernel does), and
-// |d·q| = |w − w₀| for Q4_0 and Q4_K, whose offset (−8d; −dmin·m) is
+// |d·q| = |w − w₀| for Q4_0, Q4_K and Q5_K, whose offset (−8d; −dmin·m) is
 // applied to the unrounded sums of x instead; w₀ is the block dequantized
 // with every quant 0. With |w| there, the bound was too tight by up to
 // 15/8 (a Q4_0 quant of 15 weighs 15d in the dot product, its weight 7d).
@@ -238,6 +246,8 @@ func quantCoefficients(t *testing.T, f quant.Type, raw []byte, w []float32, intO
 		}
 	case quant.Q4_K:
 		block, start, end = 144, 16, 144
+	case quant.Q5_K: // qh and the quants: both are the q of d·q
+		block, start, end = 176, 16, 176
 	}
 	c := make([]float64, len(w))
 	if block == 0 {

@@ -381,7 +381,7 @@ func qmvfFor(n *ir.Node, M int64, wp hip.DevPtr) (string, bool) {
 	if M != 1 || qmvF32 || qmvTwoLaunch || K%32 != 0 {
 		return "", false
 	}
-	if _, align, _ := kernels.QMVWordEntry(f, n.DType, 1); align == 0 || uint64(wp)%uint64(align) != 0 {
+	if align := kernels.QMVFAlign(f); align == 0 || uint64(wp)%uint64(align) != 0 {
 		return "", false
 	}
 	fname, ok := kernels.QMVFEntry(f, n.DType)
