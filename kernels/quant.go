@@ -154,16 +154,11 @@ func Q8XBytes(n int64) int64 { return n + n/32*4 + n/16*4 }
 // QMVQEntry names the mat-vec of weight format t on 8-bit activations
 // (Q8XEntry's) with output dtype x, for m activation rows (one row has its
 // own kernel); ok is false where there is none (formats other than Q4_0,
-// Q8_0, Q4_K and Q6_K). Block size and weight alignment are the
-// word-load kernels' (QMVWordThreads, QMVWordEntry's align).
+// Q8_0, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
+// (QMVWordThreads); its weight rows must be aligned to QMVQAlign(t) bytes.
 func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	o, ok := halfName(x)
-	if !ok {
-		return "", false
-	}
-	switch t {
-	case quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K:
-	default:
+	if !ok || QMVQAlign(t) == 0 {
 		return "", false
 	}
 	name = "loom_qmvq_" + t.String() + "_" + o
@@ -173,10 +168,23 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	return name, true
 }
 
+// QMVQAlign is the alignment in bytes loom_qmvq_* needs of its weight
+// rows in format t (Q4_K's and Q5_K's 16-byte quant loads; the others
+// read 2 bytes at a time), 0 for a format without that kernel.
+func QMVQAlign(t quant.Type) int {
+	switch t {
+	case quant.Q4_K, quant.Q5_K:
+		return 16
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+		return 2
+	}
+	return 0
+}
+
 // QMVTEntry names the mat-vec of weight format t on 8-bit activations
 // (Q8TEntry's tiles) on the tensor cores' integer MMA (loom_qmvt_*), with
 // output dtype x, for 2 … QMVMaxRows activation rows on target; ok is
-// false where there is none: formats other than Q4_0, Q8_0, Q4_K and
+// false where there is none: formats other than Q4_0, Q8_0, Q4_K, Q5_K and
 // Q6_K, or a target other than NVIDIA sm_80 and later (the mma.sync and
 // cp.async instructions; elsewhere QMVQEntry's dp4a kernel does the job).
 // A block of QMVTThreads threads takes QMVTRows weight rows (grid
@@ -246,9 +254,9 @@ const (
 func QMVTStep(t quant.Type) int { return 256 }
 
 // QMVTAlign is the alignment loom_qmvt needs of each weight row: 16 where
-// it copies rows with 16-byte loads (Q4_0, Q8_0, Q4_K; with K a multiple
-// of QMVTStep their rows are whole 16-byte units), 2 for Q6_K (2-byte
-// loads).
+// it copies rows with 16-byte loads (Q4_0, Q8_0, Q4_K, Q5_K; with K a
+// multiple of QMVTStep their rows are whole 16-byte units), 2 for Q6_K
+// (2-byte loads).
 func QMVTAlign(t quant.Type) int {
 	if t == quant.Q6_K {
 		return 2
@@ -260,7 +268,7 @@ func QMVTAlign(t quant.Type) int {
 // NVIDIA targets only.
 func QMVTEntries() []string {
 	var out []string
-	for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 			n, _ := qmvtName(t, d)
 			out = append(out, n)

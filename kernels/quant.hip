@@ -1020,12 +1020,16 @@ LOOM_DEV void qmvq_q8_0(const unsigned char* row, long long c, const int* qa, co
 // Q4_K chunk c (part h of quarter j of super-block c/8, as qmvw_q4_k):
 // low nibbles are 16 weights of sub-block 2j, high nibbles 16 of 2j + 1;
 // Σ = d·sc·dx·Σ q·a − dmin·m·Σx per sub-block's 16.
-template <int MAXM>
-LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
-                        long long K, int M, float* acc) {
+// qmvq_k45<MAXM, HB>: Q4_K's chunk (HB false) or Q5_K's (HB: 176-byte
+// super-blocks, quant bytes 48 + 32j + 16h …, whose fifth bits are bits
+// 2j and 2j + 1 of qh bytes 16h + i at 16 + 16h: weights 16h + i of
+// sub-blocks 2j and 2j + 1; q 0…31).
+template <int MAXM, bool HB>
+LOOM_DEV void qmvq_k45(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                       long long K, int M, float* acc) {
   const long long sb = c >> 3;
   const int t = (int)(c & 7), j = t >> 1, h = t & 1;
-  const unsigned char* b = row + 144 * sb;
+  const unsigned char* b = row + (HB ? 176 : 144) * sb;
   const unsigned int dm = qmvw_u32(b);
   const float d = loom_f16_to_f32((unsigned short)(dm & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(dm >> 16));
   unsigned int s[3];
@@ -1035,13 +1039,21 @@ LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, co
   float sc0, m0, sc1, m1;
   qmvw_scale_min_k4(s, 2 * j, &sc0, &m0);
   qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &m1);
-  const uint4 qw = *reinterpret_cast<const uint4*>(b + 16 + 32 * j + 16 * h);
+  const uint4 qw = *reinterpret_cast<const uint4*>(b + (HB ? 48 : 16) + 32 * j + 16 * h);
   const unsigned int qs[4] = {qw.x, qw.y, qw.z, qw.w};
+  unsigned int qh[4] = {0u, 0u, 0u, 0u};
+  if (HB) {
+    const uint4 hw = *reinterpret_cast<const uint4*>(b + 16 + 16 * h);
+    qh[0] = hw.x;
+    qh[1] = hw.y;
+    qh[2] = hw.z;
+    qh[3] = hw.w;
+  }
   int lo[4], hi[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
-    hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
+    lo[k] = (int)((qs[k] & 0x0F0F0F0Fu) | (((qh[k] >> (2 * j)) & 0x01010101u) << 4));
+    hi[k] = (int)(((qs[k] >> 4) & 0x0F0F0F0Fu) | (((qh[k] >> (2 * j + 1)) & 0x01010101u) << 4));
   }
   const float d0 = d * sc0, d1 = d * sc1, n0 = dmin * m0, n1 = dmin * m1;
 #pragma unroll
@@ -1065,6 +1077,16 @@ LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, co
       acc[m] = fmaf(-n1, sx[e / 16 + 2], v);
     }
   }
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q4_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_k45<MAXM, false>(row, c, qa, dx, sx, K, M, acc);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q5_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_k45<MAXM, true>(row, c, qa, dx, sx, K, M, acc);
 }
 
 // Q6_K chunk c (as qmvw_q6_k): 8 positions of each of four 32-weight
@@ -1147,6 +1169,7 @@ LOOM_QMVQ3(q4_0)
 LOOM_QMVQ3(q8_0)
 LOOM_QMVQ3(q4_k)
 LOOM_QMVQ3(q6_k)
+LOOM_QMVQ3(q5_k)
 #endif
 
 // ---- loom_qmvt_<fmt>_<x>: 2–8 activation rows on the tensor cores (NVIDIA sm_80+) ----
@@ -1414,26 +1437,39 @@ struct qt_q8_0 {
 
 // Q4_K super-block: d, dmin, 12 scale bytes, then 4 quarters of 32 bytes
 // whose low nibbles are sub-block 2q and high nibbles 2q + 1; weight =
-// d·sc·q − dmin·m (16-byte aligned: the header is one load).
-struct qt_q4_k {
-  static const int STEP = 256, BYTES = 144, U = 1;
+// d·sc·q − dmin·m (16-byte aligned: the header is one load). qt_k45<HB>:
+// Q4_K, or with HB Q5_K (below).
+template <bool HB>
+struct qt_k45 {
+  static const int STEP = 256, BYTES = HB ? 176 : 144, U = 1;
   static LOOM_DEV void step(const qmvt_ctx& c, const unsigned char* b0, const unsigned char* b1, long long s,
                             float* acc) {
     const uint4 h0 = *reinterpret_cast<const uint4*>(b0), h1 = *reinterpret_cast<const uint4*>(b1);
     const float d0 = loom_f16_to_f32((unsigned short)(h0.x & 0xffffu)), n0 = loom_f16_to_f32((unsigned short)(h0.x >> 16));
     const float d1 = loom_f16_to_f32((unsigned short)(h1.x & 0xffffu)), n1 = loom_f16_to_f32((unsigned short)(h1.x >> 16));
     const unsigned int k0[3] = {h0.y, h0.z, h0.w}, k1[3] = {h1.y, h1.z, h1.w};
+    // Q5_K: the fifth bits of the lane's quant bytes 4t … 4t + 3 (and
+    // + 16) of every quarter, bit j for sub-block j.
+    unsigned int e0 = 0u, e1 = 0u, f0 = 0u, f1 = 0u;
+    if (HB) {
+      e0 = qmvw_u32(b0 + 16 + 4 * c.t);
+      e1 = qmvw_u32(b1 + 16 + 4 * c.t);
+      f0 = qmvw_u32(b0 + 32 + 4 * c.t);
+      f1 = qmvw_u32(b1 + 32 + 4 * c.t);
+    }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const int o = 16 + 32 * q + 4 * c.t;
+      const int o = (HB ? 48 : 16) + 32 * q + 4 * c.t;
       const unsigned int u0 = qmvw_u32(b0 + o), u1 = qmvw_u32(b1 + o), v0 = qmvw_u32(b0 + o + 16),
                          v1 = qmvw_u32(b1 + o + 16);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int j = 2 * q + h;
         const long long blk = 8 * s + j;
-        const unsigned int a[4] = {(u0 >> (4 * h)) & 0x0F0F0F0Fu, (u1 >> (4 * h)) & 0x0F0F0F0Fu,
-                                   (v0 >> (4 * h)) & 0x0F0F0F0Fu, (v1 >> (4 * h)) & 0x0F0F0F0Fu};
+        const unsigned int a[4] = {((u0 >> (4 * h)) & 0x0F0F0F0Fu) | (((e0 >> j) & 0x01010101u) << 4),
+                                   ((u1 >> (4 * h)) & 0x0F0F0F0Fu) | (((e1 >> j) & 0x01010101u) << 4),
+                                   ((v0 >> (4 * h)) & 0x0F0F0F0Fu) | (((f0 >> j) & 0x01010101u) << 4),
+                                   ((v1 >> (4 * h)) & 0x0F0F0F0Fu) | (((f1 >> j) & 0x01010101u) << 4)};
         const unsigned int b[2] = {c.act(64 * blk), c.act(64 * blk + 4)};
         int r[4];
         qmvt_mma32(r, a, b);
@@ -1451,6 +1487,11 @@ struct qt_q4_k {
     }
   }
 };
+typedef qt_k45<false> qt_q4_k;
+// Q5_K super-block: Q4_K's with 32 bytes of fifth bits (qh) between the
+// header and the quants: byte l of qh holds bit j of weight l of
+// sub-block j's 32 (176 bytes, 16-byte aligned: staged as Q4_K's).
+typedef qt_k45<true> qt_q5_k;
 
 // Q6_K super-block: ql[128], qh[64], 16 signed scales, d. In half hf,
 // weight 128hf + 32r + l (quarter r, position l) has ql byte 64hf + l (+ 32
@@ -1654,6 +1695,7 @@ LOOM_QMVT3(q8_0)
 LOOM_QMVT3(q4_k)
 LOOM_QMVT3(q6_k)
 LOOM_QMVT3(q6_k_f)
+LOOM_QMVT3(q5_k)
 #endif
 #endif // LOOM_NVIDIA
 

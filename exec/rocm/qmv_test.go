@@ -125,8 +125,7 @@ func TestGPUQMVWord(t *testing.T) {
 // kernel's paths: as it picks (mode one: on an NVIDIA sm_80+ GPU units
 // staged in shared memory where K is a multiple of the format's unit and
 // the stage fits), units read from global memory (mode units: AMD's
-// path), and chunks (mode chunks: Q6_K's, and K = 800's); Q5_K, whose
-// only 8-bit kernel is the one-row one, in those modes alone. The unit cases
+// path), and chunks (mode chunks: Q6_K's, and K = 800's). The unit cases
 // have rows of 1 to 56 units, so 1 to 32 rows a group of lanes, lanes
 // left idle (K = 768 and 3072: 3 and 12 units), a row of exactly 32 and
 // rows of more than 32 (Q4_0 and Q4_K at K = 14336: 56 units, Q8_0 112;
@@ -148,12 +147,6 @@ func TestGPUQMVQ8(t *testing.T) {
 						continue
 					}
 					if mode != "one" && c.n > 1000 || (mode == "units" || mode == "chunks") && c.m != 1 {
-						continue
-					}
-					if _, ok := kernels.QMVQEntry(f, dt, c.m); !ok && c.m > 1 || mode == "two" && !ok {
-						// Q5_K: only the one-row kernel multiplies on 8-bit
-						// activations; more rows take the f32 mat-vecs (the
-						// conformance suite's).
 						continue
 					}
 					t.Run(fmt.Sprintf("%s/%v/%v/M%dN%dK%d", mode, f, dt, c.m, c.n, c.k), func(t *testing.T) {
@@ -185,7 +178,6 @@ func TestGPUQMVQ8(t *testing.T) {
 						path := "dp4a"
 						switch {
 						case c.m == 1 && mode != "two" && c.k%kernels.QMVFChunk(f) == 0 && kernels.QMVFSharedBytes(int64(c.k)) <= kernels.QMVFMaxShared:
-							// (Q5_K's one row takes it in mode dp4a too.)
 							path = "one-launch"
 						case c.m > 1 && mode != "dp4a" && mmaOK:
 							path = "tensor-core"

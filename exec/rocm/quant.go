@@ -198,7 +198,7 @@ func (e *Executor) runQuant(k *plan.Kernel, mem []exec.Memory) error {
 			return e.qmvQ8(k.Name, tname, n.DType, wp, xp, out, M, int64(K), N, int64(rb), true)
 		}
 		if qname, ok := kernels.QMVQEntry(f, n.DType, int(M)); ok && !qmvF32 && K%32 == 0 {
-			if _, align, _ := kernels.QMVWordEntry(f, n.DType, int(M)); uint64(wp)%uint64(align) == 0 {
+			if uint64(wp)%uint64(kernels.QMVQAlign(f)) == 0 {
 				return e.qmvQ8(k.Name, qname, n.DType, wp, xp, out, M, int64(K), N, int64(rb), false)
 			}
 		}
