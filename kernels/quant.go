@@ -65,13 +65,13 @@ func DequantEntry(t quant.Type, out dtype.DType) (string, error) {
 }
 
 // DequantWordEntry names the word-load dequantization of t to out
-// (quant.hip's loom_dequantw_*: Q4_0, Q8_0, Q4_K and Q6_K, a group of 32
+// (quant.hip's loom_dequantw_*: Q4_0, Q8_0, Q4_K, Q5_K and Q6_K, a group of 32
 // threads 1024 outputs, 32 a thread; the source and the output 16-byte
 // aligned and the count a multiple of 256), and reports whether there is
 // one.
 func DequantWordEntry(t quant.Type, out dtype.DType) (string, bool) {
 	o, ok := halfName(out)
-	if t != quant.Q4_0 && t != quant.Q8_0 && t != quant.Q4_K && t != quant.Q6_K || !ok {
+	if t != quant.Q4_0 && t != quant.Q8_0 && t != quant.Q4_K && t != quant.Q5_K && t != quant.Q6_K || !ok {
 		return "", false
 	}
 	q, _ := quantName(t)
@@ -475,7 +475,7 @@ extern "C" __global__ void __launch_bounds__(256) %s(const unsigned char* __rest
 		fmt.Fprintf(&init, "  o.in%d = in%d;\n", i, i)
 	}
 	bounds := "__launch_bounds__(256)"
-	if f == quant.Q4_K && dequantFusedCap {
+	if (f == quant.Q4_K || f == quant.Q5_K) && dequantFusedCap {
 		bounds = "QDW_Q4K_BOUNDS"
 	}
 	fmt.Fprintf(&b, `
@@ -506,7 +506,7 @@ extern "C" __global__ void %[5]s %[1]s(const unsigned char* __restrict__ src,
 	return name, code, nil
 }
 
-// dequantFusedCap: the fused Q4_K word-load body keeps the plain kernel's
+// dequantFusedCap: the fused Q4_K (and Q5_K) word-load body keeps the plain kernel's
 // register cap (QDW_Q4K_BOUNDS: 6 blocks of 256 a multiprocessor on
 // NVIDIA); LOOM_DEQUANT_FUSED_CAP=0 drops it, to compare.
 var dequantFusedCap = os.Getenv("LOOM_DEQUANT_FUSED_CAP") != "0"

@@ -649,8 +649,12 @@ LOOM_DEQUANT8_3(q8_k, 256, 292)
 #else
 #define QDW_Q4K_BOUNDS __launch_bounds__(256)
 #endif
-template <class O>
-LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+// qdw_k45<O, HB>: qdw_q4_k (HB false), or Q5_K's the same way (HB:
+// 176-byte super-blocks, the thread's 8 quant bytes at 48 + 32j + l and
+// their fifth bits, bit s, in qh bytes l … l + 7 at 16 + l; q 0…31).
+template <class O, bool HB>
+LOOM_DEV void qdw_k45(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+  constexpr int SB = HB ? 176 : 144, QS = HB ? 48 : 16;
   const long long sbs = n / 256;
   const int lane = threadIdx.x & 31, j = lane >> 3, h = (lane >> 2) & 1, l = 8 * (lane & 3);
   // get_scale_min_k4 for sub-block s, with A = byte s + 4, P = byte s,
@@ -662,12 +666,13 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
   const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
   for (long long s0 = (((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * QDW_Q4K_SB; s0 < sbs; s0 += QDW_Q4K_SB * warps) {
     uint4 hd[QDW_Q4K_SB];
-    uint2 qw[QDW_Q4K_SB];
+    uint2 qw[QDW_Q4K_SB], qh[QDW_Q4K_SB];
 #pragma unroll
     for (int k = 0; k < QDW_Q4K_SB; ++k) {
-      const unsigned char* b = src + 144 * min(s0 + k, sbs - 1);
+      const unsigned char* b = src + SB * min(s0 + k, sbs - 1);
       hd[k] = *reinterpret_cast<const uint4*>(b);
-      qw[k] = *reinterpret_cast<const uint2*>(b + 16 + 32 * j + l);
+      qw[k] = *reinterpret_cast<const uint2*>(b + QS + 32 * j + l);
+      if (HB) qh[k] = *reinterpret_cast<const uint2*>(b + 16 + l);
     }
 #pragma unroll
     for (int k = 0; k < QDW_Q4K_SB; ++k) {
@@ -679,7 +684,11 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
       const float sc = qmvw_f(hi ? (A & 15u) | ((Q >> 6) << 4) : P & 63u);
       const float mn = qmvw_f(hi ? (A >> 4) | ((P >> 6) << 4) : A & 63u);
       const float d1 = d * sc, m1 = dmin * mn;
-      const unsigned int qs[2] = {(qw[k].x >> (4 * h)) & 0x0F0F0F0Fu, (qw[k].y >> (4 * h)) & 0x0F0F0F0Fu};
+      unsigned int qs[2] = {(qw[k].x >> (4 * h)) & 0x0F0F0F0Fu, (qw[k].y >> (4 * h)) & 0x0F0F0F0Fu};
+      if (HB) {
+        qs[0] |= ((qh[k].x >> s) & 0x01010101u) << 4;
+        qs[1] |= ((qh[k].y >> s) & 0x01010101u) << 4;
+      }
       float v[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = d1 * qmvw_f((qs[i >> 2] >> (8 * (i & 3))) & 255u) - m1;
@@ -690,6 +699,14 @@ LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __r
         o.put8(y, at, v);
     }
   }
+}
+template <class O>
+LOOM_DEV void qdw_q4_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+  qdw_k45<O, false>(src, y, n, o);
+}
+template <class O>
+LOOM_DEV void qdw_q5_k(const unsigned char* __restrict__ src, typename O::T* __restrict__ y, long long n, const O& o) {
+  qdw_k45<O, true>(src, y, n, o);
 }
 // qdw_q6_k: Q6_K the same way (loom_dequantw_q6_k_<out>). A group of 32
 // threads takes 4 super-blocks at a time; thread i outputs 8i … 8i + 7 of
@@ -833,6 +850,7 @@ LOOM_DEV void qdw_q8_0(const unsigned char* __restrict__ src, typename O::T* __r
 }
 #ifndef QMVF_FUSED
 LOOM_DEQUANTW3(q4_k, QDW_Q4K_BOUNDS, qdw_q4_k)
+LOOM_DEQUANTW3(q5_k, QDW_Q4K_BOUNDS, qdw_q5_k)
 LOOM_DEQUANTW3(q4_0, __launch_bounds__(256), qdw_q4_0)
 LOOM_DEQUANTW3(q8_0, __launch_bounds__(256), qdw_q8_0)
 LOOM_DEQUANTW3(q6_k, __launch_bounds__(256), qdw_q6_k)

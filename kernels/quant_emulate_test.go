@@ -503,8 +503,8 @@ func TestEmulateDequant(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.f == quant.Q4_K && count > 1024 {
-				specialQ4KHeaders(raw)
+			if (e.f == quant.Q4_K || e.f == quant.Q5_K) && count > 1024 {
+				specialQ4KHeaders(raw, tr.Size)
 			}
 			if (e.f == quant.Q4_0 || e.f == quant.Q8_0 || e.f == quant.Q6_K) && count > 1024 {
 				specialScales(e.f, raw)
@@ -617,14 +617,14 @@ func specialScales(f quant.Type, raw []byte) {
 	}
 }
 
-// specialQ4KHeaders gives super-blocks 1–4 of Q4_K data raw d and dmin
+// specialQ4KHeaders gives super-blocks 1–4 of Q4_K or Q5_K data raw (super-blocks of size bytes) d and dmin
 // that are not finite (+Inf d; NaN dmin; −Inf d with +Inf dmin; zero d
 // with +Inf dmin), so that outputs are ±Inf and NaN (Inf·0, Inf − Inf):
 // the word-load kernel's narrowing without a NaN test must not take
 // them.
-func specialQ4KHeaders(raw []byte) {
+func specialQ4KHeaders(raw []byte, size int) {
 	for i, h := range [][2]uint16{{0x7C00, 0}, {0, 0x7E00}, {0xFC00, 0x7C00}, {0, 0x7C00}} {
-		b := raw[(i+1)*144:]
+		b := raw[(i+1)*size:]
 		if h[0] != 0 || i == 3 {
 			binary.LittleEndian.PutUint16(b[0:], h[0])
 		}

@@ -44,6 +44,8 @@ var Dense = []Workload{
 	{ID: "W13d-q4_0", Desc: "dequantize W [14336, 4096] Q4_0 to bf16", Build: w13d(quant.Q4_0, false)},
 	{ID: "W13d-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16", Build: w13d(quant.Q6_K, false)},
 	{ID: "W13d-q8_0", Desc: "dequantize W [14336, 4096] Q8_0 to bf16", Build: w13d(quant.Q8_0, false)},
+	{ID: "W13d-q5_k", Desc: "dequantize W [14336, 4096] Q5_K to bf16", Build: w13d(quant.Q5_K, false)},
+	{ID: "W13p-q5_k", Desc: "prefill x[512,4096] bf16 · Wᵀ, W [14336, 4096] in Q5_K (dequantize + GEMM)", Build: w13(quant.Q5_K, 512), Flops: func(Size) float64 { return 2 * 512 * 4096 * 14336 }},
 	{ID: "W13ds-q4_k", Desc: "dequantize W [14336, 4096] Q4_K to bf16 times a scale s [4096] (a dequantization with an epilogue: one pass fused, two unfused)", Build: w13d(quant.Q4_K, true)},
 	{ID: "W13ds-q4_0", Desc: "dequantize W [14336, 4096] Q4_0 to bf16 times a scale s [4096]", Build: w13d(quant.Q4_0, true)},
 	{ID: "W13ds-q6_k", Desc: "dequantize W [14336, 4096] Q6_K to bf16 times a scale s [4096]", Build: w13d(quant.Q6_K, true)},

@@ -278,7 +278,7 @@ func randomQuantized(t *testing.T, r *rand.Rand, f quant.Type, n, k int) *tensor
 	return raw
 }
 
-// TestGPUDequantWord: the word-load Q4_0, Q8_0, Q4_K and Q6_K dequantizations (loom_dequantw_*)
+// TestGPUDequantWord: the word-load Q4_0, Q8_0, Q4_K, Q5_K and Q6_K dequantizations (loom_dequantw_*)
 // and the other formats' 8-a-thread one (loom_dequant8_*) give the
 // byte-wise kernels' bits (and so the CPU twins', which the conformance
 // suite checks the byte-wise kernels against) for every output type, over
@@ -292,19 +292,20 @@ func TestGPUDequantWord(t *testing.T) {
 		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 			for _, c := range []struct{ n, k int }{{1, 256}, {3, 768}, {37, 4096}, {2048, 8192}} {
-				if c.n > 1000 && f != quant.Q4_K && f != quant.Q6_K {
+				if c.n > 1000 && f != quant.Q4_K && f != quant.Q5_K && f != quant.Q6_K {
 					continue
 				}
 				t.Run(fmt.Sprintf("%v/%v/%dx%d", f, dt, c.n, c.k), func(t *testing.T) {
 					raw := randomQuantized(t, r, f, c.n, c.k)
-					if f == quant.Q4_K && c.n > 1 {
+					if (f == quant.Q4_K || f == quant.Q5_K) && c.n > 1 {
 						// Super-blocks whose d or dmin is ±Inf or NaN (outputs
 						// ±Inf and NaN), where the word kernel must not narrow
 						// without its NaN test: d, dmin per super-block.
 						sb := raw.Bytes()
+						tr, _ := f.Traits()
 						for i, h := range [][2]uint16{{0x7C00, 0x3C00}, {0x3C00, 0x7E00}, {0xFC00, 0x7C00}, {0, 0x7C00}} {
-							binary.LittleEndian.PutUint16(sb[(2*i+1)*144:], h[0])
-							binary.LittleEndian.PutUint16(sb[(2*i+1)*144+2:], h[1])
+							binary.LittleEndian.PutUint16(sb[(2*i+1)*tr.Size:], h[0])
+							binary.LittleEndian.PutUint16(sb[(2*i+1)*tr.Size+2:], h[1])
 						}
 					}
 					if (f == quant.Q6_K || f == quant.Q4_0 || f == quant.Q8_0) && c.n > 1 {

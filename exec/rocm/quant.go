@@ -20,7 +20,7 @@ import (
 //   - dequantize: one kernel, one thread per output element, GGML's
 //     formulas (bit-exact with package quant's Go twins);
 //   - qmatmul with at most kernels.QMVMaxRows activation rows (decode):
-//     for Q4_0, Q8_0, Q4_K and Q6_K the activations are quantized to 8
+//     for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K the activations are quantized to 8
 //     bits per 32-value block (loom_q8x_*, into scratch) and the mat-vec
 //     multiplies 4 weights by 4 activations per integer dot product
 //     (loom_qmvq_*), as Candle's and ggml's mmvq do — one row in one
