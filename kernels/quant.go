@@ -154,7 +154,7 @@ func Q8XBytes(n int64) int64 { return n + n/32*4 + n/16*4 }
 // QMVQEntry names the mat-vec of weight format t on 8-bit activations
 // (Q8XEntry's) with output dtype x, for m activation rows (one row has its
 // own kernel); ok is false where there is none (formats other than Q4_0,
-// Q8_0, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
 // (QMVWordThreads); its weight rows must be aligned to QMVQAlign(t) bytes.
 func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	o, ok := halfName(x)
@@ -169,13 +169,16 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 }
 
 // QMVQAlign is the alignment in bytes loom_qmvq_* needs of its weight
-// rows in format t (Q4_K's and Q5_K's 16-byte quant loads; the others
-// read 2 bytes at a time), 0 for a format without that kernel.
+// rows in format t (Q4_K's and Q5_K's 16-byte quant loads, Q2_K's 4-byte
+// ones; the others read 2 bytes at a time or through aligned windows), 0
+// for a format without that kernel.
 func QMVQAlign(t quant.Type) int {
 	switch t {
 	case quant.Q4_K, quant.Q5_K:
 		return 16
-	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+	case quant.Q2_K:
+		return 4
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
 		return 2
 	}
 	return 0
@@ -203,6 +206,11 @@ func QMVTEntry(t quant.Type, x dtype.DType, target codegen.Target) (name string,
 }
 
 func qmvtName(t quant.Type, x dtype.DType) (string, bool) {
+	switch t {
+	case quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K:
+	default:
+		return "", false // no tensor-core step (quant.hip's qt_*)
+	}
 	name, ok := QMVQEntry(t, x, QMVMaxRows)
 	if !ok {
 		return "", false
@@ -288,7 +296,7 @@ func QMVTEntries() []string {
 // (loom_qmvf_*: each block quantizes x into shared memory, then its
 // groups of 32 lanes walk the weight rows) of weight format t with
 // activations and output of dtype x; ok is false where there is none
-// (formats other than Q4_0, Q8_0, Q4_K, Q5_K and Q6_K). It takes one
+// (formats other than Q4_0, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K). It takes one
 // activation row (more rows take Q8XEntry + QMVQEntry, faster there),
 // launches QMVFThreads threads a block with QMVFSharedBytes(K) bytes of
 // dynamic shared memory (at most QMVFMaxShared), needs K a multiple of
@@ -306,13 +314,16 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 
 // QMVFAlign is the alignment in bytes loom_qmvf needs of its weight rows
 // in format t (its chunk path's loads: Q4_K's and Q5_K's 16-byte header
-// and quant loads; the 2-byte blocks of Q4_0, Q8_0 and Q6_K are read
-// through aligned windows), 0 for a format without that kernel.
+// and quant loads, Q2_K's 4-byte ones; the 2-byte blocks of Q4_0, Q8_0,
+// Q3_K and Q6_K are read through aligned windows), 0 for a format without
+// that kernel.
 func QMVFAlign(t quant.Type) int {
 	switch t {
 	case quant.Q4_K, quant.Q5_K:
 		return 16
-	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+	case quant.Q2_K:
+		return 4
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
 		return 2
 	}
 	return 0
@@ -320,7 +331,7 @@ func QMVFAlign(t quant.Type) int {
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).
-var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4, "q5_k": 16}
+var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4, "q5_k": 16, "q2_k": 4, "q3_k": 4}
 
 // QMVFFused returns the translation unit and entry name of the one-row
 // mat-vec entry (a QMVFEntry name) fused with the epilogue of fused
@@ -679,7 +690,7 @@ func QuantEntries() []string {
 	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		n, _ := Q8XEntry(d)
 		out = append(out, n)
-		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			n, _ := QMVFEntry(t, d)
 			out = append(out, n)
 		}

@@ -372,6 +372,13 @@ LOOM_DEV unsigned int qmvw_byte(const unsigned int* s, int k) {
   const unsigned int w = k < 4 ? s[0] : (k < 8 ? s[1] : s[2]);
   return (w >> (8 * (k & 3))) & 255u;
 }
+// q3_scale_w: q3_scale of the 12 scale bytes held in words s.
+LOOM_DEV unsigned int q3_scale_w(const unsigned int* s, int j) {
+  if (j < 4) return (qmvw_byte(s, j) & 15u) | ((qmvw_byte(s, j + 8) & 3u) << 4);
+  if (j < 8) return (qmvw_byte(s, j) & 15u) | (((qmvw_byte(s, j + 4) >> 2) & 3u) << 4);
+  if (j < 12) return (qmvw_byte(s, j - 8) >> 4) | (((qmvw_byte(s, j) >> 4) & 3u) << 4);
+  return (qmvw_byte(s, j - 8) >> 4) | (((qmvw_byte(s, j - 4) >> 6) & 3u) << 4);
+}
 LOOM_DEV void qmvw_scale_min_k4(const unsigned int* s, int j, float* sc, float* mn) {
   if (j < 4) {
     *sc = qmvw_f(qmvw_byte(s, j) & 63u);
@@ -1967,6 +1974,115 @@ struct qf_q5_k : qf_q4_k<V> {
   }
 };
 
+// Q2_K and Q3_K (84- and 110-byte super-blocks; no unit path: neither
+// size is a multiple of 16): chunk c is 32 weights, 128n + 32j … + 31 of
+// super-block c/8 (n = c/4 mod 2, j = c mod 4), two groups of 16 with a
+// scale each (scale index 8n + 2j and + 1), the quants bits 2j of 32
+// bytes. Q2_K (scales[16]: 4-bit scale, 4-bit minimum; quants at 16 + 32n;
+// d, dmin at 80): weight = d·sc·q − dmin·m, q 0…3, the minimum taken off
+// with x's 16-value float sums, as Q4_K's. Q3_K (hmask[32]; quants at 32 +
+// 32n; 12 bytes of 6-bit scales at 96, d at 108): weight = d·(sc − 32)·(q
+// − 4·(1 − h)), h bit 4n + j of hmask byte l: q − 4 formed as a signed
+// byte, so the integer sum is the whole weight's. k23_load reads the
+// chunk: q (its 32 codes as 8 words of signed bytes), f0, f1 (each 16's
+// d·scale) and, for Q2_K, o0, o1 (each 16's dmin·m); both formats' blocks
+// are read through aligned 4-byte windows (Q2_K's are 4-byte aligned,
+// Q3_K's every other one 2 bytes off), each word holding a byte of the
+// super-block.
+template <bool Q2>
+struct qf_k23 {
+  static constexpr int CHUNK = 32;
+  int q[8];
+  float f0, f1, o0, o1;
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const long long sb = c >> 3;
+    const int n = (int)((c >> 2) & 1), j = (int)(c & 3), g = 8 * n + 2 * j;
+    if (Q2) {
+      const unsigned char* b = row + 84 * sb;
+      const unsigned int* w = reinterpret_cast<const unsigned int*>(b);
+      const unsigned int dm = w[20];
+      const float d = loom_f16_to_f32((unsigned short)(dm & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(dm >> 16));
+      const unsigned int sc = qmvw_u16(b + g); // scales g, g + 1
+      f0 = d * qmvw_f(sc & 15u);
+      o0 = dmin * qmvw_f((sc >> 4) & 15u);
+      f1 = d * qmvw_f((sc >> 8) & 15u);
+      o1 = dmin * qmvw_f((sc >> 12) & 15u);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) q[k] = (int)((w[4 + 8 * n + k] >> (2 * j)) & 0x03030303u);
+    } else {
+      const unsigned char* b = row + 110 * sb;
+      const bool s = ((unsigned long long)b & 2) != 0;
+      unsigned int Q[9], H[9], S[4];
+      qf_window<9, 4>(b + 32 + 32 * n, Q);
+      qf_window<9, 4>(b, H);
+      qf_window<4, 4>(b + 96, S); // scales (12 bytes), d (2)
+      unsigned int sw[3];
+#pragma unroll
+      for (int k = 0; k < 3; ++k) sw[k] = s ? qf_funnel16(S[k], S[k + 1]) : S[k];
+      const float d = loom_f16_to_f32((unsigned short)(s ? S[3] >> 16 : S[3] & 0xffffu));
+      f0 = d * (qmvw_f(q3_scale_w(sw, g)) - 32.f);
+      f1 = d * (qmvw_f(q3_scale_w(sw, g + 1)) - 32.f);
+      o0 = o1 = 0.f;
+      const int hb = 4 * n + j;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const unsigned int qw = s ? qf_funnel16(Q[k], Q[k + 1]) : Q[k];
+        const unsigned int hw = s ? qf_funnel16(H[k], H[k + 1]) : H[k];
+        const unsigned int v = ((qw >> (2 * j)) & 0x03030303u) | (((hw >> hb) & 0x01010101u) << 2); // 0…7
+        q[k] = (int)((v + 0x7C7C7C7Cu) ^ 0x80808080u); // v − 4 as signed bytes
+      }
+    }
+  }
+  // dotrow: the chunk times the activations of elements e … e + 31 of
+  // the 8-bit layout (e = 32c for one row, m·K + 32c for row m).
+  LOOM_DEV float dotrow(const int* qa, const float* dx, const float* sx, long long e) const {
+    const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
+    const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 4);
+    int s0 = loom_dp4a(q[0], a.x, 0);
+    s0 = loom_dp4a(q[1], a.y, s0);
+    s0 = loom_dp4a(q[2], a.z, s0);
+    s0 = loom_dp4a(q[3], a.w, s0);
+    int s1 = loom_dp4a(q[4], a2.x, 0);
+    s1 = loom_dp4a(q[5], a2.y, s1);
+    s1 = loom_dp4a(q[6], a2.z, s1);
+    s1 = loom_dp4a(q[7], a2.w, s1);
+    float v = dx[e / 32] * fmaf(f0, (float)s0, f1 * (float)s1);
+    if (Q2) v -= fmaf(o0, sx[e / 16], o1 * sx[e / 16 + 1]);
+    return v;
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const { return dotrow(qa, dx, sx, 32 * c); }
+};
+template <int V>
+struct qf_q2_k : qf_k23<true> {};
+template <int V>
+struct qf_q3_k : qf_k23<false> {};
+
+// qmvq_q2_k, qmvq_q3_k: the same chunks for loom_qmvq (each multiplied
+// into every activation row).
+template <int MAXM, bool Q2>
+LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                       long long K, int M, float* acc) {
+  qf_k23<Q2> f;
+  f.load(row, c);
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m)
+    if (m < M) acc[m] += f.dotrow(qa, dx, sx, m * K + 32 * c);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q2_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_k23<MAXM, true>(row, c, qa, dx, sx, K, M, acc);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q3_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_k23<MAXM, false>(row, c, qa, dx, sx, K, M, acc);
+}
+#ifndef QMVF_FUSED
+LOOM_QMVQ3(q2_k)
+LOOM_QMVQ3(q3_k)
+#endif
+
 // Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its
 // three 8-byte runs of quants (low bits twice, high bits once) through
 // qf_window and its four scales from one more window.
@@ -2613,13 +2729,24 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 // DEFER: the entry began with loom_grid_defer() (the weight is not written
 // by the step before): the staged path issues its first stage, then waits;
 // the others wait first.
+//
+// A format without a unit (Q2_K, Q3_K: qu_none, KSTEP 0) always takes
+// its chunks.
+struct qu_none {
+  static constexpr int KSTEP = 0;
+};
+typedef qu_none qu_q2_k;
+typedef qu_none qu_q3_k;
 template <class F, class G, class X, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
-  if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0)
-    qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
-  else
-    qmvf<F, X, QMVF_ROWS, PAIR, DEFER>(w, x, K, N, rowBytes, store);
+  if constexpr (G::KSTEP > 0) {
+    if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0) {
+      qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
+      return;
+    }
+  }
+  qmvf<F, X, QMVF_ROWS, PAIR, DEFER>(w, x, K, N, rowBytes, store);
 }
 
 // QMVF_CALL(FMT, V, X): the function a format's one-row entry calls.
@@ -2629,6 +2756,8 @@ LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __r
 #define QMVF_CALL_q8_0(V, X) qmv1<qf_q8_0<V>, qu_q8_0, X>
 #define QMVF_CALL_q6_k(V, X) qmv1<qf_q6_k<V>, qu_q6_k, X>
 #define QMVF_CALL_q5_k(V, X) qmv1<qf_q5_k<V>, qu_q5_k, X>
+#define QMVF_CALL_q2_k(V, X) qmv1<qf_q2_k<V>, qu_q2_k, X>
+#define QMVF_CALL_q3_k(V, X) qmv1<qf_q3_k<V>, qu_q3_k, X>
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
@@ -2650,4 +2779,6 @@ LOOM_QMVF3(q8_0, 8)
 LOOM_QMVF3(q4_k, 16)
 LOOM_QMVF3(q6_k, 4)
 LOOM_QMVF3(q5_k, 16)
+LOOM_QMVF3(q2_k, 4)
+LOOM_QMVF3(q3_k, 4)
 #endif

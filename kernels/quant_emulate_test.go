@@ -50,11 +50,15 @@ QMVF_EMU(loom_qmvf_q4_k_f32, float)
 QMVF_EMU(loom_qmvf_q8_0_f32, float)
 QMVF_EMU(loom_qmvf_q6_k_f32, float)
 QMVF_EMU(loom_qmvf_q5_k_f32, float)
+QMVF_EMU(loom_qmvf_q2_k_f32, float)
+QMVF_EMU(loom_qmvf_q3_k_f32, float)
 QMVF_EMU(loom_qmvf_q4_0_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q4_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q8_0_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q6_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q5_k_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q2_k_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q3_k_bf16, unsigned short)
 // The format (and "_bf16" for bf16 activations and output), the entry and
 // the element size.
 static const struct { const char* name; void (*fn)(void*); int size; } table[] = {
@@ -63,6 +67,8 @@ static const struct { const char* name; void (*fn)(void*); int size; } table[] =
   {"q4_0_bf16", body_loom_qmvf_q4_0_bf16, 2}, {"q4_k_bf16", body_loom_qmvf_q4_k_bf16, 2},
   {"q8_0_bf16", body_loom_qmvf_q8_0_bf16, 2}, {"q6_k_bf16", body_loom_qmvf_q6_k_bf16, 2},
   {"q5_k", body_loom_qmvf_q5_k_f32, 4}, {"q5_k_bf16", body_loom_qmvf_q5_k_bf16, 2},
+  {"q2_k", body_loom_qmvf_q2_k_f32, 4}, {"q2_k_bf16", body_loom_qmvf_q2_k_bf16, 2},
+  {"q3_k", body_loom_qmvf_q3_k_f32, 4}, {"q3_k_bf16", body_loom_qmvf_q3_k_bf16, 2},
 };
 /*DQ_TABLE*/
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
@@ -89,10 +95,12 @@ QMVQ_EMU(loom_qmvq_q4_k_f32)
 QMVQ_EMU(loom_qmvq_q8_0_f32)
 QMVQ_EMU(loom_qmvq_q6_k_f32)
 QMVQ_EMU(loom_qmvq_q5_k_f32)
+QMVQ_EMU(loom_qmvq_q2_k_f32)
+QMVQ_EMU(loom_qmvq_q3_k_f32)
 static const struct { const char* name; void (*fn)(void*); } qmvq_table[] = {
   {"q4_0", body_loom_qmvq_q4_0_f32}, {"q4_k", body_loom_qmvq_q4_k_f32},
   {"q8_0", body_loom_qmvq_q8_0_f32}, {"q6_k", body_loom_qmvq_q6_k_f32},
-  {"q5_k", body_loom_qmvq_q5_k_f32},
+  {"q5_k", body_loom_qmvq_q5_k_f32}, {"q2_k", body_loom_qmvq_q2_k_f32}, {"q3_k", body_loom_qmvq_q3_k_f32},
 };
 // usage: prog qmvq FORMAT M K N ROWBYTES GRID W X OUT
 static int qmvq(char** argv) {
@@ -296,10 +304,10 @@ func emuRun(t *testing.T, prog string, count int, args ...string) []float32 {
 // format f; w its dequantized values) and x, in float64: Σ w·x̃, x̃ the
 // activations rounded to 8 bits a 32-value block as the kernels round them
 // (step d = amax/127, codes rint(x·127/amax), in float32), plus, for Q4_0,
-// Q4_K and Q5_K, the offset the kernels take from x's float sums rather than
-// x̃'s: 8d·Σ(x̃ − x) a Q4_0 block, dmin·m·Σ(x̃ − x) a Q4_K or Q5_K sub-block. It
-// also returns the scale of the kernels' float32 rounding: Σ|w·x| and the
-// offsets' Σ|c·x|.
+// Q2_K, Q4_K and Q5_K, the offset the kernels take from x's float sums
+// rather than x̃'s: 8d·Σ(x̃ − x) a Q4_0 block, dmin·m·Σ(x̃ − x) a Q4_K or
+// Q5_K sub-block or a Q2_K group of 16. It also returns the scale of the
+// kernels' float32 rounding: Σ|w·x| and the offsets' Σ|c·x|.
 func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
 	tr, _ := f.Traits()
 	for b0 := 0; b0 < len(x); b0 += 32 {
@@ -311,9 +319,16 @@ func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
 		if amax > 0 {
 			id = 127 / amax
 		}
-		// The offset's coefficient c for this block of 32 values.
+		// The offset's coefficient c for this block of 32 values (c16:
+		// for each group of 16).
 		var c float64
+		var c16 [2]float64
 		switch blk := raw[b0/tr.Block*tr.Size:]; f {
+		case quant.Q2_K:
+			for h := range c16 {
+				g := b0%256/16 + h // scale byte
+				c16[h] = float64(f16(blk[82:])) * float64(blk[g]>>4)
+			}
 		case quant.Q4_0:
 			c = 8 * float64(f16(blk))
 		case quant.Q4_K, quant.Q5_K:
@@ -327,14 +342,12 @@ func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
 			}
 			c = float64(f16(blk[2:])) * float64(m)
 		}
-		var dsum float64
 		for i := b0; i < b0+32; i++ {
+			ci := c + c16[(i-b0)/16]
 			xt := float64(d) * math.RoundToEven(float64(x[i]*id))
-			model += float64(w[i]) * xt
-			dsum += xt - float64(x[i])
-			scale += math.Abs(float64(w[i])*float64(x[i])) + math.Abs(c*float64(x[i]))
+			model += float64(w[i])*xt + ci*(xt-float64(x[i]))
+			scale += math.Abs(float64(w[i])*float64(x[i])) + math.Abs(ci*float64(x[i]))
 		}
-		model += c * dsum
 	}
 	return model, scale
 }
@@ -376,7 +389,7 @@ func TestEmulateQMVF(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
 		tr, _ := f.Traits()
 		// Rows of 1, 3, 8, 12, 32 and 56 Q4 units (Q8_0: twice as many),
 		// K = 800 (no whole unit), grids smaller than the rows' groups.
@@ -443,7 +456,7 @@ func TestEmulateQMVQ(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
 		tr, _ := f.Traits()
 		for _, c := range []struct{ m, n, k, grid int }{{2, 37, 768, 2}, {5, 33, 800, 1}, {8, 64, 2048, 3}, {3, 9, 4096, 1}} {
 			if c.k%tr.Block != 0 {
@@ -710,7 +723,8 @@ func emulateQMVFPair(t *testing.T, deferLoads bool) {
 	for _, c := range []struct {
 		f          quant.Type
 		n, k, grid int // n pairs
-	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}, {quant.Q5_K, 10, 2048, 2}} {
+	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}, {quant.Q5_K, 10, 2048, 2},
+		{quant.Q2_K, 7, 768, 1}, {quant.Q3_K, 9, 1280, 2}} {
 		t.Run(fmt.Sprintf("%v/N%dK%d", c.f, c.n, c.k), func(t *testing.T) {
 			k, parts := swigluKernel(t, 1, c.n, func(g *graph.Graph) *graph.Tensor {
 				w, err := g.QInput("w", c.f, 2*c.n, c.k)

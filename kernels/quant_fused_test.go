@@ -30,7 +30,7 @@ func TestQMVFVec(t *testing.T) {
 // TestQMVFFusedRefuses checks QMVFFused's errors: an entry that is not a
 // one-row mat-vec.
 func TestQMVFFusedRefuses(t *testing.T) {
-	for _, e := range []string{"loom_qmvq_q4_k_bf16", "loom_qmvf_q3_k_bf16", "loom_qmvf_q4_k_u8", "loom_qmvf_"} {
+	for _, e := range []string{"loom_qmvq_q4_k_bf16", "loom_qmvf_q4_1_bf16", "loom_qmvf_q4_k_u8", "loom_qmvf_"} {
 		if _, _, err := QMVFFused(codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, e, nil, nil); err == nil {
 			t.Errorf("QMVFFused(%q): no error", e)
 		}

@@ -26,6 +26,8 @@ var Dense = []Workload{
 	{ID: "W13-q6_k", Desc: "decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 1)},
 	{ID: "W13-q8_0", Desc: "decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 1)},
 	{ID: "W13-q5_k", Desc: "decode mat-vec, W in Q5_K (the main format of llama.cpp's Q5_K_M files)", Build: w13(quant.Q5_K, 1)},
+	{ID: "W13-q3_k", Desc: "decode mat-vec, W in Q3_K (Q3_K_M's)", Build: w13(quant.Q3_K, 1)},
+	{ID: "W13-q2_k", Desc: "decode mat-vec, W in Q2_K", Build: w13(quant.Q2_K, 1)},
 	{ID: "W13-bf16", Desc: "decode mat-vec, W in bf16 (the peer's product)", Build: w13bf16},
 	{ID: "W13m8-q4_0", Desc: "decode mat-vec with 8 activation rows (x[8,4096] bf16), W in Q4_0: issue 14 asks ≤ 1.5× the one-row time", Build: w13(quant.Q4_0, 8)},
 	{ID: "W13m8-q4_k", Desc: "8-row decode mat-vec, W in Q4_K", Build: w13(quant.Q4_K, 8)},
