@@ -313,21 +313,10 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 }
 
 // QMVFAlign is the alignment in bytes loom_qmvf needs of its weight rows
-// in format t (its chunk path's loads: Q4_K's and Q5_K's 16-byte header
-// and quant loads, Q2_K's 4-byte ones; the 2-byte blocks of Q4_0, Q8_0,
-// Q3_K and Q6_K are read through aligned windows), 0 for a format without
-// that kernel.
-func QMVFAlign(t quant.Type) int {
-	switch t {
-	case quant.Q4_K, quant.Q5_K:
-		return 16
-	case quant.Q2_K:
-		return 4
-	case quant.Q4_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
-		return 2
-	}
-	return 0
-}
+// in format t, 0 for a format without that kernel: its chunks are read as
+// loom_qmvq reads them (QMVQAlign), and its units need 16 bytes, which
+// the host checks apart (QMVFPathFor).
+func QMVFAlign(t quant.Type) int { return QMVQAlign(t) }
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).

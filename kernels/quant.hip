@@ -1891,6 +1891,17 @@ struct qf_q4_k {
     const uint4 hd = *reinterpret_cast<const uint4*>(b);
     const uint4 q0 = *reinterpret_cast<const uint4*>(b + 16 + 32 * j);
     const uint4 q1 = *reinterpret_cast<const uint4*>(b + 32 + 32 * j);
+    header(hd, j);
+    const unsigned int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
+      hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+  // header: d0, d1, n0, n1 of sub-blocks 2j and 2j + 1 from a Q4_K or
+  // Q5_K super-block's first 16 bytes hd (d, dmin, the 12 scale bytes).
+  LOOM_DEV void header(const uint4& hd, int j) {
     const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)),
                 dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
     unsigned int s[3] = {hd.y, hd.z, hd.w};
@@ -1901,12 +1912,6 @@ struct qf_q4_k {
     d1 = d * sc1;
     n0 = dmin * m0;
     n1 = dmin * m1;
-    const unsigned int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      lo[k] = (int)(qs[k] & 0x0F0F0F0Fu);
-      hi[k] = (int)((qs[k] >> 4) & 0x0F0F0F0Fu);
-    }
   }
   // Sub-block 2j's 32 weights are the low nibbles (activations e … e+31),
   // 2j + 1's the high ones (e+32 … e+63), e = 256·sb + 64·j = 64·c.
@@ -1954,16 +1959,7 @@ struct qf_q5_k : qf_q4_k<V> {
     const uint4 h1 = *reinterpret_cast<const uint4*>(b + 32);
     const uint4 q0 = *reinterpret_cast<const uint4*>(b + 48 + 32 * j);
     const uint4 q1 = *reinterpret_cast<const uint4*>(b + 64 + 32 * j);
-    const float d = loom_f16_to_f32((unsigned short)(hd.x & 0xffffu)),
-                dmin = loom_f16_to_f32((unsigned short)(hd.x >> 16));
-    unsigned int s[3] = {hd.y, hd.z, hd.w};
-    float sc0, m0, sc1, m1;
-    qmvw_scale_min_k4(s, 2 * j, &sc0, &m0);
-    qmvw_scale_min_k4(s, 2 * j + 1, &sc1, &m1);
-    this->d0 = d * sc0;
-    this->d1 = d * sc1;
-    this->n0 = dmin * m0;
-    this->n1 = dmin * m1;
+    this->header(hd, j);
     const unsigned int qs[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
     const unsigned int qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
 #pragma unroll
