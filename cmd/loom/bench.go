@@ -50,7 +50,7 @@ func newBenchFlags(w io.Writer) *benchFlags {
 	return &benchFlags{
 		fs:        fs,
 		device:    fs.String("device", "auto", "executor: "+devices),
-		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; on request W13… (quantized decode) and the models llama-tiny[-FORMAT] and llama1b-bf16 / llama1b-FORMAT (random weights; FORMAT a block format such as q4_k, or the mixture q4_k_m or q5_k_m))"),
+		workloads: fs.String("workloads", "", "comma-separated workload ids (shared/workloads.md; default W1–W8 and W-cumsum, then W9-f32,W9-f16,W9-bf16,W10,W11,W12,W12-bf16,W12-crb,W12-crb-bf16,W12b,W12c,W12d,W12e,W12f on a GPU or W9-f32,block-mm,block-bcast,W12,W12-crb on the CPU; on request W13… (quantized decode) and the models llama-tiny[-FORMAT] and llama1b-bf16 / llama1b-FORMAT (random weights; FORMAT a block format such as q4_k, or a llama.cpp mixture such as q4_k_m, q5_k_m or q3_k_m))"),
 		elems:     fs.Int("elems", 0, "elements of the flat workloads (default 2^24 on the CPU, 2^28 on a GPU)"),
 		rows:      fs.Int("rows", 0, "rows of the row workloads (default 2048 on the CPU, 8192 on a GPU; W8 uses 8192)"),
 		cols:      fs.Int("cols", 0, "columns of the row workloads (default 8192; W8 uses 1024)"),

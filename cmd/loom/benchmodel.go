@@ -27,8 +27,9 @@ import (
 //     f32, or its matrices in a block format such as q4_k);
 //   - llama1b-bf16, llama1b-FORMAT: the Llama-3.2-1B shape in bf16, or
 //     with its matrices in a block format (bf16 activations), or in
-//     llama.cpp's mixture q4_k_m or q5_k_m (the weights written as a bf16
-//     GGUF file, then converted as `loom gguf quantize` does);
+//     one of llama.cpp's mixtures, q4_k_m, q5_k_m, q3_k_m, … (the
+//     weights written as a bf16 GGUF file, then converted as `loom gguf
+//     quantize` does);
 //   - -model PATH: a checkpoint of the user's (GGUF, or a directory with
 //     config.json and safetensors), in the dtype it declares or -dtype.
 //
@@ -72,7 +73,7 @@ type modelSpec struct {
 	dt        dtype.DType
 	quantized bool
 	format    quant.Type
-	mix       *kMixture // a llama.cpp mixture (q4_k_m, q5_k_m): format is its base type
+	mix       *kMixture // a llama.cpp mixture (q4_k_m, q5_k_m, …): format is its base type
 }
 
 func parseModelWorkload(id string) (modelSpec, error) {

@@ -41,7 +41,8 @@
 // model.safetensors.index.json when there is one). TYPE
 // is q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, or f32,
 // f16 or bf16 for a plain conversion, in any case; the activation formats
-// q8_1 and q8_k are refused. q4_k_m and q5_k_m are llama.cpp's mixtures
+// q8_1 and q8_k are refused. q4_k_m, q5_k_m, q3_k_s, q3_k_m, q3_k_l,
+// q4_k_s and q5_k_s are llama.cpp's mixtures
 // (gguf_mixture.go): each tensor's type chosen as llama.cpp's quantizer
 // chooses it for a dense llama GGUF file (Q6_K for the output and for
 // some layers' attn_v and ffn_down, the base type elsewhere, its
@@ -111,10 +112,10 @@
 //     fit the blocks is kept in its float type rather than sent to
 //     llama.cpp's fallback type (Q4_K → Q5_0, …); the k-quant file types
 //     recorded are therefore the _S ones, which llama.cpp describes as one
-//     type for all tensors. The mixtures q4_k_m and q5_k_m follow
-//     llama.cpp's per-tensor rules and fallbacks for llama files (Q6_K
-//     for the output, more bits for some attn_v/ffn_down) and record
-//     MOSTLY_Q4_K_M / MOSTLY_Q5_K_M.
+//     type for all tensors. The mixtures (q4_k_m, q5_k_m, q3_k_s,
+//     q3_k_m, q3_k_l, q4_k_s, q5_k_s) follow llama.cpp's per-tensor rules
+//     and fallbacks for llama files (Q6_K for the output, more bits for
+//     some attn_v/ffn_down/attn_output) and record their own ids.
 //   - gguf quantize streams: the input is memory-mapped, tensors are
 //     converted one at a time as gguf.Writer writes them
 //     (AddTensorFunc), rows shared among GOMAXPROCS goroutines in chunks

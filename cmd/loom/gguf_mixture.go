@@ -13,7 +13,10 @@ import (
 
 // This file chooses each tensor's type for -type q4_k_m and q5_k_m as
 // llama.cpp's quantizer does for LLAMA_FTYPE_MOSTLY_Q4_K_M (15) and
-// LLAMA_FTYPE_MOSTLY_Q5_K_M (17), the mixtures of the usual downloads. It
+// LLAMA_FTYPE_MOSTLY_Q5_K_M (17), the mixtures of the usual downloads, and
+// likewise for q3_k_s (11), q3_k_m (12), q3_k_l (13), q4_k_s (14) and
+// q5_k_s (16). (llama.cpp's Q2_K mixture, 10, has no name here: -type
+// q2_k is Q2_K for every tensor, as every plain type name is.) It
 // follows src/llama-quant.cpp of ggml-org/llama.cpp (read at commit
 // 007dbbf3fd17eefe9b47fee45f48f7ba5e62b714): llama_tensor_get_type,
 // llama_tensor_get_type_impl (with its use_more_bits), tensor_get_category,
@@ -26,8 +29,8 @@ import (
 // rules that differ for Falcon (ffn_down, attn_output, the output tensor),
 // for mixtures of experts (llama.expert_count > 1: attn_v, attn_k and
 // attn_output by the expert count, ffn_down's layer from the tensor name),
-// for MXFP4_MOE and BailingMoE3, the IQ and Q2_K/Q3_K mixtures, an
-// importance matrix (no rule of Q4_K_M or Q5_K_M reads it), and the
+// for MXFP4_MOE and BailingMoE3, the IQ mixtures, Q2_K and Q2_K_S, an
+// importance matrix (no rule of the mixtures here reads it), and the
 // options --pure, --output-tensor-type, --token-embedding-type and
 // --tensor-type are left out, and a file of another architecture, or with
 // experts, is refused rather than quantized by rules that may not be its
@@ -40,7 +43,8 @@ import (
 // llama file holding one would differ.
 
 // kMixture is a llama.cpp k-quant mixture: a base type for most tensors,
-// Q6_K for the output and for some layers' attn_v and ffn_down.
+// Q6_K for the output, and for some mixtures other types for some
+// layers' attn_v, ffn_down and attn_output (attnV, ffnDown, attnOutput).
 type kMixture struct {
 	name  string     // the -type name
 	base  quant.Type // llama_ftype_get_default_type
@@ -50,8 +54,79 @@ type kMixture struct {
 
 // kMixtures are the -type values that are mixtures, by name.
 var kMixtures = map[string]*kMixture{
+	"q3_k_s": {"q3_k_s", quant.Q3_K, 11, "MOSTLY_Q3_K_S"},
+	"q3_k_m": {"q3_k_m", quant.Q3_K, 12, "MOSTLY_Q3_K_M"},
+	"q3_k_l": {"q3_k_l", quant.Q3_K, 13, "MOSTLY_Q3_K_L"},
+	"q4_k_s": {"q4_k_s", quant.Q4_K, 14, "MOSTLY_Q4_K_S"},
 	"q4_k_m": {"q4_k_m", quant.Q4_K, 15, "MOSTLY_Q4_K_M"},
+	"q5_k_s": {"q5_k_s", quant.Q5_K, 16, "MOSTLY_Q5_K_S"},
 	"q5_k_m": {"q5_k_m", quant.Q5_K, 17, "MOSTLY_Q5_K_M"},
+}
+
+// attnV is the mixture's type for the i-th of n attn_v-like tensors
+// (llama_tensor_get_type_impl's attn_v branch for a dense llama), with
+// the reason, or the base type and "".
+func (m *kMixture) attnV(i, n int, hp llamaHparams) (quant.Type, string) {
+	at := fmt.Sprintf("attn_v %d of %d", i, n)
+	to, why := m.base, ""
+	switch m.name {
+	case "q3_k_m":
+		to, why = quant.Q4_K, "attn_v"
+		if i < 2 {
+			to, why = quant.Q5_K, at+", one of the first two"
+		}
+	case "q3_k_l":
+		to, why = quant.Q5_K, "attn_v"
+	case "q4_k_m", "q5_k_m":
+		if useMoreBits(i, n) {
+			to, why = quant.Q6_K, at+", use_more_bits"
+		}
+	case "q4_k_s":
+		if i < 4 {
+			to, why = quant.Q5_K, at+", one of the first four"
+		}
+	}
+	// LLM_TYPE_70B: 8 heads share each attn_v, an eighth of attn_q's
+	// size, so Q3_K and Q4_K take Q5_K there.
+	if hp.is70B && (to == quant.Q3_K || to == quant.Q4_K) {
+		to, why = quant.Q5_K, "attn_v of a 70B llama"
+	}
+	return to, why
+}
+
+// ffnDown is the mixture's type for the ffn_down of layer i of n
+// (llama.block_count), with the reason, or the base type and "".
+func (m *kMixture) ffnDown(i, n int) (quant.Type, string) {
+	at := fmt.Sprintf("ffn_down %d of %d", i, n)
+	switch m.name {
+	case "q3_k_m":
+		if i < n/16 {
+			return quant.Q5_K, at + ", in the first sixteenth"
+		}
+		return quant.Q4_K, "ffn_down" // Falcon's rule aside: Q4_K for a llama
+	case "q3_k_l":
+		return quant.Q5_K, "ffn_down"
+	case "q4_k_m", "q5_k_m":
+		if useMoreBits(i, n) {
+			return quant.Q6_K, at + ", use_more_bits"
+		}
+	case "q4_k_s":
+		if i < n/8 {
+			return quant.Q5_K, at + ", in the first eighth"
+		}
+	}
+	return m.base, ""
+}
+
+// attnOutput is the mixture's type for attn_output (a dense llama's).
+func (m *kMixture) attnOutput() (quant.Type, string) {
+	switch m.name {
+	case "q3_k_m":
+		return quant.Q4_K, "attn_output"
+	case "q3_k_l":
+		return quant.Q5_K, "attn_output"
+	}
+	return m.base, ""
 }
 
 // qtarget is what -type asked for: one type for every converted tensor
@@ -294,10 +369,10 @@ func chooseMixture(in *qinput, m *kMixture, hp llamaHparams) ([]mixChoice, error
 		}
 		ch := mixChoice{to: m.base}
 		row := t.shape[len(t.shape)-1] // ne[0]
-		// For a dense llama model Q4_K_M and Q5_K_M have rules for these
-		// categories only; attn_q, attn_k, attn_output, ffn_gate, ffn_up
-		// and an untied token_embd keep the base type (their rules are
-		// for Falcon, experts, or other mixtures).
+		// For a dense llama model these mixtures have rules for these
+		// categories only; attn_q, attn_k, ffn_gate, ffn_up and an untied
+		// token_embd keep the base type (their rules are for Falcon,
+		// experts, or the IQ mixtures).
 		switch c := categoryOf(t.name); {
 		case c == catOutput || tied && c == catTokenEmbd:
 			what := "the output"
@@ -311,17 +386,13 @@ func chooseMixture(in *qinput, m *kMixture, hp llamaHparams) ([]mixChoice, error
 				ch.to, ch.note = quant.Q6_K, what
 			}
 		case c.attnVLike():
-			if useMoreBits(iAttnV, nAttnV) {
-				ch.to, ch.note = quant.Q6_K, fmt.Sprintf("attn_v %d of %d, use_more_bits", iAttnV, nAttnV)
-			} else if hp.is70B && ch.to == quant.Q4_K {
-				ch.to, ch.note = quant.Q5_K, "attn_v of a 70B llama"
-			}
+			ch.to, ch.note = m.attnV(iAttnV, nAttnV, hp)
 			iAttnV++
 		case c == catFFNDown:
-			if useMoreBits(iFFNDown, hp.nLayer) {
-				ch.to, ch.note = quant.Q6_K, fmt.Sprintf("ffn_down %d of %d, use_more_bits", iFFNDown, hp.nLayer)
-			}
+			ch.to, ch.note = m.ffnDown(iFFNDown, hp.nLayer)
 			iFFNDown++
+		case c == catAttnOutput:
+			ch.to, ch.note = m.attnOutput()
 		}
 		// tensor_type_fallback: rows that are not whole blocks of the
 		// chosen type take a 32-value type instead, and F16 where those
@@ -330,6 +401,8 @@ func chooseMixture(in *qinput, m *kMixture, hp llamaHparams) ([]mixChoice, error
 		if row%tr.Block != 0 {
 			var fb quant.Type
 			switch ch.to {
+			case quant.Q3_K:
+				fb = quant.Q4_0
 			case quant.Q4_K:
 				fb = quant.Q5_0
 			case quant.Q5_K:

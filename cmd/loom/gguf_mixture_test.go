@@ -47,6 +47,8 @@ var (
 type mixCase struct {
 	qcase
 	q4, q5 quant.Type
+	// more: the types of other mixtures (q3_k_m, …), by -type name.
+	more map[string]quant.Type
 }
 
 // mixRTBound is the relative RMS round-trip error accepted per type: the
@@ -54,7 +56,7 @@ type mixCase struct {
 // blocks.
 var mixRTBound = map[quant.Type]float64{
 	quant.F16: 6e-4, quant.Q8_0: 0.009, quant.Q6_K: 0.03, quant.Q5_K: 0.06,
-	quant.Q5_0: 0.075, quant.Q5_1: 0.07, quant.Q4_K: 0.12,
+	quant.Q5_0: 0.075, quant.Q5_1: 0.07, quant.Q4_K: 0.12, quant.Q4_0: 0.13, quant.Q3_K: 0.24,
 }
 
 // gaussTensor is a float tensor of N(0, 1) values, rounded to typ.
@@ -103,14 +105,13 @@ func llamaKVs(layers int, extra ...gguf.KV) []gguf.KV {
 }
 
 // checkMixture runs -type arg on in and checks the output: every
-// tensor's type (q4 for q4_k_m, q5 for q5_k_m), its bytes against
+// tensor's type (q4 for q4_k_m, q5 for q5_k_m, more[arg] for the others), its bytes against
 // quant.Quantize of the input values (kept ones unchanged), its
 // round-trip error, general.file_type, and the report.
 func checkMixture(t *testing.T, in, arg string, cases []mixCase) string {
 	t.Helper()
 	mix := strings.ToLower(arg)
-	ftype := map[string]uint32{"q4_k_m": 15, "q5_k_m": 17}[mix]
-	ftName := map[string]string{"q4_k_m": "MOSTLY_Q4_K_M", "q5_k_m": "MOSTLY_Q5_K_M"}[mix]
+	ftype, ftName := kMixtures[mix].id, kMixtures[mix].ftype
 	out := filepath.Join(t.TempDir(), mix+".gguf")
 	status, stdout, stderr := loom(t, "gguf", "quantize", "-type", arg, in, out)
 	if status != exitOK || stderr != "" {
@@ -130,6 +131,9 @@ func checkMixture(t *testing.T, in, arg string, cases []mixCase) string {
 		want := c.q4
 		if mix == "q5_k_m" {
 			want = c.q5
+		}
+		if w, ok := c.more[mix]; ok {
+			want = w
 		}
 		ti := &f.Tensors[i]
 		if ti.Name != c.name || ti.Type != want || !reflect.DeepEqual(ti.Shape(), c.shape) {
@@ -215,7 +219,7 @@ func TestGGUFQuantizeMixtures(t *testing.T) {
 	// already.
 	var untied []mixCase
 	add := func(cs *[]mixCase, c qcase, q4, q5 quant.Type) {
-		*cs = append(*cs, mixCase{c, q4, q5})
+		*cs = append(*cs, mixCase{qcase: c, q4: q4, q5: q5})
 	}
 	floats := []quant.Type{quant.F32, quant.F16, quant.BF16}
 	add(&untied, gaussTensor(rng, "token_embd.weight", quant.F16, 8, embd), quant.Q4_K, quant.Q5_K)
@@ -322,9 +326,9 @@ func TestGGUFQuantizeMixture70B(t *testing.T) {
 	for l := range 80 {
 		c := gaussTensor(rng, fmt.Sprintf("blk.%d.attn_v.weight", l), quant.F16, 2, 256)
 		if slices.Contains(moreBits80, l) {
-			base = append(base, mixCase{c, quant.Q6_K, quant.Q6_K})
+			base = append(base, mixCase{qcase: c, q4: quant.Q6_K, q5: quant.Q6_K})
 		} else {
-			base = append(base, mixCase{c, quant.Q5_K, quant.Q5_K})
+			base = append(base, mixCase{qcase: c, q4: quant.Q5_K, q5: quant.Q5_K})
 		}
 	}
 	dir := t.TempDir()
@@ -408,5 +412,105 @@ func TestMixtureVisitOrder(t *testing.T) {
 		if got := blkLayer(name); got != want {
 			t.Errorf("blkLayer(%q) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+// TestGGUFQuantizeSmallMixtures quantizes a 16-layer llama model (tied
+// embeddings) with -type q3_k_s, q3_k_m, q3_k_l, q4_k_s and q5_k_s and
+// checks every tensor against types worked out by hand from
+// llama_tensor_get_type_impl (src/llama-quant.cpp) for a dense llama:
+//   - the tied token_embd.weight: Q6_K, as the output;
+//   - attn_v: Q3_K_M Q5_K in the first two (by llama.cpp's count), Q4_K
+//     after; Q3_K_L Q5_K; Q4_K_S Q5_K in the first four; Q3_K_S and
+//     Q5_K_S the base type;
+//   - ffn_down: Q3_K_M Q5_K in layer 0 (i < 16/16), Q4_K after; Q3_K_L
+//     Q5_K; Q4_K_S Q5_K in layers 0 and 1 (i < 16/8);
+//   - attn_output: Q3_K_M Q4_K, Q3_K_L Q5_K;
+//   - everything else the base type (Q3_K, Q4_K, Q5_K); blk.7's attn_q,
+//     with rows of 288 values, falls back: Q3_K → Q4_0, Q4_K → Q5_0,
+//     Q5_K → Q5_1.
+//
+// An 80-layer model with fewer key/value heads (70B) gives Q3_K_S's
+// attn_v Q5_K (Q3_K and Q4_K take Q5_K there).
+func TestGGUFQuantizeSmallMixtures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 21))
+	const embd = 256
+	mixes := []string{"q3_k_s", "q3_k_m", "q3_k_l", "q4_k_s", "q5_k_s"}
+	var cases []mixCase
+	// add: a tensor and its type under each of mixes, in that order.
+	add := func(c qcase, types ...quant.Type) {
+		m := map[string]quant.Type{}
+		for i, mix := range mixes {
+			m[mix] = types[i]
+		}
+		cases = append(cases, mixCase{qcase: c, more: m})
+	}
+	const q3, q4, q5, q6 = quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K
+	add(gaussTensor(rng, "token_embd.weight", quant.F16, 8, embd), q6, q6, q6, q6, q6)
+	for l := range 16 {
+		p := fmt.Sprintf("blk.%d.", l)
+		norm := qcase{name: p + "attn_norm.weight", typ: quant.F32, shape: []int{embd}, data: make([]byte, 4*embd), kept: "rank 1"}
+		add(norm, quant.F32, quant.F32, quant.F32, quant.F32, quant.F32)
+		if l == 7 {
+			add(gaussTensor(rng, p+"attn_q.weight", quant.F32, 2, 288), quant.Q4_0, quant.Q4_0, quant.Q4_0, quant.Q5_0, quant.Q5_1)
+		} else {
+			add(gaussTensor(rng, p+"attn_q.weight", quant.F32, 4, embd), q3, q3, q3, q4, q5)
+		}
+		add(gaussTensor(rng, p+"attn_k.weight", quant.BF16, 2, embd), q3, q3, q3, q4, q5)
+		v3m, v4s := q4, q4
+		if l < 2 {
+			v3m = q5
+		}
+		if l < 4 {
+			v4s = q5
+		}
+		add(gaussTensor(rng, p+"attn_v.weight", quant.F16, 2, embd), q3, v3m, q5, v4s, q5)
+		add(gaussTensor(rng, p+"attn_output.weight", quant.F32, 4, embd), q3, q4, q5, q4, q5)
+		add(gaussTensor(rng, p+"ffn_gate.weight", quant.F16, 2, embd), q3, q3, q3, q4, q5)
+		add(gaussTensor(rng, p+"ffn_up.weight", quant.F16, 2, embd), q3, q3, q3, q4, q5)
+		d3m, d4s := q4, q4
+		if l < 1 {
+			d3m = q5
+		}
+		if l < 2 {
+			d4s = q5
+		}
+		add(gaussTensor(rng, p+"ffn_down.weight", quant.F16, 2, embd), q3, d3m, q5, d4s, q5)
+	}
+	rng.Shuffle(len(cases), func(i, j int) { cases[i], cases[j] = cases[j], cases[i] })
+	in := filepath.Join(t.TempDir(), "tied.gguf")
+	writeMixInput(t, in, llamaKVs(16), cases)
+	for _, mix := range mixes {
+		stdout := checkMixture(t, in, mix, cases)
+		if mix == "q3_k_m" {
+			for _, want := range []string{
+				"(q3_k_m: attn_v 1 of 16, one of the first two)",
+				"(q3_k_m: ffn_down 0 of 16, in the first sixteenth)",
+				"(q3_k_m: attn_output)",
+				"(q3_k_m: rows of 288 values are not whole q3_k blocks)",
+				"(q3_k_m: the output (tied: no output.weight))",
+			} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("q3_k_m: no %q in\n%s", want, stdout)
+				}
+			}
+		}
+	}
+
+	// 70B: attn_v's Q3_K becomes Q5_K (q3_k_s); one layer is enough to
+	// see it, with block_count 80 and fewer key/value heads.
+	big := []mixCase{}
+	for _, c := range []mixCase{
+		{qcase: gaussTensor(rng, "blk.0.attn_v.weight", quant.F16, 2, embd), more: map[string]quant.Type{"q3_k_s": q5}},
+		{qcase: gaussTensor(rng, "blk.0.attn_q.weight", quant.F16, 2, embd), more: map[string]quant.Type{"q3_k_s": q3}},
+		{qcase: gaussTensor(rng, "output.weight", quant.F16, 2, embd), more: map[string]quant.Type{"q3_k_s": q6}},
+	} {
+		big = append(big, c)
+	}
+	in70 := filepath.Join(t.TempDir(), "70b.gguf")
+	writeMixInput(t, in70, llamaKVs(80, gguf.KV{Key: "llama.attention.head_count", Value: gguf.Uint32(64)},
+		gguf.KV{Key: "llama.attention.head_count_kv", Value: gguf.Uint32(8)}), big)
+	if stdout := checkMixture(t, in70, "q3_k_s", big); !strings.Contains(stdout, "(q3_k_s: attn_v of a 70B llama)") {
+		t.Errorf("q3_k_s 70B: no attn_v note in\n%s", stdout)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -38,9 +39,12 @@ const (
 // GGML_TYPE_Q4_K for all tensors"), so it records those. Q2_K has no _S
 // among the original names (LLAMA_FTYPE_MOSTLY_Q2_K_S = 21 is a later,
 // imatrix-requiring mixture), so it records MOSTLY_Q2_K. The _M mixtures
-// of the usual downloads, -type q4_k_m and q5_k_m (15, 17), choose each
+// of the usual downloads, -type q4_k_m and q5_k_m (15, 17), and the other
+// k-quant mixtures (q3_k_s, q3_k_m, q3_k_l, q4_k_s, q5_k_s) choose each
 // tensor's type as llama.cpp does (kMixtures, gguf_mixture.go) and
-// record their own ids.
+// record their own ids (so -type q4_k and -type q4_k_s both record 14:
+// the first one type everywhere, as llama.cpp's --pure, the second its
+// mixture).
 var llamaFileTypes = map[quant.Type]struct {
 	id   uint32
 	name string
@@ -155,8 +159,18 @@ func targetNames() string {
 	for _, m := range kMixtures {
 		targets = append(targets, qtarget{typ: m.base, mix: m})
 	}
+	// By file type; a plain type before the mixture that shares its id
+	// (q3_k records MOSTLY_Q3_K_S, as q3_k_s does).
 	id := func(q qtarget) int { n, _ := q.fileType(); return int(n) }
-	slices.SortFunc(targets, func(a, b qtarget) int { return id(a) - id(b) })
+	isMix := func(q qtarget) int {
+		if q.mix != nil {
+			return 1
+		}
+		return 0
+	}
+	slices.SortFunc(targets, func(a, b qtarget) int {
+		return cmp.Or(id(a)-id(b), isMix(a)-isMix(b), strings.Compare(a.String(), b.String()))
+	})
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.String()

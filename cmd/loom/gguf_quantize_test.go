@@ -520,7 +520,7 @@ func TestGGUFQuantizeErrors(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{[]string{"-type", "q4_3", good, out}, exitUsage, []string{`-type "q4_3": unknown type; want one of f32, f16, q4_0, q4_1, q8_0, q5_0, q5_1, q2_k, q3_k, q4_k, q4_k_m, q5_k, q5_k_m, q6_k, bf16`}},
+		{[]string{"-type", "q4_3", good, out}, exitUsage, []string{`-type "q4_3": unknown type; want one of f32, f16, q4_0, q4_1, q8_0, q5_0, q5_1, q2_k, q3_k, q3_k_s, q3_k_m, q3_k_l, q4_k, q4_k_s, q4_k_m, q5_k, q5_k_s, q5_k_m, q6_k, bf16`}},
 		{[]string{"-type", "q8_k", good, out}, exitUsage, []string{"-type q8_k: it is an activation format"}},
 		{[]string{"-type", "Q8_1", good, out}, exitUsage, []string{"-type q8_1: it is an activation format"}},
 		{[]string{"-type", "iq4_xs", good, out}, exitUsage, []string{"-type iq4_xs: Loom has no quantizer for it"}},
