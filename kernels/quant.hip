@@ -2053,8 +2053,12 @@ struct qf_q2_k : qf_k23<true> {};
 template <int V>
 struct qf_q3_k : qf_k23<false> {};
 
-// qmvq_q2_k, qmvq_q3_k: the same chunks for loom_qmvq (each multiplied
-// into every activation row).
+// qmvq_q2_k: the same chunks for loom_qmvq (each multiplied into every
+// activation row). Q3_K has no loom_qmvq: ROCm 5.2's hiprtc (Debian's
+// libamdhip64-5, CI's AMD compile) crashed with a segmentation fault
+// compiling this file with qmvq_k23<MAXM, false> instantiated (with the
+// chunk loop unrolled 4 times or not; the one-row kernel's use of the
+// same chunk compiles), so Q3_K's 2–8-row products keep the f32 mat-vec.
 template <int MAXM, bool Q2>
 LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                        long long K, int M, float* acc) {
@@ -2069,14 +2073,8 @@ LOOM_DEV void qmvq_q2_k(const unsigned char* row, long long c, const int* qa, co
                         long long K, int M, float* acc) {
   qmvq_k23<MAXM, true>(row, c, qa, dx, sx, K, M, acc);
 }
-template <int MAXM>
-LOOM_DEV void qmvq_q3_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
-                        long long K, int M, float* acc) {
-  qmvq_k23<MAXM, false>(row, c, qa, dx, sx, K, M, acc);
-}
 #ifndef QMVF_FUSED
 LOOM_QMVQ3(q2_k)
-LOOM_QMVQ3(q3_k)
 #endif
 
 // Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its
