@@ -572,6 +572,11 @@ var qmvfUnits = map[quant.Type]struct{ weights, bytes, kstep, threads int64 }{
 	// that rows of up to ~20,000 weights stage within QMVFMaxShared (8
 	// groups' 45,056 bytes would leave K at most 3,200).
 	quant.Q5_K: {256, 176, 256, QMVFThreads / 2},
+	// Q2_K's 84-byte and Q3_K's 110-byte units: rows of 16-byte multiples
+	// take 4 and 8 units (K a multiple of 1,024 and 2,048); 8 groups a
+	// block stage 21,504 and 28,160 bytes, leaving K up to ~21,000 and
+	// ~16,000 (an 8B llama's 14,336) within QMVFMaxShared.
+	quant.Q2_K: {256, 84, 1024, QMVFThreads}, quant.Q3_K: {256, 110, 2048, QMVFThreads},
 }
 
 // QMVFUnit is the weights of loom_qmvf's unit in format t, 0 for a format
@@ -628,14 +633,24 @@ func QMVFRowsPerGroup(t quant.Type, k int64, path int) int {
 }
 
 // QMVFStageBytes is the shared memory loom_qmvf's staged path needs (the
-// activations' K·5/4 bytes, then 32 units for each group of lanes), or 0
+// activations' qmvfActBytes, then 32 units for each group of lanes), or 0
 // where t has no unit path for K.
 func QMVFStageBytes(t quant.Type, k int64) int64 {
 	if !qmvfUnitPath(t, k) {
 		return 0
 	}
 	u := qmvfUnits[t]
-	return k/4*5 + u.threads/32*32*u.bytes
+	return qmvfActBytes(t, k) + u.threads/32*32*u.bytes
+}
+
+// qmvfActBytes is the unit path's activations in shared memory: K bytes
+// of 8-bit values, K/32 steps and a sum every 32 values (Q2_K: every 16,
+// a minimum each 16 weights; quant.hip's SUMS), 4 bytes each.
+func qmvfActBytes(t quant.Type, k int64) int64 {
+	if t == quant.Q2_K {
+		return k + k/8 + k/4
+	}
+	return k + k/8 + k/8
 }
 
 // QMVFShared is the dynamic shared memory a loom_qmvf launch on path asks

@@ -2330,17 +2330,22 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
 // (12.4, 12.8 µs) are at 94% and 91% of that reader's speed, Q6_K (18.2)
 // at 86%, Q8_0 (20.6) at 90%.
 
-// qu_quantize<X, UV>: qf_quantize with the unit layout above (U = K/UV
-// units, n4 = K/4); sx holds 32-value sums.
-template <class X, int UV>
+// qu_quantize<X, UV, SUMS>: qf_quantize with the unit layout above (U =
+// K/UV units, n4 = K/4); sx holds SUMS-value sums (32, or 16 for Q2_K's
+// minimums, a scale each 16 weights), laid out as dx: sum i of unit u at
+// float4 (i/4)·U + u, component i mod 4.
+template <class X, int UV, int SUMS = 32>
 LOOM_DEV void qu_quantize(const typename X::T* __restrict__ x, int* qa, float* dx, float* sx, long long n4, int U) {
-  q8_quantize<X, 8>(x, n4, [=](long long i, unsigned int packed, float d, float sum) {
+  q8_quantize<X, SUMS / 4>(x, n4, [=](long long i, unsigned int packed, float d, float sum) {
     const int un = (int)((4 * i) / UV), o = (int)((4 * i) % UV);
     qa[((o >> 4) * U + un) * 4 + ((o >> 2) & 3)] = (int)packed;
     if ((o & 31) == 0) {
-      const int j = o >> 5, at = ((j >> 2) * U + un) * 4 + (j & 3);
-      dx[at] = d;
-      sx[at] = sum;
+      const int j = o >> 5;
+      dx[((j >> 2) * U + un) * 4 + (j & 3)] = d;
+    }
+    if ((o & (SUMS - 1)) == 0) {
+      const int j = o / SUMS;
+      sx[((j >> 2) * U + un) * 4 + (j & 3)] = sum;
     }
   });
 }
@@ -2382,7 +2387,7 @@ LOOM_DEV void qu_load(const unsigned char* p, unsigned int* w) {
 // 9j/2 with d in its low half (j even) or at word (9j − 1)/2 with d in its
 // high half and the quants word-aligned after it (j odd).
 struct qu_q4_0 {
-  static constexpr int UV = 256, UB = 144, KSTEP = 256;
+  static constexpr int UV = 256, UB = 144, KSTEP = 256, SUMS = 32;
   unsigned int w[36];
   LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
@@ -2455,7 +2460,7 @@ LOOM_DEV float qu_k45_dot(const unsigned int* w, const int4* qa, const float4* d
 // Q4_K unit: one super-block (16-byte header: d, dmin, 12 scale bytes;
 // 128 quant bytes).
 struct qu_q4_k {
-  static constexpr int UV = 256, UB = 144, KSTEP = 256;
+  static constexpr int UV = 256, UB = 144, KSTEP = 256, SUMS = 32;
   unsigned int w[36];
   LOOM_DEV void load(const unsigned char* p) { qu_load<9, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
@@ -2466,7 +2471,7 @@ struct qu_q4_k {
 // Q5_K unit: one super-block, 176 bytes (the header, 32 bytes of fifth
 // bits, 128 quant bytes): 11 16-byte loads.
 struct qu_q5_k {
-  static constexpr int UV = 256, UB = 176, KSTEP = 256;
+  static constexpr int UV = 256, UB = 176, KSTEP = 256, SUMS = 32;
   unsigned int w[44];
   LOOM_DEV void load(const unsigned char* p) { qu_load<11, 16>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
@@ -2478,7 +2483,7 @@ struct qu_q5_k {
 // block j starts at word 17j/2, d in the low half (j even, quants
 // funnelled) or the high half (j odd, quants word-aligned).
 struct qu_q8_0 {
-  static constexpr int UV = 128, UB = 136, KSTEP = 128;
+  static constexpr int UV = 128, UB = 136, KSTEP = 128, SUMS = 32;
   unsigned int w[34];
   LOOM_DEV void load(const unsigned char* p) { qu_load<17, 8>(p, w); }
   LOOM_DEV float dot(const int4* qa, const float4* dx, const float4*, int u, int U) const {
@@ -2524,7 +2529,7 @@ struct qu_q8_0 {
 LOOM_DEV unsigned int qu_off32(unsigned int q) { return (q + 0x60606060u) ^ 0x80808080u; }
 
 struct qu_q6_k {
-  static constexpr int UV = 256, UB = 210, KSTEP = 2048;
+  static constexpr int UV = 256, UB = 210, KSTEP = 2048, SUMS = 32;
   unsigned int w[53];
   LOOM_DEV void load(const unsigned char* p) {
     const unsigned int off = (unsigned int)((unsigned long long)p & 2);
@@ -2559,6 +2564,112 @@ struct qu_q6_k {
           const float sc = (float)(signed char)((w[48 + (si >> 2)] >> (8 * (si & 3))) & 255u);
           v = fmaf(d * sc * qu_at(D, j), (float)sum, v);
         }
+      }
+    }
+    return v;
+  }
+};
+
+// Q2_K and Q3_K units (session 55): one super-block a lane, as Q4_K and
+// Q6_K. By 32-weight chunks (qf_k23) these ran at 29% and 23% of copy on
+// W13 (H200, session 55's first call, against Q4_K's 62%): a chunk reads
+// its 32 quant bytes for 2 bits of each, and Q3_K's every chunk all 32
+// hmask bytes and the scales as well, 22 four-byte loads for 32 weights
+// (Q4_K's chunk: 4 sixteen-byte loads for 64) — the L1's load throughput,
+// not DRAM, bounded them. A unit is read once, 21 (Q2_K) or 28 (Q3_K)
+// words from the stage (or global memory), and each of its words gives
+// all four 2-bit planes.
+//
+// Q2_K (84 bytes, 4-byte aligned: scales[16], 4-bit scale and minimum
+// each; qs[64]; d, dmin): weight 128n + 32j + 16s + l is d·sc·q − dmin·m
+// with q bits 2j of quant byte 32n + 16s + l and sc, m from scale byte
+// 8n + 2j + s. The minimums are taken off with each 16 activations' float
+// sum (SUMS 16: the 8-bit model's, as the chunk path's), so a 32-weight
+// group is one integer sum (both scales applied in integers) and three
+// floats. K a multiple of 1,024 (4 units: rows of 16-byte multiples, as
+// the stage's 16-byte copies need).
+struct qu_q2_k {
+  static constexpr int UV = 256, UB = 84, KSTEP = 1024, SUMS = 16;
+  unsigned int w[21];
+  LOOM_DEV void load(const unsigned char* p) {
+    const unsigned int* r = reinterpret_cast<const unsigned int*>(p);
+#pragma unroll
+    for (int i = 0; i < 21; ++i) w[i] = r[i];
+  }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4* sx, int u, int U) const {
+    const float d = loom_f16_to_f32((unsigned short)(w[20] & 0xffffu)), dmin = loom_f16_to_f32((unsigned short)(w[20] >> 16));
+    float v = 0.f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const float4 D = dx[n * U + u], S[2] = {sx[2 * n * U + u], sx[(2 * n + 1) * U + u]};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        int sq = 0;
+        float sm = 0.f;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          unsigned int q[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) q[k] = (w[4 + 8 * n + 4 * s + k] >> (2 * j)) & 0x03030303u;
+          const int g = 8 * n + 2 * j + s; // scale byte, and 16-value piece
+          const unsigned int sc = (w[g >> 2] >> (8 * (g & 3))) & 255u;
+          sq += (int)(sc & 15u) * qu_dot4(q, qa[g * U + u], 0);
+          sm = fmaf((float)(sc >> 4), qu_at(S[j >> 1], 2 * (j & 1) + s), sm);
+        }
+        v = fmaf(d * qu_at(D, j), (float)sq, v);
+        v = fmaf(-dmin, sm, v);
+      }
+    }
+    return v;
+  }
+};
+
+// Q3_K (110 bytes: hmask[32], qs[64], 12 bytes of 6-bit scales, d; every
+// other unit 2 bytes past a 4-byte boundary, read as Q6_K's: the 28
+// aligned words from the boundary at or below it, shifted down): weight
+// 128n + 32j + 16s + l is d·(sc − 32)·(q − 4·(1 − h)), q bits 2j of quant
+// byte 32n + 16s + l, h bit 4n + j of hmask byte 16s + l, sc scale
+// 8n + 2j + s. q − 4·(1 − h) is formed as a signed byte (qf_k23's), so a
+// 32-weight group is one integer sum, both scales applied in integers. K
+// a multiple of 2,048 (8 units, rows of 16-byte multiples; a row's last
+// unit is then an odd, unaligned one, so an aligned unit's 28th word
+// lies inside its row, as Q6_K's 53rd does).
+struct qu_q3_k {
+  static constexpr int UV = 256, UB = 110, KSTEP = 2048, SUMS = 32;
+  unsigned int w[28];
+  LOOM_DEV void load(const unsigned char* p) {
+    const unsigned int off = (unsigned int)((unsigned long long)p & 2);
+    const unsigned int* r = reinterpret_cast<const unsigned int*>(p - off);
+    unsigned int t[28];
+#pragma unroll
+    for (int i = 0; i < 28; ++i) t[i] = r[i];
+#pragma unroll
+    for (int i = 0; i < 27; ++i) w[i] = (unsigned int)((((unsigned long long)t[i + 1] << 32) | t[i]) >> (8 * off));
+    w[27] = t[27] >> (8 * off);
+  }
+  LOOM_DEV float dot(const int4* qa, const float4* dx, const float4*, int u, int U) const {
+    const float d = loom_f16_to_f32((unsigned short)(w[27] & 0xffffu));
+    const unsigned int sw[3] = {w[24], w[25], w[26]};
+    float v = 0.f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const float4 D = dx[n * U + u];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        int sum = 0;
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          unsigned int q[4];
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const unsigned int Q = w[8 + 8 * n + 4 * s + k], H = w[4 * s + k];
+            const unsigned int c = ((Q >> (2 * j)) & 0x03030303u) | (((H >> (4 * n + j)) & 0x01010101u) << 2); // 0…7
+            q[k] = (c + 0x7C7C7C7Cu) ^ 0x80808080u; // c − 4 as signed bytes
+          }
+          const int g = 8 * n + 2 * j + s;
+          sum += ((int)q3_scale_w(sw, g) - 32) * qu_dot4(q, qa[g * U + u], 0);
+        }
+        v = fmaf(d * qu_at(D, j), (float)sum, v);
       }
     }
     return v;
@@ -2651,9 +2762,9 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
   float* sx = dx + K / 32;
   const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
   const int P = qu_lanes(U), RG = QMV_GROUP / P, sub = lane / P, u0 = lane % P;
-  // The stage buffers follow the activations (K·5/4 bytes, a multiple of 16).
-  unsigned char* stage = reinterpret_cast<unsigned char*>(sx + K / 32) + group * (QMV_GROUP * F::UB);
-  const bool staged = stage_it && qu_dynamic_shared() >= (unsigned long long)(K / 4 * 5 + groups * QMV_GROUP * F::UB);
+  // The stage buffers follow the activations (K·5/4 bytes, Q2_K's K·11/8 with 16-value sums; a multiple of 16).
+  unsigned char* stage = reinterpret_cast<unsigned char*>(sx + K / F::SUMS) + group * (QMV_GROUP * F::UB);
+  const bool staged = stage_it && qu_dynamic_shared() >= (unsigned long long)(K + K / 8 + 4 * K / F::SUMS + groups * QMV_GROUP * F::UB);
   const long long stride = (long long)gridDim.x * groups;
   // A step is a group's span: units ub … ub + 31 of rows r0 = g·RG … (all
   // RG rows' units where U ≤ 32).
@@ -2669,7 +2780,7 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
   // kernels.QMVFFused): the entry began with loom_grid_defer(), and the
   // first stage above is in flight while the kernel ahead finishes.
   if constexpr (DEFER) loom_grid_entry();
-  qu_quantize<X, F::UV>(x, qa, dx, sx, K / 4, U);
+  qu_quantize<X, F::UV, F::SUMS>(x, qa, dx, sx, K / 4, U);
   __syncthreads();
   const int4* qa4 = reinterpret_cast<const int4*>(qa);
   const float4 *dx4 = reinterpret_cast<const float4*>(dx), *sx4 = reinterpret_cast<const float4*>(sx);
@@ -2723,22 +2834,12 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 // DEFER: the entry began with loom_grid_defer() (the weight is not written
 // by the step before): the staged path issues its first stage, then waits;
 // the others wait first.
-//
-// A format without a unit (Q2_K, Q3_K: qu_none, KSTEP 0) always takes
-// its chunks.
-struct qu_none {
-  static constexpr int KSTEP = 0;
-};
-typedef qu_none qu_q2_k;
-typedef qu_none qu_q3_k;
 template <class F, class G, class X, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
-  if constexpr (G::KSTEP > 0) {
-    if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0) {
-      qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
-      return;
-    }
+  if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0) {
+    qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
+    return;
   }
   qmvf<F, X, QMVF_ROWS, PAIR, DEFER>(w, x, K, N, rowBytes, store);
 }

@@ -44,12 +44,13 @@ func TestQMVFFusedRefuses(t *testing.T) {
 // 8192, K too large to stage (14336), K not a multiple of the unit, an
 // unaligned weight, AMD and an NVIDIA GPU without cp.async.
 func TestQMVFPaths(t *testing.T) {
-	units := map[string][3]int{}
-	for _, m := range regexp.MustCompile(`struct qu_(\w+) \{\n  static constexpr int UV = (\d+), UB = (\d+), KSTEP = (\d+);`).FindAllStringSubmatch(quantHIP, -1) {
+	units := map[string][4]int{}
+	for _, m := range regexp.MustCompile(`struct qu_(\w+) \{\n  static constexpr int UV = (\d+), UB = (\d+), KSTEP = (\d+), SUMS = (\d+);`).FindAllStringSubmatch(quantHIP, -1) {
 		uv, _ := strconv.Atoi(m[2])
 		ub, _ := strconv.Atoi(m[3])
 		ks, _ := strconv.Atoi(m[4])
-		units[m[1]] = [3]int{uv, ub, ks}
+		sums, _ := strconv.Atoi(m[5])
+		units[m[1]] = [4]int{uv, ub, ks, sums}
 	}
 	calls := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^#define QMVF_CALL_(\w+)\(V, X\) qmv1<qf_\w+<V>, qu_(\w+), X>`).FindAllStringSubmatch(quantHIP, -1) {
@@ -58,10 +59,13 @@ func TestQMVFPaths(t *testing.T) {
 		}
 		calls[m[1]] = true
 	}
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
 		u, ok := units[f.String()]
-		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes || int64(u[2]) != qmvfUnits[f].kstep {
-			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes, K a multiple of %d", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes, qmvfUnits[f].kstep)
+		// The activations' bytes the kernel's SUMS implies (K values, K/32
+		// steps, K/SUMS sums) against the host's, at K = 2048.
+		act := int64(2048 + 2048/32*4 + 2048*4/max(u[3], 1))
+		if ok != (QMVFUnit(f) != 0) || ok != calls[f.String()] || u[0] != QMVFUnit(f) || int64(u[1]) != qmvfUnits[f].bytes || int64(u[2]) != qmvfUnits[f].kstep || act != qmvfActBytes(f, 2048) {
+			t.Errorf("%v: quant.hip unit %v (called: %v); QMVFUnit %d, %d bytes, K a multiple of %d, activations %d bytes at K 2048", f, u, calls[f.String()], QMVFUnit(f), qmvfUnits[f].bytes, qmvfUnits[f].kstep, qmvfActBytes(f, 2048))
 		}
 	}
 	h200 := codegen.Target{Platform: codegen.NVIDIA, Arch: "sm_90"}
@@ -96,6 +100,17 @@ func TestQMVFPaths(t *testing.T) {
 		{quant.Q5_K, 14336, true, h200, QMVFStaged, 1, 17920 + 4*32*176, 128},
 		{quant.Q5_K, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8, 256},
 		{quant.Q5_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
+		{quant.Q3_K, 2048, true, h200, QMVFStaged, 4, 2560 + 8*32*110, 256},
+		{quant.Q3_K, 4096, true, h200, QMVFStaged, 2, 5120 + 8*32*110, 256},
+		{quant.Q3_K, 14336, true, h200, QMVFStaged, 1, 17920 + 8*32*110, 256},
+		{quant.Q3_K, 3072, true, h200, QMVFChunks, QMVFRows, 3072 * 11 / 8, 256},
+		{quant.Q3_K, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8, 256},
+		{quant.Q3_K, 4096, true, codegen.Target{Platform: codegen.AMD, Arch: "gfx90a"}, QMVFUnits, 2, 4096 * 11 / 8, 256},
+		{quant.Q2_K, 1024, true, h200, QMVFStaged, 8, 1408 + 8*32*84, 256},
+		{quant.Q2_K, 3072, true, h200, QMVFStaged, 2, 4224 + 8*32*84, 256},
+		{quant.Q2_K, 14336, true, h200, QMVFStaged, 1, 19712 + 8*32*84, 256},
+		{quant.Q2_K, 2560, true, h200, QMVFChunks, QMVFRows, 2560 * 11 / 8, 256},
+		{quant.Q2_K, 4096, false, h200, QMVFChunks, QMVFRows, 4096 * 11 / 8, 256},
 	} {
 		path := QMVFPathFor(c.f, c.k, c.aligned, c.target)
 		rows, shared, threads := QMVFRowsPerGroup(c.f, c.k, path), QMVFShared(c.f, c.k, path), QMVFThreadsFor(c.f, path)
