@@ -154,7 +154,7 @@ func Q8XBytes(n int64) int64 { return n + n/32*4 + n/16*4 }
 // QMVQEntry names the mat-vec of weight format t on 8-bit activations
 // (Q8XEntry's) with output dtype x, for m activation rows (one row has its
 // own kernel); ok is false where there is none (formats other than Q4_0,
-// Q8_0, Q2_K, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
 // (QMVWordThreads); its weight rows must be aligned to QMVQAlign(t) bytes.
 func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	o, ok := halfName(x)
@@ -178,10 +178,10 @@ func QMVQAlign(t quant.Type) int {
 		return 16
 	case quant.Q2_K:
 		return 4
-	case quant.Q4_0, quant.Q8_0, quant.Q6_K:
+	case quant.Q4_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
 		return 2
 	}
-	return 0 // Q3_K too: see quant.hip's qmvq_q2_k
+	return 0
 }
 
 // QMVTEntry names the mat-vec of weight format t on 8-bit activations
@@ -314,15 +314,10 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 
 // QMVFAlign is the alignment in bytes loom_qmvf needs of its weight rows
 // in format t, 0 for a format without that kernel: its chunks are read as
-// loom_qmvq reads them (QMVQAlign; Q3_K, which has no loom_qmvq, through
-// 2-byte-aligned windows), and its units need 16 bytes, which the host
-// checks apart (QMVFPathFor).
-func QMVFAlign(t quant.Type) int {
-	if t == quant.Q3_K {
-		return 2
-	}
-	return QMVQAlign(t)
-}
+// loom_qmvq reads them (QMVQAlign; Q3_K's through 2-byte-aligned windows
+// in one and 2-byte loads in the other), and its units need 16 bytes,
+// which the host checks apart (QMVFPathFor).
+func QMVFAlign(t quant.Type) int { return QMVQAlign(t) }
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).

@@ -2053,16 +2053,55 @@ struct qf_q2_k : qf_k23<true> {};
 template <int V>
 struct qf_q3_k : qf_k23<false> {};
 
-// qmvq_q2_k: the same chunks for loom_qmvq (each multiplied into every
-// activation row). Q3_K has no loom_qmvq: ROCm 5.2's hiprtc (Debian's
-// libamdhip64-5, CI's AMD compile) crashed with a segmentation fault
-// compiling this file with qmvq_k23<MAXM, false> instantiated (with the
-// chunk loop unrolled 4 times or not; the one-row kernel's use of the
-// same chunk compiles), so Q3_K's 2–8-row products keep the f32 mat-vec.
-template <int MAXM, bool Q2>
+// qmvq_q2_k, qmvq_q3_k: the same chunks for loom_qmvq (each multiplied
+// into every activation row). ROCm 5.2's hiprtc (Debian's libamdhip64-5,
+// CI's AMD compile) crashed with a segmentation fault compiling this file
+// with qmvq_k23<MAXM, false> (Q3_K through qf_k23's aligned windows)
+// instantiated, the chunk loop unrolled 4 times or not; Q3_K's multi-row
+// chunk is therefore qf_q3_k16: the same arithmetic with every word read
+// as two 2-byte loads (Q3_K's fields are 2-byte aligned), no windows and
+// no misalignment selects.
+struct qf_q3_k16 {
+  int q[8];
+  float f0, f1;
+  LOOM_DEV static unsigned int w16(const unsigned char* p) {
+    const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+    return (unsigned int)h[0] | ((unsigned int)h[1] << 16);
+  }
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const long long sb = c >> 3;
+    const int n = (int)((c >> 2) & 1), j = (int)(c & 3), g = 8 * n + 2 * j;
+    const unsigned char* b = row + 110 * sb;
+    const unsigned int sw[3] = {w16(b + 96), w16(b + 100), w16(b + 104)};
+    const float d = loom_f16_to_f32(*reinterpret_cast<const unsigned short*>(b + 108));
+    f0 = d * (qmvw_f(q3_scale_w(sw, g)) - 32.f);
+    f1 = d * (qmvw_f(q3_scale_w(sw, g + 1)) - 32.f);
+    const int hb = 4 * n + j;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned int qw = w16(b + 32 + 32 * n + 4 * k), hw = w16(b + 4 * k);
+      const unsigned int v = ((qw >> (2 * j)) & 0x03030303u) | (((hw >> hb) & 0x01010101u) << 2); // 0…7
+      q[k] = (int)((v + 0x7C7C7C7Cu) ^ 0x80808080u);                                                // v − 4 as signed bytes
+    }
+  }
+  LOOM_DEV float dotrow(const int* qa, const float* dx, const float*, long long e) const {
+    const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
+    const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 4);
+    int s0 = loom_dp4a(q[0], a.x, 0);
+    s0 = loom_dp4a(q[1], a.y, s0);
+    s0 = loom_dp4a(q[2], a.z, s0);
+    s0 = loom_dp4a(q[3], a.w, s0);
+    int s1 = loom_dp4a(q[4], a2.x, 0);
+    s1 = loom_dp4a(q[5], a2.y, s1);
+    s1 = loom_dp4a(q[6], a2.z, s1);
+    s1 = loom_dp4a(q[7], a2.w, s1);
+    return dx[e / 32] * fmaf(f0, (float)s0, f1 * (float)s1);
+  }
+};
+template <int MAXM, class F>
 LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                        long long K, int M, float* acc) {
-  qf_k23<Q2> f;
+  F f;
   f.load(row, c);
 #pragma unroll
   for (int m = 0; m < MAXM; ++m)
@@ -2071,10 +2110,16 @@ LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, con
 template <int MAXM>
 LOOM_DEV void qmvq_q2_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
-  qmvq_k23<MAXM, true>(row, c, qa, dx, sx, K, M, acc);
+  qmvq_k23<MAXM, qf_k23<true>>(row, c, qa, dx, sx, K, M, acc);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q3_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_k23<MAXM, qf_q3_k16>(row, c, qa, dx, sx, K, M, acc);
 }
 #ifndef QMVF_FUSED
 LOOM_QMVQ3(q2_k)
+LOOM_QMVQ3(q3_k)
 #endif
 
 // Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its

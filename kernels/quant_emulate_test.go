@@ -96,10 +96,12 @@ QMVQ_EMU(loom_qmvq_q8_0_f32)
 QMVQ_EMU(loom_qmvq_q6_k_f32)
 QMVQ_EMU(loom_qmvq_q5_k_f32)
 QMVQ_EMU(loom_qmvq_q2_k_f32)
+QMVQ_EMU(loom_qmvq_q3_k_f32)
 static const struct { const char* name; void (*fn)(void*); } qmvq_table[] = {
   {"q4_0", body_loom_qmvq_q4_0_f32}, {"q4_k", body_loom_qmvq_q4_k_f32},
   {"q8_0", body_loom_qmvq_q8_0_f32}, {"q6_k", body_loom_qmvq_q6_k_f32},
   {"q5_k", body_loom_qmvq_q5_k_f32}, {"q2_k", body_loom_qmvq_q2_k_f32},
+  {"q3_k", body_loom_qmvq_q3_k_f32},
 };
 // usage: prog qmvq FORMAT M K N ROWBYTES GRID W X OUT
 static int qmvq(char** argv) {
@@ -455,7 +457,7 @@ func TestEmulateQMVQ(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
 		tr, _ := f.Traits()
 		for _, c := range []struct{ m, n, k, grid int }{{2, 37, 768, 2}, {5, 33, 800, 1}, {8, 64, 2048, 3}, {3, 9, 4096, 1}} {
 			if c.k%tr.Block != 0 {

@@ -34,6 +34,8 @@ var Dense = []Workload{
 	{ID: "W13m8-q6_k", Desc: "8-row decode mat-vec, W in Q6_K", Build: w13(quant.Q6_K, 8)},
 	{ID: "W13m8-q8_0", Desc: "8-row decode mat-vec, W in Q8_0", Build: w13(quant.Q8_0, 8)},
 	{ID: "W13m8-q5_k", Desc: "8-row decode mat-vec, W in Q5_K", Build: w13(quant.Q5_K, 8)},
+	{ID: "W13m8-q3_k", Desc: "8-row decode mat-vec, W in Q3_K", Build: w13(quant.Q3_K, 8)},
+	{ID: "W13m8-q2_k", Desc: "8-row decode mat-vec, W in Q2_K", Build: w13(quant.Q2_K, 8)},
 	{ID: "W13x4-q4_0", Desc: "decode mat-vec with 4× W13's rows (W [57344, 4096] in Q4_0): beside W13, what a launch costs apart from the bytes it streams", Build: w13rows(quant.Q4_0, 1, 4*14336)},
 	{ID: "W13x4-q4_k", Desc: "decode mat-vec with 4× W13's rows, W in Q4_K", Build: w13rows(quant.Q4_K, 1, 4*14336)},
 	{ID: "W13x4-q6_k", Desc: "decode mat-vec with 4× W13's rows, W in Q6_K", Build: w13rows(quant.Q6_K, 1, 4*14336)},
