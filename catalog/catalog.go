@@ -268,9 +268,13 @@ func Kernels() ([]Entry, error) {
 	}
 	// One-row quantized products fused with the chain after them (a
 	// quantized decode step's residual add, its LM head's cast), for every
-	// format with the one-launch mat-vec.
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K} {
+	// format with the one-launch mat-vec (kernels.QMVFEntry).
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0,
+		quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
+			if _, ok := kernels.QMVFEntry(f, dt); !ok {
+				return nil, fmt.Errorf("catalog: %v has no one-launch mat-vec for %v", f, dt)
+			}
 			var qerr error
 			if err := addFused(fmt.Sprintf("fused quantized mat-vec %v %v", f, dt), func(g *graph.Graph) *graph.Tensor {
 				w, err := g.QInput("w", f, 40, 256)

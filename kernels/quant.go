@@ -153,8 +153,8 @@ func Q8XBytes(n int64) int64 { return n + n/32*4 + n/16*4 }
 
 // QMVQEntry names the mat-vec of weight format t on 8-bit activations
 // (Q8XEntry's) with output dtype x, for m activation rows (one row has its
-// own kernel); ok is false where there is none (formats other than Q4_0,
-// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K). Its block size is the word-load kernels'
+// own kernel); ok is false where there is none (Q8_1 and Q8_K, the
+// activations' formats). Its block size is the word-load kernels'
 // (QMVWordThreads); its weight rows must be aligned to QMVQAlign(t) bytes.
 func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 	o, ok := halfName(x)
@@ -169,16 +169,18 @@ func QMVQEntry(t quant.Type, x dtype.DType, m int) (name string, ok bool) {
 }
 
 // QMVQAlign is the alignment in bytes loom_qmvq_* needs of its weight
-// rows in format t (Q4_K's and Q5_K's 16-byte quant loads, Q2_K's 4-byte
-// ones; the others read 2 bytes at a time or through aligned windows), 0
-// for a format without that kernel.
+// rows in format t (Q4_K's and Q5_K's 16-byte quant loads, Q2_K's, Q4_1's
+// and Q5_1's 4-byte ones; the others read 2 bytes at a time or through
+// aligned windows), 0 for a format without that kernel.
 func QMVQAlign(t quant.Type) int {
 	switch t {
 	case quant.Q4_K, quant.Q5_K:
 		return 16
 	case quant.Q2_K:
 		return 4
-	case quant.Q4_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
+	case quant.Q4_1, quant.Q5_1:
+		return 4
+	case quant.Q4_0, quant.Q5_0, quant.Q8_0, quant.Q6_K, quant.Q3_K:
 		return 2
 	}
 	return 0
@@ -296,7 +298,7 @@ func QMVTEntries() []string {
 // (loom_qmvf_*: each block quantizes x into shared memory, then its
 // groups of 32 lanes walk the weight rows) of weight format t with
 // activations and output of dtype x; ok is false where there is none
-// (formats other than Q4_0, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K). It takes one
+// (Q8_1 and Q8_K). It takes one
 // activation row (more rows take Q8XEntry + QMVQEntry, faster there),
 // launches QMVFThreads threads a block with QMVFSharedBytes(K) bytes of
 // dynamic shared memory (at most QMVFMaxShared), needs K a multiple of
@@ -321,7 +323,8 @@ func QMVFAlign(t quant.Type) int { return QMVQAlign(t) }
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).
-var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4, "q5_k": 16, "q2_k": 4, "q3_k": 4}
+var qmvfVec = map[string]int{"q4_0": 8, "q8_0": 8, "q4_k": 16, "q6_k": 4, "q5_k": 16, "q2_k": 4, "q3_k": 4,
+	"q4_1": 4, "q5_0": 4, "q5_1": 4}
 
 // QMVFFused returns the translation unit and entry name of the one-row
 // mat-vec entry (a QMVFEntry name) fused with the epilogue of fused
@@ -695,7 +698,7 @@ func QuantEntries() []string {
 	for _, d := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		n, _ := Q8XEntry(d)
 		out = append(out, n)
-		for _, t := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
+		for _, t := range []quant.Type{quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.Q8_0, quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 			n, _ := QMVFEntry(t, d)
 			out = append(out, n)
 		}

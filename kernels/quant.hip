@@ -2056,7 +2056,7 @@ struct qf_q3_k : qf_k23<false> {};
 // qmvq_q2_k, qmvq_q3_k: the same chunks for loom_qmvq (each multiplied
 // into every activation row). ROCm 5.2's hiprtc (Debian's libamdhip64-5,
 // CI's AMD compile) crashed with a segmentation fault compiling this file
-// with qmvq_k23<MAXM, false> (Q3_K through qf_k23's aligned windows)
+// with the chunk loop over Q3_K's qf_k23 (through qf_k23's aligned windows)
 // instantiated, the chunk loop unrolled 4 times or not; Q3_K's multi-row
 // chunk is therefore qf_q3_k16: the same arithmetic with every word read
 // as two 2-byte loads (Q3_K's fields are 2-byte aligned), no windows and
@@ -2098,8 +2098,10 @@ struct qf_q3_k16 {
     return dx[e / 32] * fmaf(f0, (float)s0, f1 * (float)s1);
   }
 };
+// qmvq_by<MAXM, F>: loom_qmvq's chunk c of one weight row by the chunk
+// type F (its load and dotrow), into every activation row.
 template <int MAXM, class F>
-LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+LOOM_DEV void qmvq_by(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                        long long K, int M, float* acc) {
   F f;
   f.load(row, c);
@@ -2110,16 +2112,115 @@ LOOM_DEV void qmvq_k23(const unsigned char* row, long long c, const int* qa, con
 template <int MAXM>
 LOOM_DEV void qmvq_q2_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
-  qmvq_k23<MAXM, qf_k23<true>>(row, c, qa, dx, sx, K, M, acc);
+  qmvq_by<MAXM, qf_k23<true>>(row, c, qa, dx, sx, K, M, acc);
 }
 template <int MAXM>
 LOOM_DEV void qmvq_q3_k(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
                         long long K, int M, float* acc) {
-  qmvq_k23<MAXM, qf_q3_k16>(row, c, qa, dx, sx, K, M, acc);
+  qmvq_by<MAXM, qf_q3_k16>(row, c, qa, dx, sx, K, M, acc);
 }
 #ifndef QMVF_FUSED
 LOOM_QMVQ3(q2_k)
 LOOM_QMVQ3(q3_k)
+#endif
+
+// Q4_1, Q5_0 and Q5_1 (20-, 22- and 24-byte blocks of 32 weights; d, for
+// Q4_1 and Q5_1 a minimum m, for Q5_0 and Q5_1 the fifth bits qh as a
+// little-endian word, 16 quant bytes: weight i the low nibble of byte i,
+// weight i + 16 the high one, fifth bits qh bit i and i + 16): a chunk is
+// a block. Q5_0's weight d·(q − 16) goes into the integer sum whole (q −
+// 16 as signed bytes); Q4_1's and Q5_1's d·q + m takes m off with x's
+// 16-value float sums, as Q4_0's −8d. Q4_1 and Q5_1 blocks are 4-byte
+// aligned where the weight is (rows of 20 and 24 bytes a block), Q5_0's
+// every other one 2 bytes off: read through qf_window.
+// qf_bits5(h): the 4 low bits of h as bit 4 of 4 bytes.
+LOOM_DEV unsigned int qf_bits5(unsigned int h) { return ((h & 15u) * 0x00204081u & 0x01010101u) << 4; }
+
+template <int KIND> // 0: Q4_1, 1: Q5_0, 2: Q5_1
+struct qf_q451 {
+  static constexpr int CHUNK = 32, BYTES = KIND == 0 ? 20 : (KIND == 1 ? 22 : 24);
+  float d, m;
+  int lo[4], hi[4];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const unsigned char* p = row + BYTES * c;
+    unsigned int W[6], qs[4], qh = 0;
+    if (KIND == 1) {
+      unsigned int X[6];
+      qf_window<6, 4>(p, X); // p … p + 21 within the 24 bytes from the boundary
+      const bool s = ((unsigned long long)p & 2) != 0;
+      d = loom_f16_to_f32((unsigned short)(s ? X[0] >> 16 : X[0] & 0xffffu));
+      m = 0.f;
+      qh = s ? X[1] : qf_funnel16(X[0], X[1]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) qs[k] = s ? X[k + 2] : qf_funnel16(X[k + 1], X[k + 2]);
+    } else {
+      const unsigned int* w = reinterpret_cast<const unsigned int*>(p);
+#pragma unroll
+      for (int k = 0; k < BYTES / 4; ++k) W[k] = w[k];
+      d = loom_f16_to_f32((unsigned short)(W[0] & 0xffffu));
+      m = loom_f16_to_f32((unsigned short)(W[0] >> 16));
+      if (KIND == 2) qh = W[1];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) qs[k] = W[BYTES / 4 - 4 + k];
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      unsigned int l = qs[k] & 0x0F0F0F0Fu, h = (qs[k] >> 4) & 0x0F0F0F0Fu;
+      if (KIND != 0) {
+        l |= qf_bits5(qh >> (4 * k));
+        h |= qf_bits5(qh >> (16 + 4 * k));
+      }
+      if (KIND == 1) { // q − 16 as signed bytes
+        l = (l + 0x70707070u) ^ 0x80808080u;
+        h = (h + 0x70707070u) ^ 0x80808080u;
+      }
+      lo[k] = (int)l;
+      hi[k] = (int)h;
+    }
+  }
+  // dotrow: the block times the activations of elements e … e + 31 of the
+  // 8-bit layout (e = 32c for one row, m·K + 32c for row m).
+  LOOM_DEV float dotrow(const int* qa, const float* dx, const float* sx, long long e) const {
+    const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
+    const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 4);
+    int s = loom_dp4a(lo[0], a.x, 0);
+    s = loom_dp4a(lo[1], a.y, s);
+    s = loom_dp4a(lo[2], a.z, s);
+    s = loom_dp4a(lo[3], a.w, s);
+    s = loom_dp4a(hi[0], a2.x, s);
+    s = loom_dp4a(hi[1], a2.y, s);
+    s = loom_dp4a(hi[2], a2.z, s);
+    s = loom_dp4a(hi[3], a2.w, s);
+    const float v = d * dx[e / 32] * (float)s;
+    return KIND == 1 ? v : fmaf(m, sx[e / 16] + sx[e / 16 + 1], v);
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float* sx, long long c) const { return dotrow(qa, dx, sx, 32 * c); }
+};
+template <int V>
+struct qf_q4_1 : qf_q451<0> {};
+template <int V>
+struct qf_q5_0 : qf_q451<1> {};
+template <int V>
+struct qf_q5_1 : qf_q451<2> {};
+template <int MAXM>
+LOOM_DEV void qmvq_q4_1(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_by<MAXM, qf_q451<0>>(row, c, qa, dx, sx, K, M, acc);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q5_0(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_by<MAXM, qf_q451<1>>(row, c, qa, dx, sx, K, M, acc);
+}
+template <int MAXM>
+LOOM_DEV void qmvq_q5_1(const unsigned char* row, long long c, const int* qa, const float* dx, const float* sx,
+                        long long K, int M, float* acc) {
+  qmvq_by<MAXM, qf_q451<2>>(row, c, qa, dx, sx, K, M, acc);
+}
+#ifndef QMVF_FUSED
+LOOM_QMVQ3(q4_1)
+LOOM_QMVQ3(q5_0)
+LOOM_QMVQ3(q5_1)
 #endif
 
 // Q6_K (210-byte super-blocks, 2-byte aligned): chunk c as qmvq_q6_k, its
@@ -2879,12 +2980,24 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 // DEFER: the entry began with loom_grid_defer() (the weight is not written
 // by the step before): the staged path issues its first stage, then waits;
 // the others wait first.
+//
+// A format without a unit (Q4_1, Q5_0, Q5_1: qu_none, KSTEP 0) always
+// takes its chunks. The qu_<format> names are what QMVF_CALL and the fused
+// entries (kernels.QMVFFused) pass.
+struct qu_none {
+  static constexpr int KSTEP = 0;
+};
+typedef qu_none qu_q4_1;
+typedef qu_none qu_q5_0;
+typedef qu_none qu_q5_1;
 template <class F, class G, class X, bool PAIR = false, bool DEFER = false, class S>
 LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x, long long K, long long N,
                    long long rowBytes, int path, S store) {
-  if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0) {
-    qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
-    return;
+  if constexpr (G::KSTEP > 0) {
+    if (path > 0 && K % G::KSTEP == 0 && ((unsigned long long)w & 15) == 0) {
+      qmvu<G, X, PAIR, DEFER>(w, x, K, N, rowBytes, path == 2, store);
+      return;
+    }
   }
   qmvf<F, X, QMVF_ROWS, PAIR, DEFER>(w, x, K, N, rowBytes, store);
 }
@@ -2898,6 +3011,9 @@ LOOM_DEV void qmv1(const unsigned char* __restrict__ w, const typename X::T* __r
 #define QMVF_CALL_q5_k(V, X) qmv1<qf_q5_k<V>, qu_q5_k, X>
 #define QMVF_CALL_q2_k(V, X) qmv1<qf_q2_k<V>, qu_q2_k, X>
 #define QMVF_CALL_q3_k(V, X) qmv1<qf_q3_k<V>, qu_q3_k, X>
+#define QMVF_CALL_q4_1(V, X) qmv1<qf_q4_1<V>, qu_q4_1, X>
+#define QMVF_CALL_q5_0(V, X) qmv1<qf_q5_0<V>, qu_q5_0, X>
+#define QMVF_CALL_q5_1(V, X) qmv1<qf_q5_1<V>, qu_q5_1, X>
 #define LOOM_QMVF(FMT, V, X, NAME)                                                                    \
   extern "C" __global__ void __launch_bounds__(QMVF_THREADS)                                         \
       NAME(const unsigned char* __restrict__ w, const X::T* __restrict__ x, X::T* __restrict__ y,    \
@@ -2921,4 +3037,7 @@ LOOM_QMVF3(q6_k, 4)
 LOOM_QMVF3(q5_k, 16)
 LOOM_QMVF3(q2_k, 4)
 LOOM_QMVF3(q3_k, 4)
+LOOM_QMVF3(q4_1, 4)
+LOOM_QMVF3(q5_0, 4)
+LOOM_QMVF3(q5_1, 4)
 #endif

@@ -59,6 +59,12 @@ QMVF_EMU(loom_qmvf_q6_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q5_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q2_k_bf16, unsigned short)
 QMVF_EMU(loom_qmvf_q3_k_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q4_1_f32, float)
+QMVF_EMU(loom_qmvf_q5_0_f32, float)
+QMVF_EMU(loom_qmvf_q5_1_f32, float)
+QMVF_EMU(loom_qmvf_q4_1_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q5_0_bf16, unsigned short)
+QMVF_EMU(loom_qmvf_q5_1_bf16, unsigned short)
 // The format (and "_bf16" for bf16 activations and output), the entry and
 // the element size.
 static const struct { const char* name; void (*fn)(void*); int size; } table[] = {
@@ -69,6 +75,9 @@ static const struct { const char* name; void (*fn)(void*); int size; } table[] =
   {"q5_k", body_loom_qmvf_q5_k_f32, 4}, {"q5_k_bf16", body_loom_qmvf_q5_k_bf16, 2},
   {"q2_k", body_loom_qmvf_q2_k_f32, 4}, {"q2_k_bf16", body_loom_qmvf_q2_k_bf16, 2},
   {"q3_k", body_loom_qmvf_q3_k_f32, 4}, {"q3_k_bf16", body_loom_qmvf_q3_k_bf16, 2},
+  {"q4_1", body_loom_qmvf_q4_1_f32, 4}, {"q4_1_bf16", body_loom_qmvf_q4_1_bf16, 2},
+  {"q5_0", body_loom_qmvf_q5_0_f32, 4}, {"q5_0_bf16", body_loom_qmvf_q5_0_bf16, 2},
+  {"q5_1", body_loom_qmvf_q5_1_f32, 4}, {"q5_1_bf16", body_loom_qmvf_q5_1_bf16, 2},
 };
 /*DQ_TABLE*/
 // usage: prog dequant NAME COUNT GRID SRC OUTBYTES OUT
@@ -97,11 +106,15 @@ QMVQ_EMU(loom_qmvq_q6_k_f32)
 QMVQ_EMU(loom_qmvq_q5_k_f32)
 QMVQ_EMU(loom_qmvq_q2_k_f32)
 QMVQ_EMU(loom_qmvq_q3_k_f32)
+QMVQ_EMU(loom_qmvq_q4_1_f32)
+QMVQ_EMU(loom_qmvq_q5_0_f32)
+QMVQ_EMU(loom_qmvq_q5_1_f32)
 static const struct { const char* name; void (*fn)(void*); } qmvq_table[] = {
   {"q4_0", body_loom_qmvq_q4_0_f32}, {"q4_k", body_loom_qmvq_q4_k_f32},
   {"q8_0", body_loom_qmvq_q8_0_f32}, {"q6_k", body_loom_qmvq_q6_k_f32},
   {"q5_k", body_loom_qmvq_q5_k_f32}, {"q2_k", body_loom_qmvq_q2_k_f32},
-  {"q3_k", body_loom_qmvq_q3_k_f32},
+  {"q3_k", body_loom_qmvq_q3_k_f32}, {"q4_1", body_loom_qmvq_q4_1_f32},
+  {"q5_0", body_loom_qmvq_q5_0_f32}, {"q5_1", body_loom_qmvq_q5_1_f32},
 };
 // usage: prog qmvq FORMAT M K N ROWBYTES GRID W X OUT
 static int qmvq(char** argv) {
@@ -332,6 +345,8 @@ func q8Model(f quant.Type, raw []byte, w, x []float32) (model, scale float64) {
 			}
 		case quant.Q4_0:
 			c = 8 * float64(f16(blk))
+		case quant.Q4_1, quant.Q5_1: // d·q + m: the offset −m
+			c = -float64(f16(blk[2:]))
 		case quant.Q4_K, quant.Q5_K:
 			j := b0 % 256 / 32 // sub-block
 			sc := blk[4:16]
@@ -390,7 +405,7 @@ func TestEmulateQMVF(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K, quant.Q4_1, quant.Q5_0, quant.Q5_1} {
 		tr, _ := f.Traits()
 		// Rows of 1, 3, 8, 12, 32 and 56 Q4 units (Q8_0: twice as many),
 		// K = 800 (no whole unit), grids smaller than the rows' groups.
@@ -457,7 +472,7 @@ func TestEmulateQMVQ(t *testing.T) {
 	prog := quantEmu.get(t, quantEmuSource)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
+	for _, f := range []quant.Type{quant.Q4_0, quant.Q4_K, quant.Q8_0, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K, quant.Q4_1, quant.Q5_0, quant.Q5_1} {
 		tr, _ := f.Traits()
 		for _, c := range []struct{ m, n, k, grid int }{{2, 37, 768, 2}, {5, 33, 800, 1}, {8, 64, 2048, 3}, {3, 9, 4096, 1}} {
 			if c.k%tr.Block != 0 {

@@ -135,7 +135,7 @@ func TestGPUQMVQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 44))
 	defer func() { qmvTwoLaunch, qmvNoMMA, qmvfPath = false, false, -1 }()
 	for _, mode := range []string{"one", "units", "chunks", "two", "dp4a"} {
-		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K} {
+		for _, f := range []quant.Type{quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.Q5_K, quant.Q2_K, quant.Q3_K, quant.Q4_1, quant.Q5_0, quant.Q5_1} {
 			for _, dt := range []dtype.DType{dtype.F32, dtype.BF16, dtype.F16} {
 				for _, c := range []struct{ m, n, k int }{{1, 37, 768}, {3, 9, 4096}, {8, 64, 2048}, {1, 5, 256}, {5, 130, 512},
 					{2, 33, 800}, {1, 33, 800}, {1, 20000, 256}, {7, 1001, 1024}, {4, 17, 256}, {6, 48, 768}, {8, 3, 512},
@@ -227,7 +227,7 @@ func TestGPUQMVQ8(t *testing.T) {
 // the rounded activation by: |w| where the whole weight goes into the
 // integer dot product (Q8_0; Q6_K's q − 32 is formed in integers, and
 // Q4_0's q − 8 with intOffset, as the tensor-core kernel does), and
-// |d·q| = |w − w₀| for Q4_0, Q2_K, Q4_K and Q5_K, whose offset (−8d; −dmin·m) is
+// |d·q| = |w − w₀| for Q4_0, Q4_1, Q5_1, Q2_K, Q4_K and Q5_K, whose offset (−8d; m; −dmin·m) is
 // applied to the unrounded sums of x instead; w₀ is the block dequantized
 // with every quant 0. With |w| there, the bound was too tight by up to
 // 15/8 (a Q4_0 quant of 15 weighs 15d in the dot product, its weight 7d).
@@ -245,6 +245,10 @@ func quantCoefficients(t *testing.T, f quant.Type, raw []byte, w []float32, intO
 		block, start, end = 176, 16, 176
 	case quant.Q2_K: // the quants (bytes 16 … 79); scales, d and dmin kept
 		block, start, end = 84, 16, 80
+	case quant.Q4_1: // d·q + m: the quants (bytes 4 … 19)
+		block, start, end = 20, 4, 20
+	case quant.Q5_1: // qh and the quants (bytes 4 … 23)
+		block, start, end = 24, 4, 24
 	}
 	c := make([]float64, len(w))
 	if block == 0 {
