@@ -36,6 +36,17 @@ func TinyConfig() Config {
 		ContextLength: 2048, RopeTheta: 10000, RMSEps: 1e-5}
 }
 
+// SmolLM135MConfig has SmolLM-135M's shape (a llama; Hugging Face's
+// HuggingFaceTB/SmolLM-135M config): 30 layers, hidden 576, 9 heads over 3
+// key/value heads (head dim 64), intermediate 1536, vocabulary 49152, rope
+// theta 10000, tied embeddings. Its rows of 576 values are not whole
+// k-quant super-blocks, so llama.cpp's k-quant mixtures store most of its
+// matrices in their fallbacks (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0).
+func SmolLM135MConfig() Config {
+	return Config{Layers: 30, Hidden: 576, Heads: 9, KVHeads: 3, HeadDim: 64, Intermediate: 1536, Vocab: 49152,
+		ContextLength: 2048, RopeTheta: 10000, RMSEps: 1e-5, TieEmbeddings: true}
+}
+
 // Llama1BConfig has Llama 3.2 1B's shape: 16 layers, hidden 2048, 32 heads
 // over 8 key/value heads (head dim 64), intermediate 8192, vocabulary
 // 128256, rope theta 500000 with llama3 scaling (factor 32, low/high 1/4,

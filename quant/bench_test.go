@@ -102,7 +102,7 @@ func BenchmarkVecDotTwin(b *testing.B) {
 // BenchmarkVecDotRows is BenchmarkVecDot over 64 weight rows at once
 // (VecDotRows: the two-row assembly for Q4_0), bytes per weight row.
 func BenchmarkVecDotRows(b *testing.B) {
-	for _, t := range []Type{Q4_0, Q8_0, Q4_K, Q5_K, Q6_K} {
+	for _, t := range []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K} {
 		c := codecs[t]
 		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
 			_, w := benchRow(t)

@@ -30,6 +30,9 @@ import (
 //     one of llama.cpp's mixtures, q4_k_m, q5_k_m, q3_k_m, … (the
 //     weights written as a bf16 GGUF file, then converted as `loom gguf
 //     quantize` does);
+//   - smol135m-bf16, smol135m-FORMAT: SmolLM-135M's shape likewise (rows
+//     of 576 values: a k-quant mixture stores most matrices in its
+//     fallbacks, Q5_0, Q5_1, Q8_0, as llama.cpp's files of it do);
 //   - -model PATH: a checkpoint of the user's (GGUF, or a directory with
 //     config.json and safetensors), in the dtype it declares or -dtype.
 //
@@ -63,7 +66,7 @@ type modelResult struct {
 
 // isModelWorkload says whether id names a model workload (parseModelWorkload
 // says whether it is a valid one).
-func isModelWorkload(id string) bool { return strings.HasPrefix(id, "llama") }
+func isModelWorkload(id string) bool { return strings.HasPrefix(id, "llama") || strings.HasPrefix(id, "smol") }
 
 // modelSpec is what a model workload id asks for: a config, the dtype of
 // its float weights and of the computation, and the block format of its
@@ -93,12 +96,14 @@ func parseModelWorkload(id string) (modelSpec, error) {
 		s = modelSpec{cfg: model.TinyConfig(), dt: dtype.F32}
 	case named("llama1b"):
 		s = modelSpec{cfg: model.Llama1BConfig(), dt: dtype.BF16}
+	case named("smol135m"):
+		s = modelSpec{cfg: model.SmolLM135MConfig(), dt: dtype.BF16}
 	default:
-		return s, fmt.Errorf("unknown model workload %q (want llama-tiny[-FORMAT], llama1b-bf16 or llama1b-FORMAT)", id)
+		return s, fmt.Errorf("unknown model workload %q (want llama-tiny[-FORMAT], llama1b-bf16, llama1b-FORMAT, smol135m-bf16 or smol135m-FORMAT)", id)
 	}
 	switch {
 	case rest == "" && s.dt == dtype.BF16:
-		return s, fmt.Errorf("model workload %q: name its weights (llama1b-bf16, llama1b-q4_k, …)", id)
+		return s, fmt.Errorf("model workload %q: name its weights (%s-bf16, %s-q4_k, …)", id, id, id)
 	case rest == "bf16" && s.dt != dtype.BF16:
 		return s, fmt.Errorf("model workload %q: the tiny config is f32 (or a block format)", id)
 	case rest == "" || rest == "bf16":

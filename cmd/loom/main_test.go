@@ -389,6 +389,8 @@ func TestBenchModels(t *testing.T) {
 		{"llama-huge", `unknown model workload "llama-huge"`},
 		{"llama-tiny-q8_k", `"q8_k" is not a block format for weights`},
 		{"llama1b", "name its weights"},
+		{"smol135m", "name its weights"},
+		{"smol135m-q9_k", `"smol135m-q9_k"`},
 	} {
 		status, out, errs := loom(t, "bench", "-device", "cpu", "-workloads", c.id, "-reps", "1", "-elems", "4096")
 		if status == exitOK || !strings.Contains(errs, c.id) || !strings.Contains(errs, c.want) {
@@ -452,5 +454,22 @@ func TestBenchModelDir(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("the folder holds %v, want only llama-tiny-q4_k", names)
+	}
+}
+
+// TestSmolLMWorkload: smol135m-FORMAT is SmolLM-135M's shape, and under
+// llama.cpp's Q4_K_M its 576-value rows fall back (Q4_K → Q5_0, Q6_K →
+// Q8_0) as llama.cpp's files of it do; only its ffn_down rows (1,536
+// values) keep k-quants.
+func TestSmolLMWorkload(t *testing.T) {
+	s, err := parseModelWorkload("smol135m-q4_k_m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cfg.Hidden != 576 || s.cfg.Heads != 9 || s.cfg.KVHeads != 3 || s.cfg.Layers != 30 || s.dt != dtype.BF16 || s.mix == nil {
+		t.Fatalf("smol135m-q4_k_m: %+v", s)
+	}
+	if _, err := parseModelWorkload("smol135m-bf16"); err != nil {
+		t.Error(err)
 	}
 }

@@ -148,9 +148,17 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 				for i := range m {
 					m[i] = math.Inf(-1)
 				}
+				// A unit of fewer heads (a group of 3, 7, 1, …: SmolLM's,
+				// Qwen2-0.5B's, multi-head attention) takes the assembly
+				// too, its missing heads repeating its first, whose results
+				// are not kept: the scalar loop it took before was the
+				// slower even for one head (BenchmarkAttentionDecode).
+				for i := nh; i < attentionHeads; i++ {
+					qr[i] = qr[0]
+				}
 				for s := range vis {
 					krow := k[kr.at(b, kh, s):][:D]
-					if nh == attentionHeads && simd {
+					if simd {
 						var o [4]float64
 						n4 := D &^ 3
 						dot4F64(rowF32(qr[0]), rowF32(qr[1]), rowF32(qr[2]), rowF32(qr[3]), rowF32(krow), n4, &o)
@@ -159,7 +167,9 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 								o[i] += float64(qr[i][d]) * float64(krow[d])
 							}
 						}
-						x[0][s], x[1][s], x[2][s], x[3][s] = scale*o[0], scale*o[1], scale*o[2], scale*o[3]
+						for i := range nh {
+							x[i][s] = scale * o[i]
+						}
 					} else if nh == attentionHeads {
 						q0, q1, q2, q3 := qr[0], qr[1], qr[2], qr[3]
 						var d0, d1, d2, d3 float64
@@ -210,12 +220,12 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 				}
 				for s := range vis {
 					vrow := v[vr.at(b, kh, s):][:Dv]
-					var p [attentionHeads]float64
+					var p [attentionHeads]float64 // 0 for a unit's missing heads: their acc stays 0
 					for i := range nh {
 						p[i] = x[i][s]
 						sum[i] += p[i]
 					}
-					if nh == attentionHeads && simd {
+					if simd {
 						n4 := Dv &^ 3
 						axpy4F64(&acc[0][0], &acc[1][0], &acc[2][0], &acc[3][0], &p, rowF32(vrow), n4)
 						for d := n4; d < Dv; d++ {

@@ -17,8 +17,21 @@ import (
 // FMA: 0.29–0.43 ms against 0.91–0.93 ms a head at a time in Go, on a
 // 2-core Zen 4 VM; with float32 exponentials, 0.21–0.25 ms against
 // 0.28–0.31 in float64, alternating).
+//
+// The other shapes' groups are not multiples of four: SmolLM-135M's 9 over
+// 3 (G = 3), Qwen2-0.5B's 14 over 2 (G = 7: a unit of 4 and one of 3), and
+// plain multi-head attention (G = 1).
 func BenchmarkAttentionDecode(b *testing.B) {
-	const H, KV, S, D = 32, 8, 512, 64
+	for _, c := range []struct {
+		name  string
+		h, kv int
+	}{{"llama1b", 32, 8}, {"smollm", 9, 3}, {"qwen05b", 14, 2}, {"mha", 8, 8}} {
+		b.Run(c.name, func(b *testing.B) { benchAttentionDecode(b, c.h, c.kv) })
+	}
+}
+
+func benchAttentionDecode(b *testing.B, H, KV int) {
+	const S, D = 512, 64
 	g := graph.New()
 	q := g.Input("q", dtype.F32, 1, H, 1, D)
 	k, v := g.Input("k", dtype.F32, 1, KV, S, D), g.Input("v", dtype.F32, 1, KV, S, D)

@@ -112,6 +112,7 @@ func (s *suite) attnShapes(t *testing.T) {
 		{B: 1, H: 4, KV: 4, T: 9, S: 9, D: 8, Dv: 8, start: []int64{0}, scale: 0.35},            // a prompt
 		{B: 2, H: 4, KV: 2, T: 5, S: 20, D: 8, Dv: 12, start: []int64{10, 0}, scale: 0.3},       // chunks over a cache
 		{B: 1, H: 6, KV: 1, T: 3, S: 50, D: 4, Dv: 5, start: []int64{47}, scale: 0.5},           // multi-query
+		{B: 2, H: 9, KV: 3, T: 1, S: 70, D: 64, Dv: 64, start: []int64{69, 12}, scale: 0.125},   // groups of 3 (SmolLM's decode)
 		{B: 2, H: 2, KV: 2, T: 2, S: 7, D: 3, Dv: 2, start: []int64{100, 4000000000}, scale: 1}, // starts past the keys
 		{B: 1, H: 2, KV: 1, T: 1, S: 3000, D: 64, Dv: 64, start: []int64{2999}, scale: 0.125},   // many key blocks
 		{B: 1, H: 4, KV: 2, T: 1, S: 2048, D: 64, Dv: 64, start: []int64{700}, scale: 0.125},    // masked blocks
