@@ -66,7 +66,9 @@ type modelResult struct {
 
 // isModelWorkload says whether id names a model workload (parseModelWorkload
 // says whether it is a valid one).
-func isModelWorkload(id string) bool { return strings.HasPrefix(id, "llama") || strings.HasPrefix(id, "smol") }
+func isModelWorkload(id string) bool {
+	return strings.HasPrefix(id, "llama") || strings.HasPrefix(id, "smol")
+}
 
 // modelSpec is what a model workload id asks for: a config, the dtype of
 // its float weights and of the computation, and the block format of its
