@@ -317,9 +317,15 @@ func QMVFEntry(t quant.Type, x dtype.DType) (name string, ok bool) {
 // QMVFAlign is the alignment in bytes loom_qmvf needs of its weight rows
 // in format t, 0 for a format without that kernel: its chunks are read as
 // loom_qmvq reads them (QMVQAlign; Q3_K's through 2-byte-aligned windows
-// in one and 2-byte loads in the other), and its units need 16 bytes,
-// which the host checks apart (QMVFPathFor).
-func QMVFAlign(t quant.Type) int { return QMVQAlign(t) }
+// in one and 2-byte loads in the other; Q5_0's two blocks at a time as
+// aligned words, 4), and its units need 16 bytes, which the host checks
+// apart (QMVFPathFor).
+func QMVFAlign(t quant.Type) int {
+	if t == quant.Q5_0 {
+		return 4 // two blocks a chunk, read as aligned words (quant.hip's qf_q5_0)
+	}
+	return QMVQAlign(t)
+}
 
 // qmvfVec is the weight load width (bytes) of loom_qmvf per format, as
 // quant.hip instantiates it (LOOM_QMVF3; TestQMVFVec compares).
@@ -535,7 +541,7 @@ var qmvDeferOn = os.Getenv("LOOM_QMV_DEFER") != "0"
 // QMVFChunk is the weights a lane of loom_qmvf takes at a time in format
 // t (a chunk's struct in quant.hip): K must be a multiple of it.
 func QMVFChunk(t quant.Type) int {
-	if t == quant.Q4_K || t == quant.Q5_K {
+	if t == quant.Q4_K || t == quant.Q5_K || t == quant.Q5_0 {
 		return 64
 	}
 	return 32

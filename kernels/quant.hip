@@ -2198,8 +2198,60 @@ struct qf_q451 {
 };
 template <int V>
 struct qf_q4_1 : qf_q451<0> {};
+// qf_q5_0: the one-row kernel's Q5_0 chunk is two blocks, 44 bytes, 4-byte
+// aligned where the weight is and K a multiple of 64 (kernels.QMVFChunk,
+// QMVFAlign): read as 11 aligned words whose funnels are known when the
+// kernel is compiled, where a block alone (qf_q451<1>, the dp4a kernel's)
+// is 2 bytes off every other time and picks its words at run time. Q5_1's
+// aligned 24-byte blocks ran at 71–72% of copy on W13, Q5_0's single
+// blocks at 55–56% (H200, session 55).
 template <int V>
-struct qf_q5_0 : qf_q451<1> {};
+struct qf_q5_0 {
+  static constexpr int CHUNK = 64;
+  float d[2];
+  int lo[2][4], hi[2][4];
+  LOOM_DEV void load(const unsigned char* row, long long c) {
+    const unsigned int* w = reinterpret_cast<const unsigned int*>(row + 44 * c);
+    unsigned int W[11];
+#pragma unroll
+    for (int k = 0; k < 11; ++k) W[k] = w[k];
+    // Block 0: d bytes 0–1, qh 2–5, quants 6–21; block 1: d 22–23, qh
+    // 24–27 (word 6), quants 28–43 (words 7–10).
+    d[0] = loom_f16_to_f32((unsigned short)(W[0] & 0xffffu));
+    d[1] = loom_f16_to_f32((unsigned short)(W[5] >> 16));
+    const unsigned int qh[2] = {qf_funnel16(W[0], W[1]), W[6]};
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const unsigned int q = b == 0 ? qf_funnel16(W[k + 1], W[k + 2]) : W[k + 7];
+        const unsigned int l = (q & 0x0F0F0F0Fu) | qf_bits5(qh[b] >> (4 * k));
+        const unsigned int h = ((q >> 4) & 0x0F0F0F0Fu) | qf_bits5(qh[b] >> (16 + 4 * k));
+        lo[b][k] = (int)((l + 0x70707070u) ^ 0x80808080u); // q − 16 as signed bytes
+        hi[b][k] = (int)((h + 0x70707070u) ^ 0x80808080u);
+      }
+    }
+  }
+  LOOM_DEV float dot(const int* qa, const float* dx, const float*, long long c) const {
+    float v = 0.f;
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      const long long e = 64 * c + 32 * b;
+      const int4 a = *reinterpret_cast<const int4*>(qa + e / 4);
+      const int4 a2 = *reinterpret_cast<const int4*>(qa + e / 4 + 4);
+      int s = loom_dp4a(lo[b][0], a.x, 0);
+      s = loom_dp4a(lo[b][1], a.y, s);
+      s = loom_dp4a(lo[b][2], a.z, s);
+      s = loom_dp4a(lo[b][3], a.w, s);
+      s = loom_dp4a(hi[b][0], a2.x, s);
+      s = loom_dp4a(hi[b][1], a2.y, s);
+      s = loom_dp4a(hi[b][2], a2.z, s);
+      s = loom_dp4a(hi[b][3], a2.w, s);
+      v = fmaf(d[b] * dx[e / 32], (float)s, v);
+    }
+    return v;
+  }
+};
 template <int V>
 struct qf_q5_1 : qf_q451<2> {};
 template <int MAXM>
