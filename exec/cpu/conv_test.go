@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -173,25 +174,40 @@ func TestConvCancel(t *testing.T) {
 		}
 		in := map[string]*tensor.Tensor{"x": randTensor(t, r, dtype.F32, N, C, H, W), "w": randTensor(t, r, dtype.F32, C, C, 3, 3)}
 		e := cpu.New()
-		start := time.Now()
-		if _, err := p.Run(context.Background(), e, in); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := p.Run(context.Background(), e, in); err != nil { // warm: arenas made
 			t.Fatal(err)
 		}
-		full := time.Since(start) / 2
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(full/10, cancel)
-		start = time.Now()
-		_, err = p.Run(ctx, e, in)
-		took := time.Since(start)
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("transposed=%v: cancelled run returned %v", transposed, err)
+		// Timing on a shared machine is noisy (CI compiles kernels for AMD
+		// in the background while this runs): each attempt times a whole
+		// run just before its cancelled one, and the test fails only if
+		// every attempt returns late. A run that never looks at its
+		// context returns late every time.
+		var report []string
+		ok := false
+		for attempt := range 4 {
+			start := time.Now()
+			if _, err := p.Run(context.Background(), e, in); err != nil {
+				t.Fatal(err)
+			}
+			full := time.Since(start)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(full/10, cancel)
+			start = time.Now()
+			_, err = p.Run(ctx, e, in)
+			took := time.Since(start)
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("transposed=%v: cancelled run returned %v", transposed, err)
+			}
+			report = append(report, fmt.Sprintf("attempt %d: run %v, cancelled at %v, returned after %v", attempt, full, full/10, took))
+			if took <= full/2 {
+				ok = true
+				break
+			}
 		}
-		if took > full/2 {
-			t.Errorf("transposed=%v: cancelled after %v, returned after %v (a whole run takes %v)", transposed, full/10, took, full)
+		if !ok {
+			t.Errorf("transposed=%v: every cancelled run returned after more than half a whole run:\n%s", transposed, strings.Join(report, "\n"))
 		}
-		t.Logf("transposed=%v: run %v, cancelled at %v, returned after %v", transposed, full, full/10, took)
+		t.Logf("transposed=%v: %s", transposed, strings.Join(report, "; "))
 	}
 }
