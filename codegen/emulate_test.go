@@ -127,6 +127,12 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(dir)
+		}
+	}()
 	flags := hostemu.Flags
 	const perUnit = 24
 	var (
@@ -198,7 +204,20 @@ func buildEmulator(srcs []*Source) (*emulator, error) {
 	if err := hostemu.Run(cxx, append(append(flags, mainCC, "-o", prog), append(objs, "-lm")...)...); err != nil {
 		return nil, err
 	}
+	ok = true
 	return &emulator{prog: prog, dir: dir}, nil
+}
+
+// TestMain removes the host emulators' build folders (objects and the
+// program, ~10 MB each) after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, e := range []*emulator{emu.e, rowEmu.e} {
+		if e != nil {
+			os.RemoveAll(e.dir)
+		}
+	}
+	os.Exit(code)
 }
 
 // run executes one rendered kernel on host buffers.

@@ -216,6 +216,7 @@ func buildGemvVariant(t *testing.T, dt dtype.DType, kdim int, k *plan.Kernel, pa
 		}
 		t.Fatal(firstLines(err.Error(), 30))
 	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(prog)) })
 	return prog, l
 }
 

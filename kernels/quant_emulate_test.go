@@ -720,6 +720,7 @@ func buildQMVFFused(t *testing.T, f quant.Type, k *plan.Kernel, parts *plan.Fuse
 	if err != nil {
 		t.Fatal(firstLines(err.Error(), 30))
 	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(prog)) })
 	return prog
 }
 
@@ -867,6 +868,7 @@ func TestEmulateDequantFused(t *testing.T) {
 				if err != nil {
 					t.Fatal(firstLines(err.Error(), 30))
 				}
+				t.Cleanup(func() { os.RemoveAll(filepath.Dir(prog)) })
 				_, w, _, wp, _ := emuQuantized(t, r, dir, c.f, c.rows, k, 1)
 				s := make([]float32, k)
 				sb := make([]byte, 4*k)
