@@ -241,7 +241,7 @@ func TestAsmDotsFresh(t *testing.T) {
 // refuses rows that do not divide the bytes.
 func TestVecDotRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, typ := range []Type{Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, Q4_1} {
+	for _, typ := range []Type{Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, Q4_1, Q5_0, Q5_1} {
 		tr, _ := typ.Traits()
 		act := ActivationType(typ)
 		for trial := range 40 {

@@ -123,6 +123,37 @@ func BenchmarkVecDotRows(b *testing.B) {
 	}
 }
 
+// BenchmarkVecDotRowsSmol is VecDotRows over rows of 576 values (SmolLM-
+// 135M's hidden size, 18 blocks of 32), 1,536 of them (its MLP's gate or
+// up matrix), in the formats a k-quant file of it stores such rows in:
+// bytes per weight row. Short rows are where a row's call and tail cost
+// most.
+func BenchmarkVecDotRowsSmol(b *testing.B) {
+	const n, rows = 576, 1536
+	for _, t := range []Type{Q4_0, Q4_1, Q5_0, Q5_1, Q8_0} {
+		c := codecs[t]
+		b.Run(t.String()+"·"+c.act.String(), func(b *testing.B) {
+			_, w := benchRow(t)
+			_, a := benchRow(c.act)
+			tr, _ := t.Traits()
+			atr, _ := c.act.Traits()
+			rb := n / tr.Block * tr.Size
+			ws := make([]byte, 0, rows*rb)
+			for range rows {
+				ws = append(ws, w[:rb]...)
+			}
+			a = a[:n/atr.Block*atr.Size]
+			out := make([]float32, rows)
+			b.SetBytes(int64(len(ws)))
+			for b.Loop() {
+				if err := VecDotRows(t, ws, c.act, a, n, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkVecDotRowsMem is BenchmarkVecDotRows over ~38 MB of weight
 // rows (more than the last-level cache of the machines it was timed on),
 // so the rows come from memory: one thread's streaming rate, bytes per

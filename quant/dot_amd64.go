@@ -130,13 +130,13 @@ func prepQ4_0Y512Go(y []byte, nq int, p []byte) {
 }
 
 //go:noescape
-func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
+func dotRowsQ4_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
-func dotQ5_0Q8_0AVX2(x, y *byte, nb int) float32
+func dotRowsQ5_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
-func dotQ5_1Q8_1AVX2(x, y *byte, nb int) float32
+func dotRowsQ5_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 
 //go:noescape
 func dotQ2_KQ8_KAVX2(x, y *byte, nb int) float32
@@ -238,7 +238,8 @@ func prepBuf() *[]byte {
 // dotRowsPrepared runs VecDotRows's rows [i, len(out)) on a kernel that
 // takes the activations prepared once for all the rows (Q4_0, Q4_K; Q5_K,
 // Q6_K and Q8_0 with AVX-512), or
-// walks the rows itself (Q4_K, Q5_K, Q6_K, Q8_0: no call and Go loop a row), where
+// walks the rows itself (Q4_K, Q5_K, Q6_K, Q8_0, Q4_1, Q5_0, Q5_1: no call
+// and Go loop a row), where
 // there is one for w on this CPU, and returns the first row it did not do
 // (ok false: none).
 func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (int, bool) {
@@ -255,13 +256,19 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ5_K(rows, arow, rb, nb, i, out), true
 	case w == Q8_0 && hasDotAVX512 && len(out)-i >= 2 && nb > 0:
 		return dotRowsQ8_0(rows, arow, rb, nb, i, out), true
-	case (w == Q5_K || w == Q6_K || w == Q8_0) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+	case (w == Q5_K || w == Q6_K || w == Q8_0 || w == Q4_1 || w == Q5_0 || w == Q5_1) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		f := dotRowsQ6_KQ8_KAVX2
 		switch w {
 		case Q5_K:
 			f = dotRowsQ5_KQ8_KAVX2
 		case Q8_0:
 			f = dotRowsQ8_0Q8_0AVX2
+		case Q4_1:
+			f = dotRowsQ4_1Q8_1AVX2
+		case Q5_0:
+			f = dotRowsQ5_0Q8_0AVX2
+		case Q5_1:
+			f = dotRowsQ5_1Q8_1AVX2
 		}
 		_ = rows[len(out)*rb-1] // the rows' bytes, checked once
 		f(&rows[i*rb], rb, len(out)-i, &arow[0], nb, &out[i])
@@ -475,9 +482,9 @@ func lanesAsm(f func(x, y *byte, nb int, sums *[8]float32)) func(x, y []byte, nb
 // bytes, and every block count up to 40).
 var asmDots = map[Type]func(w, a []byte, nb int) float32{
 	Q4_0: blockAsm(dotQ4_0Q8_0AVX2),
-	Q4_1: blockAsm(dotQ4_1Q8_1AVX2),
-	Q5_0: blockAsm(dotQ5_0Q8_0AVX2),
-	Q5_1: blockAsm(dotQ5_1Q8_1AVX2),
+	Q4_1: rowsAsm(dotRowsQ4_1Q8_1AVX2),
+	Q5_0: rowsAsm(dotRowsQ5_0Q8_0AVX2),
+	Q5_1: rowsAsm(dotRowsQ5_1Q8_1AVX2),
 	Q8_0: rowsAsm(dotRowsQ8_0Q8_0AVX2),
 	Q2_K: blockAsm(dotQ2_KQ8_KAVX2),
 	Q3_K: lanesAsm(dotQ3_KQ8_KAVX2),

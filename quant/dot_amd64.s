@@ -429,139 +429,169 @@ q40done:
 	VADDSS    X5, X1, X1 \
 	VADDSS    X1, X7, X7
 
-// func dotQ4_1Q8_1AVX2(x, y *byte, nb int) float32
+// PAIR2 is QUAD4 for two consecutive blocks: their two sums, in block
+// order, as float32 in X8's lanes 0 and 1. Clobbers Y0–Y6, Y8, Y9.
+#define PAIR2(INT, XS, YS) \
+	INT(0, 0, Y8)            \
+	INT(XS, YS, Y9)          \
+	VPHADDD      Y9, Y8, Y8  \
+	VPHADDD      Y8, Y8, Y8  \
+	VEXTRACTI128 $1, Y8, X9  \
+	VPADDD       X9, X8, X8  \
+	VCVTDQ2PS    X8, X8
+
+// F16X2 loads the f16 at addr and o1 into the two low float32 of X (R is
+// a scratch GPR).
+#define F16X2(addr, o1, R, X) \
+	MOVWLZX   addr, R        \
+	VMOVD     R, X           \
+	VPINSRW   $1, o1, X, X   \
+	VCVTPH2PS X, X
+
+// ADD2 adds the two low float32 of X, in lane order, to sumf (X7).
+// Clobbers X0.
+#define ADD2(X) \
+	VADDSS    X, X7, X7  \
+	VMOVSHDUP X, X0      \
+	VADDSS    X0, X7, X7
+
+// Q81SUM2 is Q81SUM4 for two blocks (their sums in X8's lanes 0 and 1).
+#define Q81SUM2(XS) \
+	F16X2(0(SI), XS(SI), AX, X1)     \
+	F16X2(0(DI), 36(DI), BX, X2)     \
+	VMULPS X2, X1, X1                \
+	VMULPS X8, X1, X1                \
+	F16X2(2(SI), 2+XS(SI), AX, X5)   \
+	F16X2(2(DI), 38(DI), BX, X6)     \
+	VMULPS X6, X5, X5                \
+	VADDPS X5, X1, X1                \
+	ADD2(X1)
+
+// Q50SUM4 and Q50SUM2 end four or two Q5_0 blocks against their Q8_0
+// blocks (the sums in X8): c = (dx·dy)·sumi lane by lane, then added to
+// sumf one block after another. Clobbers AX, BX, X0–X2.
+#define Q50SUM4(XS) \
+	F16X4(0(SI), XS(SI), 2*XS(SI), 3*XS(SI), AX, X1) \
+	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)    \
+	VMULPS X2, X1, X1                                \
+	VMULPS X8, X1, X1                                \
+	ADD4(X1)
+
+#define Q50SUM2(XS) \
+	F16X2(0(SI), XS(SI), AX, X1) \
+	F16X2(0(DI), 34(DI), BX, X2) \
+	VMULPS X2, X1, X1            \
+	VMULPS X8, X1, X1            \
+	ADD2(X1)
+
+// Q50SUM ends one Q5_0 block (its sum in X3's low int32): sumf +=
+// (dx·dy)·float32(sumi). Clobbers AX, BX, X0–X2.
+#define Q50SUM \
+	VCVTDQ2PS  X3, X0     \
+	F16((SI), AX, X1)     \
+	F16((DI), BX, X2)     \
+	VMULSS     X2, X1, X1 \
+	VMULSS     X0, X1, X1 \
+	VADDSS     X1, X7, X7
+
+// LEGACYROWS is the body of the Q4_1, Q5_0 and Q5_1 row kernels
+// (func(x *byte, rb, n int, y *byte, nb int, out *float32)): over n rows
+// of rb bytes from x, out[i] = row i's dot with y, nb blocks of XS weight
+// and YS activation bytes each: four blocks at a time (QUAD4, then
+// SUM4), two (PAIR2, SUM2), then the last one (INT, SUM), every block's
+// float term added to sumf in block order as the twin does. The row loop
+// is here rather than a call and a Go loop a row: SmolLM's and
+// Qwen2-0.5B's rows (576 and 896 values) are 18 and 28 blocks, so a row's
+// call, slicing and odd tail cost as much as a fifth of its work. The
+// weights are prefetched PF bytes ahead (the Q4_0 and Q8_0 loops' reason).
+//
+// The caller has loaded x into R13, rb into R11, n into R9, y into R12,
+// nb into DX and out into R10 (a macro body names no argument: vet reads
+// it as the previous function's).
+#define LEGACYROWS(INT, SUM4, SUM2, SUM, XS, YS, ROW, QUAD, PAIR, ONE, END) \
+ROW:                    \
+	MOVQ   R13, SI         \
+	MOVQ   R12, DI         \
+	MOVQ   DX, CX          \
+	VXORPS X7, X7, X7      \
+	CMPQ   CX, $4          \
+	JLT    PAIR         \
+QUAD:                   \
+	PREFETCHT0 PF(SI)      \
+	PREFETCHT0 PF+64(SI)   \
+	QUAD4(INT, XS, YS)     \
+	SUM4(XS)               \
+	ADDQ $(4*XS), SI       \
+	ADDQ $(4*YS), DI       \
+	SUBQ $4, CX            \
+	CMPQ CX, $4            \
+	JGE  QUAD           \
+PAIR:                   \
+	CMPQ CX, $2            \
+	JLT  ONE            \
+	PAIR2(INT, XS, YS)     \
+	SUM2(XS)               \
+	ADDQ $(2*XS), SI       \
+	ADDQ $(2*YS), DI       \
+	SUBQ $2, CX            \
+ONE:                    \
+	TESTQ CX, CX           \
+	JZ    END           \
+	INT(0, 0, Y3)          \
+	HSUM8(Y3, X3, X4)      \
+	SUM                    \
+END:                    \
+	VMOVSS X7, (R10)       \
+	ADDQ   $4, R10         \
+	ADDQ   R11, R13        \
+	DECQ   R9              \
+	JNZ    ROW          \
+	VZEROUPPER             \
+	RET
+
+// func dotRowsQ4_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q4_1: d, m, 16 qs bytes; Q8_1: d, s, 32 q8 bytes): sumi =
 // Σ q·y with q the raw nibbles; sumf += (dx·dy)·float32(sumi) + m·s, the
-// sum of the two products first, as the twin does. Four blocks at a time
-// (QUAD4, Q81SUM4), the rest one by one.
-TEXT ·dotQ4_1Q8_1AVX2(SB), NOSPLIT, $0-28
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    nb+16(FP), CX
+// sum of the two products first, as the twin does.
+TEXT ·dotRowsQ4_1Q8_1AVX2(SB), NOSPLIT, $0-48
+	MOVQ    x+0(FP), R13
+	MOVQ    rb+8(FP), R11
+	MOVQ    n+16(FP), R9
+	MOVQ    y+24(FP), R12
+	MOVQ    nb+32(FP), DX
+	MOVQ    out+40(FP), R10
 	VMOVDQU nib<>(SB), Y15
 	VMOVDQU onesw<>(SB), Y13
-	VXORPS  X7, X7, X7
-	CMPQ    CX, $4
-	JLT     q41tail
+	LEGACYROWS(Q41INT, Q81SUM4, Q81SUM2, Q81SUM, 20, 36, q41row, q41quad, q41pair, q41one, q41end)
 
-q41quad:
-	QUAD4(Q41INT, 20, 36)
-	Q81SUM4(20)
-	ADDQ $80, SI
-	ADDQ $144, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q41quad
-
-q41tail:
-	TESTQ CX, CX
-	JZ    q41done
-
-q41loop:
-	Q41INT(0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	Q81SUM
-	ADDQ $20, SI
-	ADDQ $36, DI
-	DECQ CX
-	JNZ  q41loop
-
-q41done:
-	VMOVSS     X7, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func dotQ5_0Q8_0AVX2(x, y *byte, nb int) float32
+// func dotRowsQ5_0Q8_0AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q5_0: d, 4 qh bytes, 16 qs bytes): sumi = Σ q·y − 16·Σy
-// with q the 5-bit codes 0…31; sumf += (dx·dy)·float32(sumi). Four blocks
-// at a time, the rest one by one.
-TEXT ·dotQ5_0Q8_0AVX2(SB), NOSPLIT, $0-28
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    nb+16(FP), CX
+// with q the 5-bit codes 0…31; sumf += (dx·dy)·float32(sumi).
+TEXT ·dotRowsQ5_0Q8_0AVX2(SB), NOSPLIT, $0-48
+	MOVQ    x+0(FP), R13
+	MOVQ    rb+8(FP), R11
+	MOVQ    n+16(FP), R9
+	MOVQ    y+24(FP), R12
+	MOVQ    nb+32(FP), DX
+	MOVQ    out+40(FP), R10
 	Q5CONSTS
-	VXORPS  X7, X7, X7
-	CMPQ    CX, $4
-	JLT     q50tail
+	LEGACYROWS(Q50INT, Q50SUM4, Q50SUM2, Q50SUM, 22, 34, q50row, q50quad, q50pair, q50one, q50end)
 
-q50quad:
-	QUAD4(Q50INT, 22, 34)
-	F16X4(0(SI), 22(SI), 44(SI), 66(SI), AX, X1)
-	F16X4(0(DI), 34(DI), 68(DI), 102(DI), BX, X2)
-	VMULPS X2, X1, X1        // dx·dy
-	VMULPS X8, X1, X1        // ·sumi
-	ADD4(X1)
-	ADDQ $88, SI
-	ADDQ $136, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q50quad
-
-q50tail:
-	TESTQ CX, CX
-	JZ    q50done
-
-q50loop:
-	Q50INT(0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	VCVTDQ2PS  X3, X0        // float32(sumi)
-	F16((SI), AX, X1)        // dx
-	F16((DI), BX, X2)        // dy
-	VMULSS     X2, X1, X1    // dx·dy
-	VMULSS     X0, X1, X1    // ·sumi
-	VADDSS     X1, X7, X7
-	ADDQ       $22, SI
-	ADDQ       $34, DI
-	DECQ       CX
-	JNZ        q50loop
-
-q50done:
-	VMOVSS     X7, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func dotQ5_1Q8_1AVX2(x, y *byte, nb int) float32
+// func dotRowsQ5_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
-// the 5-bit codes; sumf += (dx·dy)·float32(sumi) + m·s, as dotQ4_1Q8_1,
-// four blocks at a time and the rest one by one.
-TEXT ·dotQ5_1Q8_1AVX2(SB), NOSPLIT, $0-28
-	MOVQ    x+0(FP), SI
-	MOVQ    y+8(FP), DI
-	MOVQ    nb+16(FP), CX
+// the 5-bit codes; sumf += (dx·dy)·float32(sumi) + m·s, as Q4_1.
+TEXT ·dotRowsQ5_1Q8_1AVX2(SB), NOSPLIT, $0-48
+	MOVQ    x+0(FP), R13
+	MOVQ    rb+8(FP), R11
+	MOVQ    n+16(FP), R9
+	MOVQ    y+24(FP), R12
+	MOVQ    nb+32(FP), DX
+	MOVQ    out+40(FP), R10
 	Q5CONSTS
-	VXORPS  X7, X7, X7
-	CMPQ    CX, $4
-	JLT     q51tail
-
-q51quad:
-	QUAD4(Q51INT, 24, 36)
-	Q81SUM4(24)
-	ADDQ $96, SI
-	ADDQ $144, DI
-	SUBQ $4, CX
-	CMPQ CX, $4
-	JGE  q51quad
-
-q51tail:
-	TESTQ CX, CX
-	JZ    q51done
-
-q51loop:
-	Q51INT(0, 0, Y3)
-	HSUM8(Y3, X3, X4)
-	Q81SUM
-	ADDQ $24, SI
-	ADDQ $36, DI
-	DECQ CX
-	JNZ  q51loop
-
-q51done:
-	VMOVSS     X7, ret+24(FP)
-	VZEROUPPER
-	RET
+	LEGACYROWS(Q51INT, Q81SUM4, Q81SUM2, Q81SUM, 24, 36, q51row, q51quad, q51pair, q51one, q51end)
 
 // Q40INT2 is Q40INT for block xoff of both weight rows, SI's lanes into
 // D0 and R8's into D1, against the Q8_0 block DI+yoff: the activations
