@@ -119,6 +119,27 @@ func TestPrepQ4_KY(t *testing.T) {
 	}
 }
 
+// TestPrepQ5_0Y: the assembly layout of the Q5_0 rows' prepared
+// activations is its Go spec's, for whole quads and every tail (the last
+// quad's missing blocks zero), random and extreme quants (−128 and 127
+// throughout: the widest 16·Σy).
+func TestPrepQ5_0Y(t *testing.T) {
+	if !hasDotAVX2 {
+		t.Skip("no AVX2 here: the Q5_0 rows take no prepared activations")
+	}
+	for nb := 1; nb <= 9; nb++ {
+		for _, fill := range []int{-1, 0x80, 0x7f} {
+			y := fillCodes(Q8_0, nb, fill, uint64(nb))
+			want := make([]byte, q50Quad*((nb+3)/4))
+			prepQ5_0YGo(y, nb, want)
+			got := prepQ5_0Y(y, nb, bytes.Repeat([]byte{0xa5}, len(want))) // poisoned: the padding must be cleared
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%d blocks, fill %#x: prepQ5_0YAsm's layout differs from prepQ5_0YGo's", nb, fill)
+			}
+		}
+	}
+}
+
 // TestQ4_KRowsAVX512: the AVX-512 Q4_K row kernels (one activation row
 // and two) give the AVX2 row kernel's bits and the twin's, row by row: random, biased (large
 // integer sums) and extreme bytes (0x00, 0x80, 0x7f, 0xff in the codes

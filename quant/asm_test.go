@@ -260,6 +260,13 @@ func TestVecDotRows(t *testing.T) {
 			if trial%3 == 0 {
 				a = biasedCodes(act, n/atr.Block, uint64(1000+trial))
 			}
+			if trial%8 == 5 { // the largest codes against −128: the widest integer sums
+				w = nil
+				for i := range rows {
+					w = append(w, fillCodes(typ, nb, 0xff, uint64(trial*8+i))...)
+				}
+				a = fillCodes(act, n/atr.Block, 0x80, uint64(1000+trial))
+			}
 			out := make([]float32, rows)
 			if err := VecDotRows(typ, w, act, a, n, out); err != nil {
 				t.Fatal(err)

@@ -61,6 +61,63 @@ func prepQ4_0Y2(y []byte, nb int, buf []byte) []byte {
 	return buf
 }
 
+//go:noescape
+func dotRowsQ5_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
+
+// q50Quad is the bytes prepQ5_0Y gives each quad of activation blocks.
+const q50Quad = 160
+
+// prepQ5_0Y lays Q8_0 activation row y (nb blocks) out as
+// dotRowsQ5_0Q8_0PAVX2 reads it, in buf if it holds it (else a new
+// buffer): per quad of blocks b0…b3 (the last one padded with zero
+// blocks), 160 bytes — the four blocks' 32 quants one after another, then
+// their 16·Σy as int32 and their scales as float32 (exact: every f16 is a
+// float32).
+func prepQ5_0Y(y []byte, nb int, buf []byte) []byte {
+	nq := (nb + 3) / 4
+	if cap(buf) < nq*q50Quad {
+		buf = make([]byte, nq*q50Quad)
+	}
+	buf = buf[:nq*q50Quad]
+	clear(buf[(nb/4)*q50Quad:])
+	if nb > 0 {
+		_ = y[nb*34-1]
+		prepQ5_0YAsm(&y[0], &buf[0], nb)
+	}
+	return buf
+}
+
+//go:noescape
+func prepQ5_0YAsm(y, yp *byte, nb int)
+
+// prepQ5_0YGo is prepQ5_0YAsm in Go: the layout's definition, which
+// TestPrepQ5_0Y holds the assembly to.
+func prepQ5_0YGo(y []byte, nb int, buf []byte) {
+	for b := range nb {
+		blk := y[b*34 : b*34+34]
+		p := buf[(b/4)*q50Quad:]
+		j := b % 4
+		copy(p[32*j:32*j+32], blk[2:34])
+		var sum int32
+		for _, v := range blk[2:34] {
+			sum += int32(int8(v))
+		}
+		binary.LittleEndian.PutUint32(p[128+4*j:], uint32(16*sum))
+		binary.LittleEndian.PutUint32(p[144+4*j:], math.Float32bits(lef16(blk)))
+	}
+}
+
+// dotRowsQ5_0 runs Q5_0 rows [i, len(out)) on dotRowsQ5_0Q8_0PAVX2, the
+// activations prepared once for them.
+func dotRowsQ5_0(rows, arow []byte, rb, nb, i int, out []float32) int {
+	buf := prepBuf()
+	*buf = prepQ5_0Y(arow, nb, *buf)
+	_ = rows[len(out)*rb-1] // the rows' bytes, checked once
+	dotRowsQ5_0Q8_0PAVX2(&rows[i*rb], rb, len(out)-i, &(*buf)[0], nb, &out[i])
+	prepBufs.Put(buf)
+	return len(out)
+}
+
 // hasDotAVX512 reports whether the AVX-512 kernels (dotQ4_0Q8_0x4AVX512,
 // the Q4_K, Q5_K, Q6_K and Q8_0 row kernels) can run: AVX-512 F and BW (512-bit byte
 // and word operations), VBMI (VPERMT2B, VPERMB), VNNI (VPDPBUSD,
@@ -256,7 +313,9 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ5_K(rows, arow, rb, nb, i, out), true
 	case w == Q8_0 && hasDotAVX512 && len(out)-i >= 2 && nb > 0:
 		return dotRowsQ8_0(rows, arow, rb, nb, i, out), true
-	case (w == Q5_K || w == Q6_K || w == Q8_0 || w == Q4_1 || w == Q5_0 || w == Q5_1) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+	case w == Q5_0 && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+		return dotRowsQ5_0(rows, arow, rb, nb, i, out), true
+	case (w == Q5_K || w == Q6_K || w == Q8_0 || w == Q4_1 || w == Q5_1) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		f := dotRowsQ6_KQ8_KAVX2
 		switch w {
 		case Q5_K:
@@ -265,8 +324,6 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 			f = dotRowsQ8_0Q8_0AVX2
 		case Q4_1:
 			f = dotRowsQ4_1Q8_1AVX2
-		case Q5_0:
-			f = dotRowsQ5_0Q8_0AVX2
 		case Q5_1:
 			f = dotRowsQ5_1Q8_1AVX2
 		}

@@ -579,6 +579,149 @@ TEXT ·dotRowsQ5_0Q8_0AVX2(SB), NOSPLIT, $0-48
 	Q5CONSTS
 	LEGACYROWS(Q50INT, Q50SUM4, Q50SUM2, Q50SUM, 22, 34, q50row, q50quad, q50pair, q50one, q50end)
 
+// Q5C leaves in Y0 the 32 five-bit codes of the Q5_0 block at SI+xoff,
+// byte i element i: the nibbles (Q4CODES) with bit i of qh as 16 (Q5HIGH,
+// the all-ones compare operand kept in Y14). Y15 nib, Y12 qhbytes, Y11
+// qhbit, Y10 sixteens; clobbers Y1, Y5.
+#define Q5C(xoff) \
+	VMOVDQU      xoff+6(SI), X0 \
+	VPSRLW       $4, X0, X1     \
+	VINSERTI128  $1, X1, Y0, Y0 \
+	VPAND        Y15, Y0, Y0    \
+	VPBROADCASTD xoff+2(SI), Y5 \
+	VPSHUFB      Y12, Y5, Y5    \
+	VPOR         Y11, Y5, Y5    \
+	VPCMPEQB     Y14, Y5, Y5    \
+	VPAND        Y10, Y5, Y5    \
+	VPOR         Y5, Y0, Y0
+
+// func dotRowsQ5_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
+//
+// dotRowsQ5_0Q8_0AVX2 on activations laid out by prepQ5_0Y (yp: per quad
+// of blocks their 4·32 quants, then 16·Σy as int32 and dy as float32), the
+// same bits. A quad's four blocks are Σ q·y with the raw codes 0…31
+// (VPMADDUBSW: pairs of at most 2·31·128 = 7,936 in magnitude), their
+// words added pairwise twice within int16 (VPHADDW: sums of eight
+// products, at most 31,744), then to int32 (VPMADDWD) per block, less
+// the prepared 16·Σy: the exact sumi of each block. Then (dx·dy)·sumi four
+// lanes at a time and the four terms added to sumf in block order, as the
+// twin does; the last nb mod 4 blocks one by one. Against the unprepared
+// kernel this saves each block its offset product and subtraction, the
+// activations' scale conversions and three of four int32 reductions.
+TEXT ·dotRowsQ5_0Q8_0PAVX2(SB), NOSPLIT, $0-48
+	MOVQ    x+0(FP), R13
+	MOVQ    rb+8(FP), R11
+	MOVQ    n+16(FP), R9
+	MOVQ    yp+24(FP), R12
+	MOVQ    nb+32(FP), DX
+	MOVQ    out+40(FP), R10
+	Q5CONSTS
+	VPCMPEQB Y14, Y14, Y14
+
+q50prow:
+	MOVQ   R13, SI
+	MOVQ   R12, R8
+	MOVQ   DX, CX
+	VXORPS X7, X7, X7
+	CMPQ   CX, $4
+	JLT    q50ptail
+
+q50pquad:
+	PREFETCHT0   PF(SI)
+	PREFETCHT0   PF+64(SI)
+	Q5C(0)
+	VPMADDUBSW   0(R8), Y0, Y2
+	Q5C(22)
+	VPMADDUBSW   32(R8), Y0, Y3
+	VPHADDW      Y3, Y2, Y2
+	Q5C(44)
+	VPMADDUBSW   64(R8), Y0, Y3
+	Q5C(66)
+	VPMADDUBSW   96(R8), Y0, Y4
+	VPHADDW      Y4, Y3, Y3
+	VPHADDW      Y3, Y2, Y2
+	VPMADDWD     Y13, Y2, Y2
+	VEXTRACTI128 $1, Y2, X3
+	VPADDD       X3, X2, X2
+	VPSUBD       128(R8), X2, X2
+	VCVTDQ2PS    X2, X8
+	F16X4(0(SI), 22(SI), 44(SI), 66(SI), AX, X1)
+	VMULPS       144(R8), X1, X1 // dx·dy
+	VMULPS       X8, X1, X1      // ·sumi
+	ADD4(X1)
+	ADDQ $88, SI
+	ADDQ $160, R8
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q50pquad
+
+q50ptail:
+	TESTQ CX, CX
+	JZ    q50pend
+	XORQ  DI, DI // 4·j, block j of the last quad
+
+q50pone:
+	Q5C(0)
+	VPMADDUBSW (R8)(DI*8), Y0, Y2
+	VPMADDWD   Y13, Y2, Y2
+	HSUM8(Y2, X2, X3)
+	VMOVD      128(R8)(DI*1), X3
+	VPSUBD     X3, X2, X2
+	VCVTDQ2PS  X2, X2
+	F16((SI), AX, X1)
+	VMULSS     144(R8)(DI*1), X1, X1
+	VMULSS     X2, X1, X1
+	VADDSS     X1, X7, X7
+	ADDQ       $22, SI
+	ADDQ       $4, DI
+	DECQ       CX
+	JNZ        q50pone
+
+q50pend:
+	VMOVSS X7, (R10)
+	ADDQ   $4, R10
+	ADDQ   R11, R13
+	DECQ   R9
+	JNZ    q50prow
+	VZEROUPPER
+	RET
+
+// func prepQ5_0YAsm(y, yp *byte, nb int)
+//
+// prepQ5_0Y's layout for blocks 0…nb−1 of Q8_0 row y: block b's quants at
+// yp + 160·(b/4) + 32·(b mod 4), its 16·Σy (int32, exact: VPMADDUBSW of
+// 16 with y, pairs of at most 4,096) at +128 + 4·(b mod 4) and dy as
+// float32 at +144 + 4·(b mod 4).
+TEXT ·prepQ5_0YAsm(SB), NOSPLIT, $0-24
+	MOVQ    y+0(FP), DI
+	MOVQ    yp+8(FP), SI
+	MOVQ    nb+16(FP), CX
+	VMOVDQU sixteens<>(SB), Y10
+	VMOVDQU onesw<>(SB), Y13
+	XORQ    BX, BX // 4·(b mod 4)
+
+q50yblock:
+	VMOVDQU    2(DI), Y0
+	VMOVDQU    Y0, (SI)(BX*8)
+	VPMADDUBSW Y0, Y10, Y1
+	VPMADDWD   Y13, Y1, Y1
+	HSUM8(Y1, X1, X2)
+	VMOVD      X1, 128(SI)(BX*1)
+	F16((DI), AX, X3)
+	VMOVSS     X3, 144(SI)(BX*1)
+	ADDQ       $34, DI
+	ADDQ       $4, BX
+	CMPQ       BX, $16
+	JLT        q50ynext
+	XORQ       BX, BX
+	ADDQ       $160, SI
+
+q50ynext:
+	DECQ CX
+	JNZ  q50yblock
+	VZEROUPPER
+	RET
+
 // func dotRowsQ5_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
