@@ -249,21 +249,15 @@ func prefault(b []byte, workers int) {
 	const page = 4 << 10
 	chunks := (len(b) + hugeBytes - 1) / hugeBytes
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, chunks) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				for i := c * hugeBytes; i < min((c+1)*hugeBytes, len(b)); i += page {
-					b[i] = 0
-				}
+	parallel(min(workers, chunks), func(int) {
+		for {
+			c := int(next.Add(1) - 1)
+			if c >= chunks {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			for i := c * hugeBytes; i < min((c+1)*hugeBytes, len(b)); i += page {
+				b[i] = 0
+			}
+		}
+	})
 }

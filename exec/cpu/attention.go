@@ -3,7 +3,6 @@ package cpu
 import (
 	"context"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -114,153 +113,147 @@ func attentionRows[F float32 | float64](ctx context.Context, n *ir.Node, out, q,
 	_, isF32 := any(q).([]float32)
 	simd := hasAttn4 && isF32 && D >= 4 && Dv >= 4
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(1, min(workers, units)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var x [attentionHeads][]float64
-			var acc [attentionHeads][]float64
-			for i := range attentionHeads {
-				x[i], acc[i] = make([]float64, S), make([]float64, Dv)
+	parallel(max(1, min(workers, units)), func(int) {
+		var x [attentionHeads][]float64
+		var acc [attentionHeads][]float64
+		for i := range attentionHeads {
+			x[i], acc[i] = make([]float64, S), make([]float64, Dv)
+		}
+		var x32, e32 []float32 // the simd path's exponentials
+		if simd {
+			x32, e32 = make([]float32, S), make([]float32, S)
+		}
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units || ctx.Err() != nil {
+				return
 			}
-			var x32, e32 []float32 // the simd path's exponentials
-			if simd {
-				x32, e32 = make([]float32, S), make([]float32, S)
+			// u = ((b·KV + kh)·T + t)·chunks + c
+			c, t, kh, b := u%chunks, u/chunks%T, u/(chunks*T)%KV, u/(chunks*T*KV)
+			h0 := kh*G + c*attentionHeads
+			nh := min(attentionHeads, kh*G+G-h0)
+			// Keys s ≤ start + t (and s < S) are visible; start is
+			// u32, so the bound is at least t ≥ 0: key 0 always is.
+			vis := int(min(int64(S), start[b]+int64(t)+1))
+			var qr [attentionHeads][]F
+			for i := range nh {
+				qr[i] = q[((b*H+h0+i)*T+t)*D:][:D]
 			}
-			for {
-				u := int(next.Add(1) - 1)
-				if u >= units || ctx.Err() != nil {
-					return
-				}
-				// u = ((b·KV + kh)·T + t)·chunks + c
-				c, t, kh, b := u%chunks, u/chunks%T, u/(chunks*T)%KV, u/(chunks*T*KV)
-				h0 := kh*G + c*attentionHeads
-				nh := min(attentionHeads, kh*G+G-h0)
-				// Keys s ≤ start + t (and s < S) are visible; start is
-				// u32, so the bound is at least t ≥ 0: key 0 always is.
-				vis := int(min(int64(S), start[b]+int64(t)+1))
-				var qr [attentionHeads][]F
-				for i := range nh {
-					qr[i] = q[((b*H+h0+i)*T+t)*D:][:D]
-				}
-				var m [attentionHeads]float64
-				for i := range m {
-					m[i] = math.Inf(-1)
-				}
-				// A unit of fewer heads (a group of 3, 7, 1, …: SmolLM's,
-				// Qwen2-0.5B's, multi-head attention) takes the assembly
-				// too, its missing heads repeating its first, whose results
-				// are not kept: the scalar loop it took before was the
-				// slower even for one head (BenchmarkAttentionDecode).
-				for i := nh; i < attentionHeads; i++ {
-					qr[i] = qr[0]
-				}
-				for s := range vis {
-					krow := k[kr.at(b, kh, s):][:D]
-					if simd {
-						var o [4]float64
-						n4 := D &^ 3
-						dot4F64(rowF32(qr[0]), rowF32(qr[1]), rowF32(qr[2]), rowF32(qr[3]), rowF32(krow), n4, &o)
-						for d := n4; d < D; d++ {
-							for i := range o {
-								o[i] += float64(qr[i][d]) * float64(krow[d])
-							}
-						}
-						for i := range nh {
-							x[i][s] = scale * o[i]
-						}
-					} else if nh == attentionHeads {
-						q0, q1, q2, q3 := qr[0], qr[1], qr[2], qr[3]
-						var d0, d1, d2, d3 float64
-						for d, kv := range krow {
-							kd := float64(kv)
-							d0 += float64(q0[d]) * kd
-							d1 += float64(q1[d]) * kd
-							d2 += float64(q2[d]) * kd
-							d3 += float64(q3[d]) * kd
-						}
-						x[0][s], x[1][s], x[2][s], x[3][s] = scale*d0, scale*d1, scale*d2, scale*d3
-					} else {
-						for i := range nh {
-							dot := 0.0
-							for d, qv := range qr[i] {
-								dot += float64(qv) * float64(krow[d])
-							}
-							x[i][s] = scale * dot
+			var m [attentionHeads]float64
+			for i := range m {
+				m[i] = math.Inf(-1)
+			}
+			// A unit of fewer heads (a group of 3, 7, 1, …: SmolLM's,
+			// Qwen2-0.5B's, multi-head attention) takes the assembly
+			// too, its missing heads repeating its first, whose results
+			// are not kept: the scalar loop it took before was the
+			// slower even for one head (BenchmarkAttentionDecode).
+			for i := nh; i < attentionHeads; i++ {
+				qr[i] = qr[0]
+			}
+			for s := range vis {
+				krow := k[kr.at(b, kh, s):][:D]
+				if simd {
+					var o [4]float64
+					n4 := D &^ 3
+					dot4F64(rowF32(qr[0]), rowF32(qr[1]), rowF32(qr[2]), rowF32(qr[3]), rowF32(krow), n4, &o)
+					for d := n4; d < D; d++ {
+						for i := range o {
+							o[i] += float64(qr[i][d]) * float64(krow[d])
 						}
 					}
 					for i := range nh {
-						m[i] = math.Max(m[i], x[i][s])
+						x[i][s] = scale * o[i]
+					}
+				} else if nh == attentionHeads {
+					q0, q1, q2, q3 := qr[0], qr[1], qr[2], qr[3]
+					var d0, d1, d2, d3 float64
+					for d, kv := range krow {
+						kd := float64(kv)
+						d0 += float64(q0[d]) * kd
+						d1 += float64(q1[d]) * kd
+						d2 += float64(q2[d]) * kd
+						d3 += float64(q3[d]) * kd
+					}
+					x[0][s], x[1][s], x[2][s], x[3][s] = scale*d0, scale*d1, scale*d2, scale*d3
+				} else {
+					for i := range nh {
+						dot := 0.0
+						for d, qv := range qr[i] {
+							dot += float64(qv) * float64(krow[d])
+						}
+						x[i][s] = scale * dot
 					}
 				}
-				// The weights e^(x − m), in x: NaN for every s when m is NaN
-				// or ±Inf. The simd path takes them in float32 (vmath's exp,
-				// within 2 ulps; the GPU's kernel takes expf), the others
-				// in float64.
 				for i := range nh {
-					xi := x[i][:vis]
-					if simd {
-						for s, xv := range xi {
-							x32[s] = float32(xv - m[i])
-						}
-						vmath(e32[:vis], x32[:vis], vExp)
-						for s := range xi {
-							xi[s] = float64(e32[s])
-						}
-						continue
-					}
+					m[i] = math.Max(m[i], x[i][s])
+				}
+			}
+			// The weights e^(x − m), in x: NaN for every s when m is NaN
+			// or ±Inf. The simd path takes them in float32 (vmath's exp,
+			// within 2 ulps; the GPU's kernel takes expf), the others
+			// in float64.
+			for i := range nh {
+				xi := x[i][:vis]
+				if simd {
 					for s, xv := range xi {
-						xi[s] = math.Exp(xv - m[i])
+						x32[s] = float32(xv - m[i])
 					}
+					vmath(e32[:vis], x32[:vis], vExp)
+					for s := range xi {
+						xi[s] = float64(e32[s])
+					}
+					continue
 				}
-				var sum [attentionHeads]float64
+				for s, xv := range xi {
+					xi[s] = math.Exp(xv - m[i])
+				}
+			}
+			var sum [attentionHeads]float64
+			for i := range nh {
+				clear(acc[i])
+			}
+			for s := range vis {
+				vrow := v[vr.at(b, kh, s):][:Dv]
+				var p [attentionHeads]float64 // 0 for a unit's missing heads: their acc stays 0
 				for i := range nh {
-					clear(acc[i])
+					p[i] = x[i][s]
+					sum[i] += p[i]
 				}
-				for s := range vis {
-					vrow := v[vr.at(b, kh, s):][:Dv]
-					var p [attentionHeads]float64 // 0 for a unit's missing heads: their acc stays 0
+				if simd {
+					n4 := Dv &^ 3
+					axpy4F64(&acc[0][0], &acc[1][0], &acc[2][0], &acc[3][0], &p, rowF32(vrow), n4)
+					for d := n4; d < Dv; d++ {
+						for i := range p {
+							acc[i][d] += p[i] * float64(vrow[d])
+						}
+					}
+				} else if nh == attentionHeads {
+					a0, a1, a2, a3 := acc[0][:Dv], acc[1][:Dv], acc[2][:Dv], acc[3][:Dv]
+					for d, vv := range vrow {
+						vd := float64(vv)
+						a0[d] += p[0] * vd
+						a1[d] += p[1] * vd
+						a2[d] += p[2] * vd
+						a3[d] += p[3] * vd
+					}
+				} else {
 					for i := range nh {
-						p[i] = x[i][s]
-						sum[i] += p[i]
-					}
-					if simd {
-						n4 := Dv &^ 3
-						axpy4F64(&acc[0][0], &acc[1][0], &acc[2][0], &acc[3][0], &p, rowF32(vrow), n4)
-						for d := n4; d < Dv; d++ {
-							for i := range p {
-								acc[i][d] += p[i] * float64(vrow[d])
-							}
-						}
-					} else if nh == attentionHeads {
-						a0, a1, a2, a3 := acc[0][:Dv], acc[1][:Dv], acc[2][:Dv], acc[3][:Dv]
+						a := acc[i][:Dv]
 						for d, vv := range vrow {
-							vd := float64(vv)
-							a0[d] += p[0] * vd
-							a1[d] += p[1] * vd
-							a2[d] += p[2] * vd
-							a3[d] += p[3] * vd
+							a[d] += p[i] * float64(vv)
 						}
-					} else {
-						for i := range nh {
-							a := acc[i][:Dv]
-							for d, vv := range vrow {
-								a[d] += p[i] * float64(vv)
-							}
-						}
-					}
-				}
-				for i := range nh {
-					o := out[((b*H+h0+i)*T+t)*Dv:][:Dv]
-					for d := range o {
-						o[d] = F(acc[i][d] / sum[i])
 					}
 				}
 			}
-		}()
-	}
-	wg.Wait()
+			for i := range nh {
+				o := out[((b*H+h0+i)*T+t)*Dv:][:Dv]
+				for d := range o {
+					o[d] = F(acc[i][d] / sum[i])
+				}
+			}
+		}
+	})
 	return ctx.Err()
 }
 

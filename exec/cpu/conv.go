@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -821,21 +820,16 @@ func (j *convJob[T]) parallelW(n, work int, body func(w, r int)) {
 		return
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				r := int(next.Add(1) - 1)
-				if r >= n {
-					return
-				}
-				body(w, r)
+	// Part w runs on one goroutine at a time: its scratch is its own.
+	parallel(workers, func(w int) {
+		for {
+			r := int(next.Add(1) - 1)
+			if r >= n {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			body(w, r)
+		}
+	})
 }
 
 // gemm runs c: on the own AVX-512 kernel when it fits, else on the host

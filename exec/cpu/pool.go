@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/loomgraph/loom/dtype"
@@ -138,15 +137,7 @@ func forWindowItems(ctx context.Context, workers int, g windowGeom, s windowStep
 		work()
 		return ctx.Err()
 	}
-	var wg sync.WaitGroup
-	for range min(workers, items) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	wg.Wait()
+	parallel(min(workers, items), func(int) { work() })
 	return ctx.Err()
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/ir"
 	"github.com/loomgraph/loom/plan"
@@ -269,24 +267,21 @@ func (p *program) forEach(ctx context.Context, workers, n int, work func(w *work
 		return nil
 	}
 	var next atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	for range min(workers, n) {
-		g.Go(func() error {
-			w := p.scratch.Get().(*worker)
-			defer p.scratch.Put(w)
-			for {
-				item := int(next.Add(1) - 1)
-				if item >= n {
-					return nil
-				}
-				if item%8 == 0 && gctx.Err() != nil {
-					return gctx.Err()
-				}
-				work(w, item)
+	parallel(min(workers, n), func(int) {
+		w := p.scratch.Get().(*worker)
+		defer p.scratch.Put(w)
+		for {
+			item := int(next.Add(1) - 1)
+			if item >= n {
+				return
 			}
-		})
-	}
-	return g.Wait()
+			if item%8 == 0 && ctx.Err() != nil {
+				return
+			}
+			work(w, item)
+		}
+	})
+	return ctx.Err()
 }
 
 // tile computes rows [r0, r1): whole-row values cover flat elements

@@ -5,9 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/loomgraph/loom/dtype"
 	"github.com/loomgraph/loom/exec"
@@ -131,27 +130,47 @@ func (e *Executor) parallelRows(ctx context.Context, n int, f func(r0, r1 int) e
 		return nil
 	}
 	w := max(1, min(e.workers, n))
-	g, gctx := errgroup.WithContext(ctx)
-	chunk := max(1, (n+4*w-1)/(4*w))
-	next := make(chan int, (n+chunk-1)/chunk)
-	for r := 0; r < n; r += chunk {
-		next <- r
-	}
-	close(next)
-	for range w {
-		g.Go(func() error {
-			for r0 := range next {
-				if err := gctx.Err(); err != nil {
-					return err
-				}
-				if err := f(r0, min(n, r0+chunk)); err != nil {
-					return err
-				}
+	if w == 1 {
+		// One worker (a decode step's one activation row, or a 1-worker
+		// executor): the work on this goroutine, without a group, a
+		// channel and a goroutine to hand it over; the context checked
+		// between chunks all the same.
+		chunk := max(1, (n+3)/4)
+		for r0 := 0; r0 < n; r0 += chunk {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			return nil
-		})
+			if err := f(r0, min(n, r0+chunk)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return g.Wait()
+	chunk := max(1, (n+4*w-1)/(4*w))
+	var (
+		next   atomic.Int64
+		failed atomic.Pointer[error]
+	)
+	parallel(w, func(int) {
+		for failed.Load() == nil {
+			if err := ctx.Err(); err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+			r0 := int(next.Add(int64(chunk)) - int64(chunk))
+			if r0 >= n {
+				return
+			}
+			if err := f(r0, min(n, r0+chunk)); err != nil {
+				failed.CompareAndSwap(nil, &err)
+				return
+			}
+		}
+	})
+	if err := failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // loadFloat reads element i of a float array of dtype d.

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/loomgraph/loom/dtype"
@@ -135,22 +134,16 @@ func forUnits[S any](ctx context.Context, units, workers int, newScratch func() 
 		return ctx.Err()
 	}
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := newScratch()
-			for {
-				u := int(next.Add(1) - 1)
-				if u >= units || ctx.Err() != nil {
-					return
-				}
-				body(s, u)
+	parallel(workers, func(int) {
+		s := newScratch()
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units || ctx.Err() != nil {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			body(s, u)
+		}
+	})
 	return ctx.Err()
 }
 

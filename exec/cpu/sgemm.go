@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/loomgraph/loom/blas"
 )
 
@@ -157,14 +155,6 @@ func (g *gemm512) run(c blas.Call, a, b, cc []float32, workers int) error {
 		work(0)
 		return nil
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work(w)
-		}()
-	}
-	wg.Wait()
+	parallel(workers, work)
 	return nil
 }
