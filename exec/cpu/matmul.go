@@ -15,7 +15,8 @@ import (
 // f64 operands are handed to the BLAS in place, at their offsets; f16 and
 // bf16 operands are widened to float32 (only the span of elements the call
 // reads), multiplied with f32 accumulation, and the product is rounded once
-// into the output. An empty product writes nothing; K = 0 writes zeros.
+// into the output — except products of a few rows against weight rows
+// (a decode step's), which read the weight in place (hgemv.go). An empty product writes nothing; K = 0 writes zeros.
 
 var _ exec.BLASNamer = (*Executor)(nil)
 
@@ -75,6 +76,12 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 	case dtype.F64:
 		err = h.Dgemm(c, a.f64[g.OffA:g.OffA+na], b.f64[g.OffB:g.OffB+nb], dst.f64)
 	case dtype.F16, dtype.BF16:
+		if ok, err := e.hgemv(ctx, c, g.DType, a, b, g.OffA, g.OffB, out); ok {
+			if err != nil {
+				return fmt.Errorf("cpu: %s: %w", k.Name, err)
+			}
+			return nil
+		}
 		a32, b32 := widen(a, g.OffA, na), widen(b, g.OffB, nb)
 		c32 := make([]float32, g.C.Numel())
 		if err = h.Sgemm(c, a32, b32, c32); err == nil {

@@ -34,6 +34,7 @@ func Matmul(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	t.Run("Mv", s.mmMv)
 	t.Run("Dot", s.mmDot)
 	t.Run("Linear", s.mmLinear)
+	t.Run("HalfRows", s.mmHalfRows)
 	t.Run("NormLinear", func(t *testing.T) { normLinear(t, newExec, opts) })
 	t.Run("PairLinear", func(t *testing.T) { pairLinear(t, newExec, opts) })
 	t.Run("RopeLinear", func(t *testing.T) { ropeLinear(t, newExec, opts) })
@@ -299,6 +300,53 @@ func (s *suite) mmDot(t *testing.T) {
 
 // mmLinear: x·wᵀ + b, with and without bias, for x of rank 1, 2 and 3, and
 // the transformer block shape gelu(linear) + residual in one epilogue.
+// mmHalfRows: f16 and bf16 products of a few rows against a weight stored
+// as rows (a decode step's linear layers; the CPU reads such weights in
+// place, hgemv): one to five rows (five takes the general path), K a
+// multiple of 32, of 8 only, and neither (the kernel's last K mod 8 values
+// in Go), K below 8, a weight narrowed at an offset with a row stride
+// above K, A transposed, and a batch of rows against one weight.
+func (s *suite) mmHalfRows(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
+		for _, sh := range []struct{ m, k, n int }{
+			{1, 576, 67}, {1, 40, 9}, {1, 13, 33}, {1, 5, 7}, {2, 100, 31}, {3, 64, 1}, {4, 75, 50}, {5, 64, 9},
+		} {
+			t.Run(fmt.Sprintf("%v/M%d·K%d·N%d", dt, sh.m, sh.k, sh.n), func(t *testing.T) {
+				c := s.newCase(t)
+				x, xv := c.input("x", dt, []int{sh.m, sh.k}, mmGen)
+				w, wv := c.input("w", dt, []int{sh.n, sh.k}, mmGen)
+				c.mmExpect("y", x.Matmul(w.T()), xv, wv.transpose(0, 1))
+				c.run()
+			})
+		}
+		t.Run(fmt.Sprintf("%v/narrowed-weight", dt), func(t *testing.T) {
+			const m, k, n = 2, 48, 21
+			c := s.newCase(t)
+			x, xv := c.input("x", dt, []int{m, k}, mmGen)
+			w, wv := c.input("w", dt, []int{n + 4, k + 9}, mmGen)
+			wn, wnv := w.Narrow(0, 3, n).Narrow(1, 5, k), wv.narrow(0, 3, n).narrow(1, 5, k)
+			c.mmExpect("y", x.Matmul(wn.T()), xv, wnv.transpose(0, 1))
+			c.run()
+		})
+		t.Run(fmt.Sprintf("%v/transposed-rows", dt), func(t *testing.T) {
+			const m, k, n = 3, 56, 17
+			c := s.newCase(t)
+			x, xv := c.input("x", dt, []int{k, m}, mmGen)
+			w, wv := c.input("w", dt, []int{n, k}, mmGen)
+			c.mmExpect("y", x.T().Matmul(w.T()), xv.transpose(0, 1), wv.transpose(0, 1))
+			c.run()
+		})
+		t.Run(fmt.Sprintf("%v/batch", dt), func(t *testing.T) {
+			const k, n = 72, 19
+			c := s.newCase(t)
+			x, xv := c.input("x", dt, []int{3, 1, k}, mmGen)
+			w, wv := c.input("w", dt, []int{n, k}, mmGen)
+			c.mmExpect("y", x.Matmul(w.T()), xv, wv.transpose(0, 1))
+			c.run()
+		})
+	}
+}
+
 func (s *suite) mmLinear(t *testing.T) {
 	const in, out = 6, 4
 	for _, xs := range [][]int{{in}, {5, in}, {2, 3, in}} {
