@@ -42,3 +42,26 @@ loop16:
 done16:
 	VZEROUPPER
 	RET
+
+// func bf16to32(dst *float32, src *uint16, n int)
+// Widens n bf16 values (n a multiple of 8): each the float32 whose high
+// half it is (exact, NaN payloads kept).
+TEXT ·bf16to32(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   donebf
+
+loopbf:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVDQU   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loopbf
+
+donebf:
+	VZEROUPPER
+	RET

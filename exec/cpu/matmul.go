@@ -3,6 +3,8 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loomgraph/loom/blas"
 	"github.com/loomgraph/loom/dtype"
@@ -82,11 +84,16 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 			}
 			return nil
 		}
-		a32, b32 := widen(a, g.OffA, na), widen(b, g.OffB, nb)
-		c32 := make([]float32, g.C.Numel())
-		if err = h.Sgemm(c, a32, b32, c32); err == nil {
-			store(dst, 0, tile{f32: c32})
+		a32, b32, c32 := getF32(na), getF32(nb), getF32(g.C.Numel())
+		e.widen(*a32, a, g.OffA)
+		e.widen(*b32, b, g.OffB)
+		clear(*c32) // elements between rows (LDC > N) are stored too
+		if err = h.Sgemm(c, *a32, *b32, *c32); err == nil {
+			store(dst, 0, tile{f32: *c32})
 		}
+		f32Bufs.Put(a32)
+		f32Bufs.Put(b32)
+		f32Bufs.Put(c32)
 	default:
 		return fmt.Errorf("cpu: %s: matmul of %v", k.Name, g.DType)
 	}
@@ -96,15 +103,59 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 	return nil
 }
 
-// widen returns elements [off, off+n) of an f16 or bf16 buffer as float32.
-func widen(b buf, off, n int) []float32 {
-	out := make([]float32, n)
-	if b.dt == dtype.F16 {
-		widenF16(out, b.f16[off:off+n])
-		return out
+// f32Bufs pools the float32 operands of half-precision GEMMs: a prompt's
+// products widen every weight, and fresh slices of that size were most of
+// the time the CPU spent in them (cleared by make, then collected).
+var f32Bufs sync.Pool
+
+// getF32 returns a pooled slice of n float32 (contents undefined), for
+// f32Bufs.Put after use.
+func getF32(n int) *[]float32 {
+	if p, _ := f32Bufs.Get().(*[]float32); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
 	}
-	for i, x := range b.b16[off : off+n] {
-		out[i] = x.Float32()
+	s := make([]float32, n)
+	return &s
+}
+
+// widenChunk is the elements one part of a parallel widening converts.
+const widenChunk = 1 << 16
+
+// widen sets dst to elements [off, off+len(dst)) of an f16 or bf16 buffer
+// as float32 (exact), in chunks spread over the workers: with F16C for
+// f16 (NaN canonical, as widenF16 gives it), with AVX2 for bf16.
+func (e *Executor) widen(dst []float32, b buf, off int) {
+	n := len(dst)
+	chunks := (n + widenChunk - 1) / widenChunk
+	var next atomic.Int64
+	parallel(min(e.workers, chunks), func(int) {
+		for {
+			c := int(next.Add(1) - 1)
+			if c >= chunks {
+				return
+			}
+			lo, hi := c*widenChunk, min(n, (c+1)*widenChunk)
+			if b.dt == dtype.F16 {
+				widenF16(dst[lo:hi], b.f16[off+lo:off+hi])
+				continue
+			}
+			widenBF16(dst[lo:hi], b.b16[off+lo:off+hi])
+		}
+	})
+}
+
+// widenBF16 sets dst to src as float32 (exact: a bf16 is a float32's high
+// half).
+func widenBF16(dst []float32, src []dtype.BFloat16) {
+	src = src[:len(dst)]
+	n := len(dst) &^ 7
+	if hasAVX2 && n > 0 {
+		bf16to32(&dst[0], (*uint16)(&src[0]), n)
+	} else {
+		n = 0
 	}
-	return out
+	for i := n; i < len(dst); i++ {
+		dst[i] = src[i].Float32()
+	}
 }

@@ -15,6 +15,9 @@ func f16to32(dst *float32, src *uint16, n int)
 //go:noescape
 func f32to16(dst *uint16, src *float32, n int)
 
+//go:noescape
+func bf16to32(dst *float32, src *uint16, n int)
+
 // hasF16C reports whether the hardware f16 conversions can run.
 var hasF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
 

@@ -14,6 +14,8 @@ func f32to16(dst *uint16, src *float32, n int) { panic("unreachable: no F16C on 
 
 const hasF16C = false
 
+func bf16to32(dst *float32, src *uint16, n int) { panic("unreachable: no AVX2 on this architecture") }
+
 func binF32(dst, x, y *float32, n int, op int)              { panic("unreachable") }
 func affineF32(dst, x *float32, n int, mul, add float32)    { panic("unreachable") }
 func negF32(dst, x *float32, n int)                         { panic("unreachable") }
