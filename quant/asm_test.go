@@ -289,14 +289,14 @@ func TestVecDotRows(t *testing.T) {
 }
 
 // TestVecDotRows2: VecDotRows2 gives VecDot's bits for each weight row
-// against each of its two activation rows (Q4_K's, Q5_K's and Q6_K's
-// two-activation assembly where the CPU has AVX2, two VecDotRows calls for
-// Q4_0), for
+// against each of its two activation rows (Q4_K's, Q5_K's, Q6_K's and
+// Q5_0's two-activation assembly where the CPU has AVX2, two VecDotRows
+// calls for Q4_0), for
 // random and extreme codes, one row and many; and refuses mismatched
 // outputs and rows that do not divide the bytes.
 func TestVecDotRows2(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, typ := range []Type{Q4_K, Q4_0, Q5_K, Q6_K} {
+	for _, typ := range []Type{Q4_K, Q4_0, Q5_K, Q6_K, Q5_0} {
 		tr, _ := typ.Traits()
 		act := ActivationType(typ)
 		atr, _ := act.Traits()
@@ -312,6 +312,14 @@ func TestVecDotRows2(t *testing.T) {
 			b := fillCodes(act, n/atr.Block, -1, uint64(3000+trial))
 			if trial%3 == 0 {
 				a = biasedCodes(act, n/atr.Block, uint64(2000+trial))
+			}
+			if trial%8 == 5 { // the largest codes against −128 in one row and 127 in the other
+				w = nil
+				for i := range rows {
+					w = append(w, fillCodes(typ, nb, 0xff, uint64(trial*8+i))...)
+				}
+				a = fillCodes(act, n/atr.Block, 0x80, uint64(2000+trial))
+				b = fillCodes(act, n/atr.Block, 0x7f, uint64(3000+trial))
 			}
 			outA, outB := make([]float32, rows), make([]float32, rows)
 			if err := VecDotRows2(typ, w, act, a, b, n, outA, outB); err != nil {

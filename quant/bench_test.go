@@ -187,7 +187,7 @@ func BenchmarkVecDotRowsMem(b *testing.B) {
 // one VecDotRows2 call ("pair": Q4_K's and Q6_K's two-activation
 // assembly) and as two VecDotRows calls ("two"), bytes per weight row.
 func BenchmarkVecDotRows2(b *testing.B) {
-	for _, t := range []Type{Q4_K, Q5_K, Q6_K} {
+	for _, t := range []Type{Q4_K, Q5_K, Q6_K, Q5_0} {
 		c := codecs[t]
 		_, w := benchRow(t)
 		_, a := benchRow(c.act)

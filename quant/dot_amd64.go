@@ -64,6 +64,9 @@ func prepQ4_0Y2(y []byte, nb int, buf []byte) []byte {
 //go:noescape
 func dotRowsQ5_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
 
+//go:noescape
+func dotRowsQ5_0Q8_0P2AVX2(x *byte, rb, n int, ypa, ypb *byte, nb int, outA, outB *float32)
+
 // q50Quad is the bytes prepQ5_0Y gives each quad of activation blocks.
 const q50Quad = 160
 
@@ -580,6 +583,17 @@ func dotRows2Prepared(w Type, rows, arowA, arowB []byte, rb, nb int, outA, outB 
 	switch w {
 	case Q4_K:
 		dotRows2Q4_K(rows, arowA, arowB, rb, nb, outA, outB)
+		return true
+	case Q5_0:
+		if n := len(outA); n > 0 {
+			bufA, bufB := prepBuf(), prepBuf()
+			*bufA = prepQ5_0Y(arowA, nb, *bufA)
+			*bufB = prepQ5_0Y(arowB, nb, *bufB)
+			_, _ = rows[n*rb-1], outB[n-1] // checked once for the assembly
+			dotRowsQ5_0Q8_0P2AVX2(&rows[0], rb, n, &(*bufA)[0], &(*bufB)[0], nb, &outA[0], &outB[0])
+			prepBufs.Put(bufA)
+			prepBufs.Put(bufB)
+		}
 		return true
 	case Q6_K, Q5_K:
 		if hasDotAVX512 {

@@ -722,6 +722,148 @@ q50ynext:
 	VZEROUPPER
 	RET
 
+// ADD4TO is ADD4 into DST: the four float32 of X, in lane order, added to
+// DST one after another. Clobbers X0.
+#define ADD4TO(X, DST) \
+	VADDSS    X, DST, DST  \
+	VMOVSHDUP X, X0        \
+	VADDSS    X0, DST, DST \
+	VMOVHLPS  X, X, X0     \
+	VADDSS    X0, DST, DST \
+	VPSHUFD   $3, X, X0    \
+	VADDSS    X0, DST, DST
+
+// Q5CB is Q5C with the all-ones compare operand made in Y1 (the two-row
+// kernel keeps Y14 for a sum). Clobbers Y1, Y5.
+#define Q5CB(xoff) \
+	VMOVDQU      xoff+6(SI), X0 \
+	VPSRLW       $4, X0, X1     \
+	VINSERTI128  $1, X1, Y0, Y0 \
+	VPAND        Y15, Y0, Y0    \
+	VPBROADCASTD xoff+2(SI), Y5 \
+	VPSHUFB      Y12, Y5, Y5    \
+	VPOR         Y11, Y5, Y5    \
+	VPCMPEQB     Y1, Y1, Y1     \
+	VPCMPEQB     Y1, Y5, Y5     \
+	VPAND        Y10, Y5, Y5    \
+	VPOR         Y5, Y0, Y0
+
+// func dotRowsQ5_0Q8_0P2AVX2(x *byte, rb, n int, ypa, ypb *byte, nb int, outA, outB *float32)
+//
+// dotRowsQ5_0Q8_0PAVX2 against two prepared activation rows (ypa, ypb) at
+// once, each weight block's codes unpacked and its scale converted once
+// for both (a prompt's product: every weight row meets every activation
+// row): outA[i] and outB[i] are row i's two dots, each with its own
+// integer sums, float terms and order, the one-row kernel's bits.
+TEXT ·dotRowsQ5_0Q8_0P2AVX2(SB), NOSPLIT, $16-64
+	MOVQ     x+0(FP), R13
+	MOVQ     rb+8(FP), R11
+	MOVQ     n+16(FP), R9
+	MOVQ     nb+40(FP), DX
+	MOVQ     outA+48(FP), R10
+	MOVQ     outB+56(FP), AX
+	MOVQ     AX, outb-8(SP)
+	Q5CONSTS
+
+q50p2row:
+	MOVQ   R13, SI
+	MOVQ   ypa+24(FP), R8
+	MOVQ   ypb+32(FP), BX
+	MOVQ   DX, CX
+	VXORPS X7, X7, X7   // row A's sumf
+	VXORPS X14, X14, X14 // row B's
+	CMPQ   CX, $4
+	JLT    q50p2tail
+
+q50p2quad:
+	PREFETCHT0   PF(SI)
+	PREFETCHT0   PF+64(SI)
+	Q5CB(0)
+	VPMADDUBSW   0(R8), Y0, Y2
+	VPMADDUBSW   0(BX), Y0, Y6
+	Q5CB(22)
+	VPMADDUBSW   32(R8), Y0, Y3
+	VPMADDUBSW   32(BX), Y0, Y8
+	VPHADDW      Y3, Y2, Y2
+	VPHADDW      Y8, Y6, Y6
+	Q5CB(44)
+	VPMADDUBSW   64(R8), Y0, Y3
+	VPMADDUBSW   64(BX), Y0, Y8
+	Q5CB(66)
+	VPMADDUBSW   96(R8), Y0, Y4
+	VPMADDUBSW   96(BX), Y0, Y9
+	VPHADDW      Y4, Y3, Y3
+	VPHADDW      Y9, Y8, Y8
+	VPHADDW      Y3, Y2, Y2
+	VPHADDW      Y8, Y6, Y6
+	VPMADDWD     Y13, Y2, Y2
+	VPMADDWD     Y13, Y6, Y6
+	VEXTRACTI128 $1, Y2, X3
+	VEXTRACTI128 $1, Y6, X8
+	VPADDD       X3, X2, X2
+	VPADDD       X8, X6, X6
+	VPSUBD       128(R8), X2, X2
+	VPSUBD       128(BX), X6, X6
+	VCVTDQ2PS    X2, X2
+	VCVTDQ2PS    X6, X6
+	F16X4(0(SI), 22(SI), 44(SI), 66(SI), AX, X1)
+	VMULPS       144(R8), X1, X3 // dx·dy, row A
+	VMULPS       144(BX), X1, X4 // row B
+	VMULPS       X2, X3, X3      // ·sumi
+	VMULPS       X6, X4, X4
+	ADD4TO(X3, X7)
+	ADD4TO(X4, X14)
+	ADDQ $88, SI
+	ADDQ $160, R8
+	ADDQ $160, BX
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q50p2quad
+
+q50p2tail:
+	TESTQ CX, CX
+	JZ    q50p2end
+	XORQ  DI, DI // 4·j, block j of the last quad
+
+q50p2one:
+	Q5CB(0)
+	VPMADDUBSW (R8)(DI*8), Y0, Y2
+	VPMADDUBSW (BX)(DI*8), Y0, Y6
+	VPMADDWD   Y13, Y2, Y2
+	VPMADDWD   Y13, Y6, Y6
+	HSUM8(Y2, X2, X3)
+	HSUM8(Y6, X6, X3)
+	VMOVD      128(R8)(DI*1), X3
+	VPSUBD     X3, X2, X2
+	VMOVD      128(BX)(DI*1), X3
+	VPSUBD     X3, X6, X6
+	VCVTDQ2PS  X2, X2
+	VCVTDQ2PS  X6, X6
+	F16((SI), AX, X1)
+	VMULSS     144(R8)(DI*1), X1, X3
+	VMULSS     144(BX)(DI*1), X1, X4
+	VMULSS     X2, X3, X3
+	VMULSS     X6, X4, X4
+	VADDSS     X3, X7, X7
+	VADDSS     X4, X14, X14
+	ADDQ       $22, SI
+	ADDQ       $4, DI
+	DECQ       CX
+	JNZ        q50p2one
+
+q50p2end:
+	VMOVSS X7, (R10)
+	ADDQ   $4, R10
+	MOVQ   outb-8(SP), AX
+	VMOVSS X14, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, outb-8(SP)
+	ADDQ   R11, R13
+	DECQ   R9
+	JNZ    q50p2row
+	VZEROUPPER
+	RET
+
 // func dotRowsQ5_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
