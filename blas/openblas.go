@@ -36,7 +36,18 @@ package blas
 //     second thread is faster at every size measured (256×64×64: 24
 //     against 34 µs). A short spin (OPENBLAS_THREAD_TIMEOUT=4 or 16, which
 //     the library reads when it loads) made small calls slower still
-//     (256×64×64 on 2 threads: 41–47 µs). Left as it is.
+//     (256×64×64 on 2 threads: 41–47 µs). Left as it was then.
+//   - Since session 56 the executor's own loops run on helpers that spin
+//     between loops (exec/cpu's team) instead of parking, and OpenBLAS's
+//     spinning workers took their CPU: 31% of the samples of a SmolLM-135M
+//     Q4_K_M prefill of 64 tokens were OpenBLAS's sched_yield, on 2 cores.
+//     So a call of fewer than openblasSmall multiply-adds (an item of a
+//     batch: the attention's per-head products) runs on one OpenBLAS
+//     thread, and its workers sleep. loom bench -device cpu, three rounds
+//     alternating, 64-token prompts: SmolLM-135M Q4_K_M prefill 370–502 ms
+//     against 468–648; the tiny model's f32 decode 270–290 tokens/s
+//     against 225–278 and its prefill 20–21 ms against 23–29; its Q4_K
+//     decode 982–1,382 against 604–983.
 
 import (
 	"fmt"
@@ -48,6 +59,10 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/loomgraph/loom/internal/dl"
 )
+
+// openblasSmall is the multiply-adds (M·N·K of one batch item) below which
+// a call runs on one OpenBLAS thread.
+const openblasSmall = 1 << 24
 
 // openblasNames are the sonames tried, in order.
 var openblasNames = []string{"libopenblas.so.0", "libopenblas.so"}
@@ -152,9 +167,13 @@ func openblasRun[T float32 | float64](h *openblasHost, c Call, a, b, cc []T, gem
 	l := h.lib
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.threads != h.threads {
-		l.setNumThreads(int32(h.threads))
-		l.threads = h.threads
+	threads := h.threads
+	if float64(c.M)*float64(c.N)*float64(c.K) < openblasSmall {
+		threads = 1 // its workers stay asleep (see the package notes)
+	}
+	if l.threads != threads {
+		l.setNumThreads(int32(threads))
+		l.threads = threads
 	}
 	for bi := range c.Batch {
 		gemm(ta, tb, itemAt(c, bi, a, b, cc))
