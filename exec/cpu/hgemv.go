@@ -8,41 +8,52 @@ import (
 	"github.com/loomgraph/loom/dtype"
 )
 
-// Half-precision products with few rows. A decode step's linear layers in
-// f16 or bf16 are GEMMs of one row (a few for a small prompt or a batch)
-// against a weight stored as rows of K values (NT: C = A·Bᵀ). The general
-// path widens both operands to float32 — the whole weight, every step,
-// allocated afresh — and hands them to the host BLAS: SmolLM-135M in bf16
-// spent 80% of a step converting, clearing and collecting those copies
-// (4 tokens/s on 2 cores). Here each weight row is read once per row of A,
-// in place, widened in registers (hdotRowsBF16, hdotRowsF16: AVX2, FMA and
-// F16C), and dotted with the row of A widened once; the weight's rows are
-// spread over the workers. float32 accumulation as before (in another
-// order than the BLAS's: eight-lane fused multiply-adds), the product
-// rounded once into the output.
+// Products with few rows. A decode step's linear layers are GEMMs of one
+// row (a few for a small prompt or a batch) against a weight stored as
+// rows of K values (NT: C = A·Bᵀ). In f16 and bf16 the general path
+// widens both operands to float32 — the whole weight, every step — and
+// hands them to the host BLAS: SmolLM-135M in bf16 spent 80% of a step
+// converting, clearing and collecting those copies (4 tokens/s on 2
+// cores). Here each weight row is read once per row of A, in place,
+// widened in registers (hdotRowsBF16, hdotRowsF16: AVX2, FMA and F16C; f32
+// rows as they are, hdotRowsF32), and dotted with the row of A widened
+// once; the weight's rows are spread over the workers (the host BLAS took
+// f32 calls one at a time behind its lock). float32 accumulation as before
+// (in another order than the BLAS's: eight-lane fused multiply-adds), the
+// product rounded once into the output.
 
 // hgemvMaxM is the most rows of A that take this path: each reads the
 // whole weight, so past a few rows the widened GEMM's one pass is cheaper.
 const hgemvMaxM = 4
 
-// hgemv runs c (f16 or bf16 operands a and b at offsets offA and offB,
-// output out of dt) when it is a product with few rows of A against
+// hgemv runs c (f32, f16 or bf16 operands a and b at offsets offA and
+// offB, output out of dt) when it is a product with few rows of A against
 // weight rows (TransB) and this CPU has the kernels; false where it does
-// not take c.
+// not take c. f32 weights are read as they are, where the host BLAS took
+// such calls one at a time behind its lock (on one thread below 2²⁴
+// multiply-adds, blas.openblasSmall).
 func (e *Executor) hgemv(ctx context.Context, c blas.Call, dt dtype.DType, a, b buf, offA, offB int, out []byte) (bool, error) {
-	if !hasHGemv || !c.TransB || c.M > hgemvMaxM || c.K < 8 || c.Alpha != 1 || c.Beta != 0 || (dt != dtype.F16 && dt != dtype.BF16) {
+	if !hasHGemv || !c.TransB || c.M > hgemvMaxM || c.K < 8 || c.Alpha != 1 || c.Beta != 0 {
 		return false, nil
 	}
-	halves := func(x buf) []uint16 {
-		if dt == dtype.F16 {
-			return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(x.f16))), len(x.f16))
-		}
-		return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(x.b16))), len(x.b16))
-	}
-	aw, bw := halves(a), halves(b)
-	dot := hdotRowsBF16
-	if dt == dtype.F16 {
-		dot = hdotRowsF16
+	var (
+		at, bt func(i int) float32 // element i of a and b as float32
+		bp     unsafe.Pointer      // b's first element
+		dot    func(w unsafe.Pointer, ldw, n int, x *float32, k int, out *float32)
+		esize  int
+	)
+	switch dt {
+	case dtype.F32:
+		at, bt = func(i int) float32 { return a.f32[i] }, func(i int) float32 { return b.f32[i] }
+		bp, dot, esize = unsafe.Pointer(unsafe.SliceData(b.f32)), hdotRowsF32, 4
+	case dtype.F16:
+		at, bt = func(i int) float32 { return a.f16[i].Float32() }, func(i int) float32 { return b.f16[i].Float32() }
+		bp, dot, esize = unsafe.Pointer(unsafe.SliceData(b.f16)), hdotRowsF16, 2
+	case dtype.BF16:
+		at, bt = func(i int) float32 { return a.b16[i].Float32() }, func(i int) float32 { return b.b16[i].Float32() }
+		bp, dot, esize = unsafe.Pointer(unsafe.SliceData(b.b16)), hdotRowsBF16, 2
+	default:
+		return false, nil
 	}
 	K, K8 := c.K, c.K&^7
 	x := make([]float32, c.M*K)
@@ -57,20 +68,21 @@ func (e *Executor) hgemv(ctx context.Context, c blas.Call, dt dtype.DType, a, b 
 				if c.TransA {
 					i = ab + k*c.LDA + m
 				}
-				xm[k] = widenOne(dt, aw[i])
+				xm[k] = at(i)
 			}
 		}
 		// The last weight element any row reads, checked once for the
 		// assembly (the caller checked the call's extents too).
-		_ = bw[bb+(c.N-1)*c.LDB+K-1]
+		_ = bt(bb + (c.N-1)*c.LDB + K - 1)
 		err := e.parallelRows(ctx, c.N, func(n0, n1 int) error {
 			vals := make([]float32, n1-n0)
+			w := unsafe.Add(bp, (bb+n0*c.LDB)*esize)
 			for m := range c.M {
 				xm := x[m*K : (m+1)*K]
-				dot(&bw[bb+n0*c.LDB], c.LDB, n1-n0, &xm[0], K8, &vals[0])
+				dot(w, c.LDB, n1-n0, &xm[0], K8, &vals[0])
 				for k := K8; k < K; k++ { // the last K mod 8 values
 					for j := range vals {
-						vals[j] += xm[k] * widenOne(dt, bw[bb+(n0+j)*c.LDB+k])
+						vals[j] += xm[k] * bt(bb+(n0+j)*c.LDB+k)
 					}
 				}
 				storeRowF32(dt, out, cb+m*c.LDC+n0, vals)
@@ -82,12 +94,4 @@ func (e *Executor) hgemv(ctx context.Context, c blas.Call, dt dtype.DType, a, b 
 		}
 	}
 	return true, nil
-}
-
-// widenOne is the float32 of one f16 or bf16 value (exact).
-func widenOne(dt dtype.DType, h uint16) float32 {
-	if dt == dtype.F16 {
-		return dtype.Float16(h).Float32()
-	}
-	return dtype.BFloat16(h).Float32()
 }

@@ -1,8 +1,8 @@
 #include "textflag.h"
 
-// The half-precision mat-vec rows (hgemv.go): out[i] = Σ_j x[j]·w[i·ldw+j]
+// The few-row product rows (hgemv.go): out[i] = Σ_j x[j]·w[i·ldw+j]
 // over j < k (k a positive multiple of 8), w's f16 or bf16 values widened
-// exactly to float32 as they are read, x float32, the products added with
+// exactly to float32 as they are read (or float32 read as they are), x float32, the products added with
 // fused multiply-adds in four eight-lane float32 accumulators (32 values
 // an iteration, then 8 at a time), which are added at the end
 // ((a0 + a1) + (a2 + a3), then the lanes pairwise).
@@ -16,9 +16,13 @@
 #define F16W(addr, Y) \
 	VCVTPH2PS addr, Y
 
-// HROWS is the row loop, WIDEN the load: R8 the rows, R11 ldw in bytes,
-// R9 the row count, R12 x, DX k, R10 out.
-#define HROWS(WIDEN, ROW, L32, L8, SUM) \
+// F32W loads eight float32 at addr into Y.
+#define F32W(addr, Y) \
+	VMOVUPS addr, Y
+
+// HROWS is the row loop, WIDEN the load of eight values, G their bytes:
+// R8 the rows, R11 ldw in bytes, R9 the row count, R12 x, DX k, R10 out.
+#define HROWS(WIDEN, G, ROW, L32, L8, SUM) \
 ROW:                                 \
 	MOVQ   R8, SI                    \
 	MOVQ   R12, DI                   \
@@ -32,14 +36,14 @@ ROW:                                 \
 L32:                                 \
 	PREFETCHT0  1024(SI)             \
 	WIDEN(0(SI), Y4)                 \
-	WIDEN(16(SI), Y5)                \
-	WIDEN(32(SI), Y6)                \
-	WIDEN(48(SI), Y7)                \
+	WIDEN(G(SI), Y5)                 \
+	WIDEN(2*G(SI), Y6)               \
+	WIDEN(3*G(SI), Y7)               \
 	VFMADD231PS 0(DI), Y4, Y0        \
 	VFMADD231PS 32(DI), Y5, Y1       \
 	VFMADD231PS 64(DI), Y6, Y2       \
 	VFMADD231PS 96(DI), Y7, Y3       \
-	ADDQ        $64, SI              \
+	ADDQ        $(4*G), SI           \
 	ADDQ        $128, DI             \
 	SUBQ        $32, CX              \
 	CMPQ        CX, $32              \
@@ -49,7 +53,7 @@ L32:                                 \
 L8:                                  \
 	WIDEN(0(SI), Y4)                 \
 	VFMADD231PS 0(DI), Y4, Y0        \
-	ADDQ        $16, SI              \
+	ADDQ        $G, SI               \
 	ADDQ        $32, DI              \
 	SUBQ        $8, CX               \
 	JNZ         L8                   \
@@ -78,7 +82,7 @@ TEXT ·hdotRowsBF16(SB), NOSPLIT, $0-48
 	MOVQ x+24(FP), R12
 	MOVQ k+32(FP), DX
 	MOVQ out+40(FP), R10
-	HROWS(BF16W, bfrow, bf32, bf8, bfsum)
+	HROWS(BF16W, 16, bfrow, bf32, bf8, bfsum)
 
 // func hdotRowsF16(w *uint16, ldw, n int, x *float32, k int, out *float32)
 TEXT ·hdotRowsF16(SB), NOSPLIT, $0-48
@@ -89,4 +93,15 @@ TEXT ·hdotRowsF16(SB), NOSPLIT, $0-48
 	MOVQ x+24(FP), R12
 	MOVQ k+32(FP), DX
 	MOVQ out+40(FP), R10
-	HROWS(F16W, hfrow, hf32, hf8, hfsum)
+	HROWS(F16W, 16, hfrow, hf32, hf8, hfsum)
+
+// func hdotRowsF32(w *float32, ldw, n int, x *float32, k int, out *float32)
+TEXT ·hdotRowsF32(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R8
+	MOVQ ldw+8(FP), R11
+	SHLQ $2, R11
+	MOVQ n+16(FP), R9
+	MOVQ x+24(FP), R12
+	MOVQ k+32(FP), DX
+	MOVQ out+40(FP), R10
+	HROWS(F32W, 32, f32row, f3232, f328, f32sum)

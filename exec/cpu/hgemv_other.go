@@ -2,8 +2,18 @@
 
 package cpu
 
-func hdotRowsBF16(w *uint16, ldw, n int, x *float32, k int, out *float32) { panic("unreachable") }
+import "unsafe"
 
-func hdotRowsF16(w *uint16, ldw, n int, x *float32, k int, out *float32) { panic("unreachable") }
+func hdotRowsBF16(w unsafe.Pointer, ldw, n int, x *float32, k int, out *float32) {
+	panic("unreachable")
+}
+
+func hdotRowsF16(w unsafe.Pointer, ldw, n int, x *float32, k int, out *float32) {
+	panic("unreachable")
+}
+
+func hdotRowsF32(w unsafe.Pointer, ldw, n int, x *float32, k int, out *float32) {
+	panic("unreachable")
+}
 
 const hasHGemv = false

@@ -18,7 +18,8 @@ import (
 // bf16 operands are widened to float32 (only the span of elements the call
 // reads), multiplied with f32 accumulation, and the product is rounded once
 // into the output — except products of a few rows against weight rows
-// (a decode step's), which read the weight in place (hgemv.go). An empty product writes nothing; K = 0 writes zeros.
+// (a decode step's), which read the weight in place in every float dtype
+// but f64 (hgemv.go). An empty product writes nothing; K = 0 writes zeros.
 
 var _ exec.BLASNamer = (*Executor)(nil)
 
@@ -72,18 +73,18 @@ func (e *Executor) runMatmul(ctx context.Context, k *plan.Kernel, mem []exec.Mem
 	}
 	h, _ := e.gemmHost()
 	var err error
+	if ok, err := e.hgemv(ctx, c, g.DType, a, b, g.OffA, g.OffB, out); ok {
+		if err != nil {
+			return fmt.Errorf("cpu: %s: %w", k.Name, err)
+		}
+		return nil
+	}
 	switch g.DType {
 	case dtype.F32:
 		err = h.Sgemm(c, a.f32[g.OffA:g.OffA+na], b.f32[g.OffB:g.OffB+nb], dst.f32)
 	case dtype.F64:
 		err = h.Dgemm(c, a.f64[g.OffA:g.OffA+na], b.f64[g.OffB:g.OffB+nb], dst.f64)
 	case dtype.F16, dtype.BF16:
-		if ok, err := e.hgemv(ctx, c, g.DType, a, b, g.OffA, g.OffB, out); ok {
-			if err != nil {
-				return fmt.Errorf("cpu: %s: %w", k.Name, err)
-			}
-			return nil
-		}
 		a32, b32, c32 := getF32(na), getF32(nb), getF32(g.C.Numel())
 		e.widen(*a32, a, g.OffA)
 		e.widen(*b32, b, g.OffB)

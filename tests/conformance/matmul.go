@@ -34,7 +34,7 @@ func Matmul(t *testing.T, newExec func(poison byte) exec.Executor, opts graph.Op
 	t.Run("Mv", s.mmMv)
 	t.Run("Dot", s.mmDot)
 	t.Run("Linear", s.mmLinear)
-	t.Run("HalfRows", s.mmHalfRows)
+	t.Run("FewRows", s.mmFewRows)
 	t.Run("NormLinear", func(t *testing.T) { normLinear(t, newExec, opts) })
 	t.Run("PairLinear", func(t *testing.T) { pairLinear(t, newExec, opts) })
 	t.Run("RopeLinear", func(t *testing.T) { ropeLinear(t, newExec, opts) })
@@ -300,14 +300,14 @@ func (s *suite) mmDot(t *testing.T) {
 
 // mmLinear: x·wᵀ + b, with and without bias, for x of rank 1, 2 and 3, and
 // the transformer block shape gelu(linear) + residual in one epilogue.
-// mmHalfRows: f16 and bf16 products of a few rows against a weight stored
-// as rows (a decode step's linear layers; the CPU reads such weights in
-// place, hgemv): one to five rows (five takes the general path), K a
+// mmFewRows: products of a few rows against a weight stored as rows (a
+// decode step's linear layers; the CPU reads such weights in place,
+// hgemv), f32, f16 and bf16: one to five rows (five takes the general path), K a
 // multiple of 32, of 8 only, and neither (the kernel's last K mod 8 values
 // in Go), K below 8, a weight narrowed at an offset with a row stride
 // above K, A transposed, and a batch of rows against one weight.
-func (s *suite) mmHalfRows(t *testing.T) {
-	for _, dt := range []dtype.DType{dtype.F16, dtype.BF16} {
+func (s *suite) mmFewRows(t *testing.T) {
+	for _, dt := range []dtype.DType{dtype.F32, dtype.F16, dtype.BF16} {
 		for _, sh := range []struct{ m, k, n int }{
 			{1, 576, 67}, {1, 40, 9}, {1, 13, 33}, {1, 5, 7}, {2, 100, 31}, {3, 64, 1}, {4, 75, 50}, {5, 64, 9},
 		} {
