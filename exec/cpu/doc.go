@@ -9,12 +9,16 @@
 // widened to the compute kind (f16, bf16, f8e4m3 → float32; u8, u32 →
 // int64; f8e4m3 through a 256-entry table, never the F16C/AVX2 paths), then
 // every instruction runs as one tight loop over the tile, and the last tile
-// is narrowed into the output buffer. Tiles are spread over all cores
-// (golang.org/x/sync/errgroup); small kernels run on the calling goroutine.
+// is narrowed into the output buffer. Tiles are spread over all cores on a
+// process-wide team of helper goroutines that stay ready between loops
+// (team.go: the caller takes a part too, and runs any part no helper has
+// claimed); small kernels run on the calling goroutine.
 //
 // Indexing, matmul and window steps (pools, upsampling: pool.go) run their
 // own loops over whole tensors instead of tiles.
-// Matmul steps (matmul.go) run on the host BLAS; convolution steps
+// Matmul steps (matmul.go) run on the host BLAS, except products of a few
+// rows against weight rows (a decode step's), which read the weight in
+// place in the executor's own kernels (hgemv.go); convolution steps
 // (conv.go) too, except float32 GEMMs on CPUs with AVX-512, which run on
 // the executor's own kernel (sgemm.go). A convolution's scratch (column
 // tiles, row copies) is bounded and comes from the arenas like the
