@@ -17,9 +17,9 @@ func parallel(k int, body func(part int)) { helpers.do(k, body) }
 var helpers team
 
 // A team runs data-parallel loops: the calling goroutine is worker 0, and
-// helper goroutines that outlive one loop take the other workers' parts. A decode step is hundreds of short loops (a 576-wide
-// model's products are 20–100 µs each) with a little serial work between
-// them; a goroutine per worker per loop, as these loops had, left the
+// helper goroutines that outlive one loop take the other workers' parts.
+// A decode step is hundreds of short loops (a 576-wide model's products
+// are 20–100 µs each) with a little serial work between them; a goroutine per worker per loop, as these loops had, left the
 // second core idle for most of each loop on a 2-core VM — a parked
 // goroutine takes tens of microseconds to be woken there (a parallel loop
 // of 576 rows of ~75 ns took 60 µs on two workers against 44 µs on one,
@@ -31,7 +31,9 @@ var helpers team
 // claimed by the time the caller has done its own, the caller runs itself.
 // The parts pull their work from a shared counter, so a late part finds
 // little or none left. Only parts a helper has claimed are waited for, and
-// those are running.
+// those are running. Loops from several goroutines at once share the
+// helpers: a helper takes parts of the newest loop it sees, and a loop
+// whose parts it missed is finished by its own caller.
 type team struct {
 	job   atomic.Pointer[teamJob]
 	alive atomic.Int32 // helpers running or spinning
