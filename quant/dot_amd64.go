@@ -121,6 +121,45 @@ func dotRowsQ5_0(rows, arow []byte, rb, nb, i int, out []float32) int {
 	return len(out)
 }
 
+//go:noescape
+func dotRowsQ8_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
+
+// q80Quad is the bytes prepQ8_0Y gives each quad of activation blocks.
+const q80Quad = 144
+
+// prepQ8_0Y lays Q8_0 activation row y (nb blocks) out as
+// dotRowsQ8_0Q8_0PAVX2 reads it, in buf if it holds it (else a new
+// buffer): per quad of blocks (the last one padded with zero blocks), 144
+// bytes — the four blocks' 32 quants one after another, then their scales
+// as float32 (exact).
+func prepQ8_0Y(y []byte, nb int, buf []byte) []byte {
+	nq := (nb + 3) / 4
+	if cap(buf) < nq*q80Quad {
+		buf = make([]byte, nq*q80Quad)
+	}
+	buf = buf[:nq*q80Quad]
+	clear(buf[(nb/4)*q80Quad:])
+	for b := range nb {
+		blk := y[b*34 : b*34+34]
+		p := buf[(b/4)*q80Quad:]
+		j := b % 4
+		copy(p[32*j:32*j+32], blk[2:34])
+		binary.LittleEndian.PutUint32(p[128+4*j:], math.Float32bits(lef16(blk)))
+	}
+	return buf
+}
+
+// dotRowsQ8_0P runs Q8_0 rows [i, len(out)) on dotRowsQ8_0Q8_0PAVX2, the
+// activations prepared once for them.
+func dotRowsQ8_0P(rows, arow []byte, rb, nb, i int, out []float32) int {
+	buf := prepBuf()
+	*buf = prepQ8_0Y(arow, nb, *buf)
+	_ = rows[len(out)*rb-1] // the rows' bytes, checked once
+	dotRowsQ8_0Q8_0PAVX2(&rows[i*rb], rb, len(out)-i, &(*buf)[0], nb, &out[i])
+	prepBufs.Put(buf)
+	return len(out)
+}
+
 // hasDotAVX512 reports whether the AVX-512 kernels (dotQ4_0Q8_0x4AVX512,
 // the Q4_K, Q5_K, Q6_K and Q8_0 row kernels) can run: AVX-512 F and BW (512-bit byte
 // and word operations), VBMI (VPERMT2B, VPERMB), VNNI (VPDPBUSD,
@@ -318,6 +357,8 @@ func dotRowsPrepared(w Type, rows, arow []byte, rb, nb, i int, out []float32) (i
 		return dotRowsQ8_0(rows, arow, rb, nb, i, out), true
 	case w == Q5_0 && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		return dotRowsQ5_0(rows, arow, rb, nb, i, out), true
+	case w == Q8_0 && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
+		return dotRowsQ8_0P(rows, arow, rb, nb, i, out), true
 	case (w == Q5_K || w == Q6_K || w == Q8_0 || w == Q4_1 || w == Q5_1) && hasDotAVX2 && len(out)-i >= 2 && nb > 0:
 		f := dotRowsQ6_KQ8_KAVX2
 		switch w {

@@ -864,6 +864,97 @@ q50p2end:
 	VZEROUPPER
 	RET
 
+// Q80P sums the products of Q8_0 block SI+xoff with the prepared quants
+// at R8+yoff into the eight int32 lanes of DST (exact: sign-extended to
+// int16, VPMADDWD pairs of at most 2·128·128). Clobbers Y0–Y3.
+#define Q80P(xoff, yoff, DST) \
+	VPMOVSXBW xoff+2(SI), Y0   \
+	VPMOVSXBW xoff+18(SI), Y1  \
+	VPMOVSXBW yoff(R8), Y2     \
+	VPMOVSXBW yoff+16(R8), Y3  \
+	VPMADDWD  Y2, Y0, Y0       \
+	VPMADDWD  Y3, Y1, Y1       \
+	VPADDD    Y1, Y0, DST
+
+// func dotRowsQ8_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
+//
+// dotRowsQ8_0Q8_0AVX2 on activations laid out by prepQ8_0Y (yp: per quad
+// of blocks their 4·32 quants, then dy as float32), the same bits: a
+// quad's four integer sums side by side (VPHADDD), sumi·(dx·dy) four lanes
+// at a time (dx·dy rounded first, as the twin does), the four terms added
+// to sumf in block order; the last nb mod 4 blocks one by one.
+TEXT ·dotRowsQ8_0Q8_0PAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), R13
+	MOVQ rb+8(FP), R11
+	MOVQ n+16(FP), R9
+	MOVQ yp+24(FP), R12
+	MOVQ nb+32(FP), DX
+	MOVQ out+40(FP), R10
+
+q80prow:
+	MOVQ   R13, SI
+	MOVQ   R12, R8
+	MOVQ   DX, CX
+	VXORPS X7, X7, X7
+	CMPQ   CX, $4
+	JLT    q80ptail
+
+q80pquad:
+	PREFETCHT0   PF(SI)
+	PREFETCHT0   PF+64(SI)
+	Q80P(0, 0, Y8)
+	Q80P(34, 32, Y9)
+	VPHADDD      Y9, Y8, Y8
+	Q80P(68, 64, Y9)
+	Q80P(102, 96, Y4)
+	VPHADDD      Y4, Y9, Y9
+	VPHADDD      Y9, Y8, Y8
+	VEXTRACTI128 $1, Y8, X9
+	VPADDD       X9, X8, X8
+	VCVTDQ2PS    X8, X8
+	F16X4(0(SI), 34(SI), 68(SI), 102(SI), AX, X1)
+	VMULPS       128(R8), X1, X1 // dx·dy
+	VMULPS       X8, X1, X1      // ·sumi
+	ADD4(X1)
+	ADDQ $136, SI
+	ADDQ $144, R8
+	SUBQ $4, CX
+	CMPQ CX, $4
+	JGE  q80pquad
+
+q80ptail:
+	TESTQ CX, CX
+	JZ    q80pend
+	XORQ  DI, DI // 4·j, block j of the last quad
+
+q80pone:
+	VPMOVSXBW 2(SI), Y0
+	VPMOVSXBW 18(SI), Y1
+	VPMOVSXBW (R8)(DI*8), Y2
+	VPMOVSXBW 16(R8)(DI*8), Y3
+	VPMADDWD  Y2, Y0, Y0
+	VPMADDWD  Y3, Y1, Y1
+	VPADDD    Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VCVTDQ2PS X0, X0
+	F16((SI), AX, X1)
+	VMULSS    128(R8)(DI*1), X1, X1
+	VMULSS    X1, X0, X0
+	VADDSS    X0, X7, X7
+	ADDQ      $34, SI
+	ADDQ      $4, DI
+	DECQ      CX
+	JNZ       q80pone
+
+q80pend:
+	VMOVSS X7, (R10)
+	ADDQ   $4, R10
+	ADDQ   R11, R13
+	DECQ   R9
+	JNZ    q80prow
+	VZEROUPPER
+	RET
+
 // func dotRowsQ5_1Q8_1AVX2(x *byte, rb, n int, y *byte, nb int, out *float32)
 //
 // Per block (Q5_1: d, m, 4 qh bytes, 16 qs bytes): sumi = Σ q·y with q
