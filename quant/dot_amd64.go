@@ -61,6 +61,19 @@ func prepQ4_0Y2(y []byte, nb int, buf []byte) []byte {
 	return buf
 }
 
+// quadBuf returns buf (or a new buffer where it is too small) sized for
+// the quads of nb activation blocks, quad bytes each, with the last,
+// partial quad cleared: its missing blocks read as zeros.
+func quadBuf(buf []byte, nb, quad int) []byte {
+	n := (nb + 3) / 4 * quad
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	clear(buf[nb/4*quad:])
+	return buf
+}
+
 //go:noescape
 func dotRowsQ5_0Q8_0PAVX2(x *byte, rb, n int, yp *byte, nb int, out *float32)
 
@@ -77,12 +90,7 @@ const q50Quad = 160
 // their 16·Σy as int32 and their scales as float32 (exact: every f16 is a
 // float32).
 func prepQ5_0Y(y []byte, nb int, buf []byte) []byte {
-	nq := (nb + 3) / 4
-	if cap(buf) < nq*q50Quad {
-		buf = make([]byte, nq*q50Quad)
-	}
-	buf = buf[:nq*q50Quad]
-	clear(buf[(nb/4)*q50Quad:])
+	buf = quadBuf(buf, nb, q50Quad)
 	if nb > 0 {
 		_ = y[nb*34-1]
 		prepQ5_0YAsm(&y[0], &buf[0], nb)
@@ -133,12 +141,7 @@ const q80Quad = 144
 // bytes — the four blocks' 32 quants one after another, then their scales
 // as float32 (exact).
 func prepQ8_0Y(y []byte, nb int, buf []byte) []byte {
-	nq := (nb + 3) / 4
-	if cap(buf) < nq*q80Quad {
-		buf = make([]byte, nq*q80Quad)
-	}
-	buf = buf[:nq*q80Quad]
-	clear(buf[(nb/4)*q80Quad:])
+	buf = quadBuf(buf, nb, q80Quad)
 	for b := range nb {
 		blk := y[b*34 : b*34+34]
 		p := buf[(b/4)*q80Quad:]
