@@ -2411,15 +2411,27 @@ template <class F, class X, int R, bool PAIR = false, bool DEFER = false, class 
 LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __restrict__ x,
                    long long K, long long N, long long rowBytes, S store) {
   static_assert(!PAIR || R == 2, "a pair epilogue takes a group's two rows");
-  if constexpr (DEFER) loom_grid_entry();  // nothing to load ahead on this path
   int* qa = qf_shared;
   float* dx = reinterpret_cast<float*>(qa + K / 4);
   float* sx = dx + K / 32;
   const int lane = threadIdx.x % QMV_GROUP, group = threadIdx.x / QMV_GROUP, groups = blockDim.x / QMV_GROUP;
+  const long long chunks = K / F::CHUNK;
+  const long long g0 = (long long)blockIdx.x * groups + group;
+  // DEFER: each lane's first chunk of its group's first rows is loaded
+  // before the wait, so that the weight's round trip overlaps the kernel
+  // ahead (the norm computing x). For rows of up to 32 chunks (SmolLM's
+  // 576-value rows: 9 Q5_0 chunks) that is the whole weight.
+  F pre[R];
+  if constexpr (DEFER) {
+    if (g0 * R < N && lane < chunks) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) pre[r].load(w + min(g0 * R + r, N - 1) * rowBytes, lane);
+    }
+    loom_grid_entry();
+  }
   qf_quantize<X>(x, qa, dx, sx, K / 4);
   __syncthreads();
-  const long long chunks = K / F::CHUNK;
-  for (long long g = (long long)blockIdx.x * groups + group; g * R < N; g += (long long)gridDim.x * groups) {
+  for (long long g = g0; g * R < N; g += (long long)gridDim.x * groups) {
     const unsigned char* rows[R];
     float acc[R];
 #pragma unroll
@@ -2427,8 +2439,18 @@ LOOM_DEV void qmvf(const unsigned char* __restrict__ w, const typename X::T* __r
       rows[r] = w + min(g * R + r, N - 1) * rowBytes;
       acc[r] = 0.f;
     }
+    long long c0 = lane;
+    if constexpr (DEFER) {
+      if (g == g0) {
+        if (lane < chunks) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) acc[r] += pre[r].dot(qa, dx, sx, lane);
+        }
+        c0 += QMV_GROUP;
+      }
+    }
 #pragma unroll 2
-    for (long long c = lane; c < chunks; c += QMV_GROUP) {
+    for (long long c = c0; c < chunks; c += QMV_GROUP) {
       F f[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) f[r].load(rows[r], c);
@@ -3031,7 +3053,8 @@ LOOM_DEV void qmvu(const unsigned char* __restrict__ w, const typename X::T* __r
 //
 // DEFER: the entry began with loom_grid_defer() (the weight is not written
 // by the step before): the staged path issues its first stage, then waits;
-// the others wait first.
+// the chunk path loads each lane's first chunk, then waits; the unit path
+// from global memory waits first.
 //
 // A format without a unit (Q4_1, Q5_0, Q5_1: qu_none, KSTEP 0) always
 // takes its chunks. The qu_<format> names are what QMVF_CALL and the fused

@@ -735,9 +735,10 @@ func TestEmulateQMVFPair(t *testing.T) { emulateQMVFPair(t, false) }
 
 // TestEmulateQMVFDefer runs the same with the weight marked as not written
 // by the step before (plan.Kernel.Ahead), so that the kernel takes
-// quant.hip's DEFER (the staged path's first stage issued before the
-// grid-dependency wait, which the emulation does not model): this checks
-// that the variant computes the same.
+// quant.hip's DEFER (the staged path's first stage, or the chunk path's
+// first chunk a lane, issued before the grid-dependency wait, which the
+// emulation does not model): this checks that the variant computes the
+// same.
 func TestEmulateQMVFDefer(t *testing.T) { emulateQMVFPair(t, true) }
 
 // emulateQMVFPair runs the pair cases with the deferred variant on or off
@@ -752,7 +753,11 @@ func emulateQMVFPair(t *testing.T, deferLoads bool) {
 		f          quant.Type
 		n, k, grid int // n pairs
 	}{{quant.Q4_K, 20, 2048, 2}, {quant.Q4_0, 9, 256, 1}, {quant.Q8_0, 33, 2048, 3}, {quant.Q6_K, 12, 1024, 2}, {quant.Q5_K, 10, 2048, 2},
-		{quant.Q2_K, 7, 768, 1}, {quant.Q3_K, 9, 1280, 2}} {
+		{quant.Q2_K, 7, 768, 1}, {quant.Q3_K, 9, 1280, 2},
+		// The formats with chunks only: rows of fewer chunks than a group
+		// has lanes (SmolLM's 576 values: 9 Q5_0 chunks), of more, and
+		// groups taking several row pairs each.
+		{quant.Q5_0, 21, 576, 2}, {quant.Q4_1, 17, 1536, 1}, {quant.Q5_1, 40, 320, 2}} {
 		t.Run(fmt.Sprintf("%v/N%dK%d", c.f, c.n, c.k), func(t *testing.T) {
 			k, parts := swigluKernel(t, 1, c.n, func(g *graph.Graph) *graph.Tensor {
 				w, err := g.QInput("w", c.f, 2*c.n, c.k)
