@@ -258,6 +258,68 @@ func TestGGUFMixedFormats(t *testing.T) {
 	}
 }
 
+// TestGGUFWidenedFusion loads a file laid out as llama.cpp's Q4_K_M of a
+// model whose rows are not whole super-blocks (SmolLM-135M's): every
+// matrix Q5_0, except layers 1 and 3's attn_v in Q8_0. Those layers'
+// queries and keys are re-encoded as Q8_0 (quant.WidenToQ8_0, lossless) so
+// that all three projections are still one product (attn_qkv), unless
+// LOOM_WIDEN_FUSION=0; the stored formats are still reported as the file
+// has them, and the logits match the float64 reference over the file's
+// dequantized weights, prefill and decode.
+func TestGGUFWidenedFusion(t *testing.T) {
+	_, w, _ := tiny(t)
+	cfg := TinyConfig()
+	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
+	formatOf := func(name string) quant.Type {
+		if mixed[name] {
+			return quant.Q8_0
+		}
+		return quant.Q5_0
+	}
+	gw, err := NewGGUFWriterFunc(cfg, w, formatOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny-q5_0-q8_0.gguf")
+	if err := gw.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m := load(t, path, Options{})
+	if q := m.Quantized(); q["blk.1.attn_v.weight"] != quant.Q8_0 || q["blk.1.attn_q.weight"] != quant.Q5_0 || q["blk.0.attn_v.weight"] != quant.Q5_0 {
+		t.Errorf("quantized weights %v", q)
+	}
+	for l := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		_, qkv := m.fused[p+"attn_qkv.weight"]
+		_, qk := m.fused[p+"attn_qk.weight"]
+		want := quant.Q5_0
+		if mixed[p+"attn_v.weight"] {
+			want = quant.Q8_0
+		}
+		if noWidenFusion && mixed[p+"attn_v.weight"] {
+			if qkv || !qk {
+				t.Errorf("layer %d (LOOM_WIDEN_FUSION=0): attn_qkv fused %v, attn_qk %v", l, qkv, qk)
+			}
+			continue
+		}
+		if !qkv || qk || m.quant[p+"attn_qkv.weight"] != want {
+			t.Errorf("layer %d: attn_qkv fused %v (%v), attn_qk %v; want attn_qkv in %v", l, qkv, m.quant[p+"attn_qkv.weight"], qk, want)
+		}
+	}
+	prompt, more := randomIDs(26, 16, cfg.Vocab), randomIDs(27, 8, cfg.Vocab)
+	want := newRef(cfg, dequantizedFunc(t, w, formatOf)).forward(append(slices.Clone(prompt), more...))
+	got := prefillDecode(t, m, prompt, more)
+	worst := 0.0
+	for p := range got {
+		e := relErr(got[p], want[p])
+		worst = math.Max(worst, e)
+		if e > 4e-2 {
+			t.Errorf("position %d: error %.3g, want ≤ 0.04", p, e)
+		}
+	}
+	t.Logf("largest error %.3g against the dequantized float64 reference", worst)
+}
+
 // variantConfig exercises what the tiny config does not: tied embeddings,
 // biases on every projection, llama3 rope scaling (an original context of
 // 64 puts the tiny model's frequencies in all three bands), and a group of

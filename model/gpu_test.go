@@ -120,20 +120,31 @@ func noFallback(t *testing.T, m *Model) {
 //
 // "mixed" is the same with layers 1 and 3's attn_v in Q6_K (a Q4_K_M-like
 // file: those layers' queries and keys one product, attn_qk, the values
-// one of their own; TestGGUFMixedFormats on the CPU).
+// one of their own; TestGGUFMixedFormats on the CPU). "widened" is every
+// matrix Q5_0 but those two attn_v, Q8_0: the queries and keys widened to
+// Q8_0 at load, the three one product (TestGGUFWidenedFusion on the CPU).
 func TestGPUQuantized(t *testing.T) {
 	e := openGPU(t)
 	_, w, _ := tiny(t)
+	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
 	for _, c := range []struct {
-		name  string
-		mixed map[string]bool
-	}{{"q4_k", nil}, {"mixed", map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}}} {
+		name          string
+		mixed         map[string]bool
+		base, other   quant.Type
+		fused, fusedQ string // layer 1's projections: the fused weights' names
+	}{
+		{"q4_k", nil, quant.Q4_K, quant.Q4_K, "attn_qkv", ""},
+		{"mixed", mixed, quant.Q4_K, quant.Q6_K, "attn_qk", ""},
+		// Q5_0 with Q8_0 values (SmolLM's Q4_K_M): layers 1 and 3's queries
+		// and keys widened to Q8_0, the three one product.
+		{"widened", mixed, quant.Q5_0, quant.Q8_0, "attn_qkv", "q8_0"},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			formatOf := func(name string) quant.Type {
 				if c.mixed[name] {
-					return quant.Q6_K
+					return c.other
 				}
-				return quant.Q4_K
+				return c.base
 			}
 			gw, err := NewGGUFWriterFunc(TinyConfig(), w, formatOf)
 			if err != nil {
@@ -144,8 +155,11 @@ func TestGPUQuantized(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := load(t, path, Options{Executor: e})
-			if _, ok := m.fused["blk.1.attn_qk.weight"]; ok != (c.mixed != nil) {
-				t.Errorf("blk.1.attn_qk fused: %v", ok)
+			if _, ok := m.fused["blk.1."+c.fused+".weight"]; !ok && !(noQKFusion && c.fused == "attn_qk") && !(noWidenFusion && c.fusedQ != "") {
+				t.Errorf("blk.1.%s not fused", c.fused)
+			}
+			if f := m.quant["blk.1."+c.fused+".weight"]; c.fusedQ != "" && !noWidenFusion && f.String() != c.fusedQ {
+				t.Errorf("blk.1.%s in %v, want %s", c.fused, f, c.fusedQ)
 			}
 			prompt, more := randomIDs(52, 16, 1024), randomIDs(53, 8, 1024)
 			want := newRef(TinyConfig(), dequantizedFunc(t, w, formatOf)).forward(append(append([]int(nil), prompt...), more...))

@@ -207,6 +207,19 @@ func paired(name string) bool { return strings.HasSuffix(name, "."+pairedFusion+
 // products where its values are stored otherwise, to compare.
 var noQKFusion = os.Getenv("LOOM_QK_FUSION") == "0"
 
+// widenFusion: a fusion whose parts are stored in different formats is
+// formed where every part is Q4_0, Q5_0 or Q8_0 and one is Q8_0, the others
+// re-encoded as Q8_0 at load (quant.WidenToQ8_0: the same values, so the
+// same products up to the order of their float sums). llama.cpp's
+// k-quant files of models whose rows are not whole 256-value super-blocks
+// (SmolLM's 576, Qwen2-0.5B's 896) store the queries and keys in Q5_0 and
+// half the layers' values in Q8_0: without this, those layers take the
+// values' product and a concatenation of the keys and values as two
+// launches more a decode step. The widened queries and keys are 1.55× the
+// bytes (34 a block against 22). LOOM_WIDEN_FUSION=0 (noWidenFusion)
+// leaves such parts unfused, to compare.
+var noWidenFusion = os.Getenv("LOOM_WIDEN_FUSION") == "0"
+
 var fusions = []struct {
 	name  string
 	parts []string
@@ -425,8 +438,11 @@ func computeDType(want, declared dtype.DType, specs []wspec, found map[string]st
 // fused projections: see fusions); the rope tables too. On error the caller
 // frees what was placed.
 func (m *Model) place(found map[string]stored, inv []float32) error {
-	// The fusable groups: every part present and stored alike.
+	// The fusable groups: every part present and stored alike, or in
+	// formats that widen to Q8_0 without loss beside a Q8_0 part (see
+	// widenFusion).
 	groupOf := map[string]string{} // part weight name → fused weight name
+	widen := map[string]bool{}     // part weight name → re-encoded as Q8_0
 	for l := range m.cfg.Layers {
 		p := fmt.Sprintf("blk.%d.", l)
 		for _, fu := range fusions {
@@ -448,11 +464,23 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 				}
 				parts = append(parts, part{p + n + ".weight", rows})
 			}
-			if len(parts) != len(fu.parts) || slices.ContainsFunc(formats, func(f quant.Type) bool { return f != formats[0] }) {
+			if len(parts) != len(fu.parts) {
+				continue
+			}
+			mixed := slices.ContainsFunc(formats, func(f quant.Type) bool { return f != formats[0] })
+			if mixed && (noWidenFusion || !slices.ContainsFunc(formats, func(f quant.Type) bool { return f == quant.Q8_0 }) ||
+				slices.ContainsFunc(formats, func(f quant.Type) bool { return !quant.WidensToQ8_0(f) })) {
 				continue
 			}
 			if fu.name == "attn_qk" && noQKFusion {
 				continue
+			}
+			if mixed {
+				for i, pt := range parts {
+					if formats[i] != quant.Q8_0 {
+						widen[pt.name] = true
+					}
+				}
 			}
 			name := p + fu.name + ".weight"
 			m.fused[name] = parts
@@ -490,16 +518,24 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 		// than copied twice.
 		_, part := groupOf[w.name]
 		view := part || resident
+		format := s.format
 		if quantized {
 			t, err = s.rawTensor(view)
 			m.stored[w.name] = s.format
+			if err == nil && widen[w.name] {
+				var b []byte
+				if b, err = quant.WidenToQ8_0(s.format, t.Bytes()); err == nil {
+					format = quant.Q8_0
+					t, err = tensor.New(b, t.Shape()[0], len(b)/max(t.Shape()[0], 1))
+				}
+			}
 		} else {
 			t, err = s.floatTensor(m.dt, view)
 		}
 		if err != nil {
 			return fmt.Errorf("tensor %q: %w", s.name, err)
 		}
-		if t, w.shape, err = m.shard(w.name, t, w.shape, s.format, quantized); err != nil {
+		if t, w.shape, err = m.shard(w.name, t, w.shape, format, quantized); err != nil {
 			return err
 		}
 		name := w.name
@@ -528,7 +564,7 @@ func (m *Model) place(found map[string]stored, inv []float32) error {
 			name, w = fu, wspec{name: fu, shape: []int{t.Shape()[0], w.shape[1]}, matrix: true}
 		}
 		if quantized {
-			m.quant[name] = s.format
+			m.quant[name] = format
 		}
 		v, err := placeTensor(m.e, t)
 		if err != nil {
