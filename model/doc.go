@@ -75,7 +75,12 @@
 // and up matrices, stored alike (all float, or one block format), are
 // stacked into one weight each at load time (load.go, fusions), so a
 // decode step runs one product for q/k/v and one for gate/up (the parts
-// split off as views) instead of five.
+// split off as views) instead of five. Where the values are stored in
+// another format, the queries and keys are still one product (attn_qk);
+// where the parts are Q4_0/Q5_0 beside a Q8_0 (llama.cpp's k-quant files of
+// SmolLM-shaped models, whose 576-value rows are not whole super-blocks),
+// the others are widened to Q8_0 without loss (quant.WidenToQ8_0) and
+// the three stay one product.
 //
 // Cost of attention: a decode program attends over the cache's first W
 // positions (a narrowed view, no copy), W the smallest of 16, 24, 32, 48,
