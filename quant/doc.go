@@ -30,7 +30,9 @@
 //
 // Dequantize is bit-equal to GGML's dequantize_row_<t> (GGML has none for
 // Q8_1; here it is d·q). DequantizeF16 and DequantizeBF16 round that f32
-// result once.
+// result once. WidenToQ8_0 re-encodes Q4_0 and Q5_0 blocks as Q8_0 with
+// the same scale bits and integers, so that they dequantize to the same
+// bits (a model stacks such weights with Q8_0 ones into one product).
 //
 // VecDot is the specification of every quantized dot product Loom will run
 // (future CPU assembly, GPU kernels): it returns, bit for bit, what GGML's
