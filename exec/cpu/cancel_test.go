@@ -3,6 +3,8 @@ package cpu_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,28 +59,44 @@ func TestCancelInsideLongStep(t *testing.T) {
 		if c.workers > 0 {
 			e = cpu.NewWithWorkers(c.workers)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancelledAt := make(chan time.Time, 1)
-		time.AfterFunc(20*time.Millisecond, func() { cancelledAt <- time.Now(); cancel() })
-		start := time.Now()
-		_, err = p.Run(ctx, e, c.inputs)
-		end := time.Now()
-		cancelled := <-cancelledAt
-		full := time.Now()
-		got, err2 := p.Run(context.Background(), e, c.inputs)
-		whole := time.Since(full)
-		// The cancel must cut the step short: the run returns within
-		// 300 ms of it, or, on a machine so loaded that everything takes
-		// many times longer (CI's compile beside the tests), within a
-		// quarter of the whole run's time measured just after. A step
-		// that ran to its end would return whole − 20 ms after it.
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s: cancelled run returned %v after %v, want context.Canceled", c.name, err, end.Sub(start))
-		} else if late := end.Sub(cancelled); late > 300*time.Millisecond && late > whole/4 {
-			t.Errorf("%s: returned %v after the cancel (the whole run: %v)", c.name, late, whole)
-		} else {
-			t.Logf("%s: returned %v after the cancel (the whole run: %v)", c.name, late, whole)
+		// The cancel must cut the step short: the run returns within 300
+		// ms of it, or within a quarter of a whole run timed just before
+		// (a step that ran to its end would return whole − 20 ms after
+		// it). Timing on a shared machine is noisy (CI compiles kernels
+		// for AMD beside the tests), so each case has up to four
+		// attempts and fails only if every one returns late; a step that
+		// never looks at its context is late every time.
+		var report []string
+		ok := false
+		for attempt := range 4 {
+			full := time.Now()
+			if _, err := p.Run(context.Background(), e, c.inputs); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			whole := time.Since(full)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancelledAt := make(chan time.Time, 1)
+			time.AfterFunc(20*time.Millisecond, func() { cancelledAt <- time.Now(); cancel() })
+			start := time.Now()
+			_, err = p.Run(ctx, e, c.inputs)
+			end := time.Now()
+			cancelled := <-cancelledAt
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s: cancelled run returned %v after %v, want context.Canceled", c.name, err, end.Sub(start))
+			}
+			late := end.Sub(cancelled)
+			report = append(report, fmt.Sprintf("attempt %d: whole run %v, returned %v after the cancel", attempt, whole, late))
+			if late <= 300*time.Millisecond || late <= whole/4 {
+				ok = true
+				break
+			}
 		}
+		if !ok {
+			t.Errorf("%s: every cancelled run returned late:\n%s", c.name, strings.Join(report, "\n"))
+		}
+		t.Logf("%s: %s", c.name, strings.Join(report, "; "))
+		// A run after a cancelled one computes what a fresh executor does.
+		got, err2 := p.Run(context.Background(), e, c.inputs)
 		if err2 != nil {
 			t.Fatalf("%s: run after a cancelled one: %v", c.name, err2)
 		}
