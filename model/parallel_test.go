@@ -49,10 +49,31 @@ func TestTensorParallel(t *testing.T) {
 	if err := gw.WriteFile(mixed); err != nil {
 		t.Fatal(err)
 	}
+	// Every matrix Q5_0 but layers 1 and 3's values, Q8_0: those layers'
+	// queries and keys widened to Q8_0 and the three one product
+	// (attn_qkv), sharded by heads.
+	widened := filepath.Join(t.TempDir(), "tiny-widened.gguf")
+	widenedOf := func(name string) quant.Type {
+		if name == "blk.1.attn_v.weight" || name == "blk.3.attn_v.weight" {
+			return quant.Q8_0
+		}
+		return quant.Q5_0
+	}
+	gw, err = NewGGUFWriterFunc(TinyConfig(), w, widenedOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.WriteFile(widened); err != nil {
+		t.Fatal(err)
+	}
+	// Q5_0's own error is larger than the others' tolerance: the widened
+	// file is compared with the float64 reference over its dequantized
+	// weights.
+	wantWidened := newRef(TinyConfig(), dequantizedFunc(t, w, widenedOf)).forward(append(slices.Clone(prompt), more...))
 	for _, c := range []struct {
 		name, path string
 		tol        float64
-	}{{"f32", dir, tolF32}, {"q8_0", q8, 3e-2}, {"mixed", mixed, 4e-2}} {
+	}{{"f32", dir, tolF32}, {"q8_0", q8, 3e-2}, {"mixed", mixed, 4e-2}, {"widened", widened, 4e-2}} {
 		t.Run(c.name, func(t *testing.T) {
 			comms, err := cpu.NewGroup("tp", 2)
 			if err != nil {
@@ -66,6 +87,9 @@ func TestTensorParallel(t *testing.T) {
 				}
 				if _, ok := ms[r].fused["blk.1.attn_qk.weight"]; ok != (c.name == "mixed" && !noQKFusion) {
 					t.Errorf("rank %d: blk.1.attn_qk fused %v", r, ok)
+				}
+				if f, ok := ms[r].quant["blk.1.attn_qkv.weight"]; c.name == "widened" && !noWidenFusion && (!ok || f != quant.Q8_0) {
+					t.Errorf("rank %d: blk.1.attn_qkv fused %v in %v, want Q8_0", r, ok, f)
 				}
 			}
 			rows := make([][][]float32, 2)
@@ -84,6 +108,10 @@ func TestTensorParallel(t *testing.T) {
 			for r := range ms {
 				if errs[r] != nil {
 					t.Fatalf("rank %d: %v", r, errs[r])
+				}
+				want := want
+				if c.name == "widened" {
+					want = wantWidened
 				}
 				for p := range want {
 					if e := relErr(rows[r][p], want[p]); e > c.tol {
