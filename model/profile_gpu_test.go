@@ -276,3 +276,53 @@ func profileTable(prof []rocm.StepTime, n, rows int) string {
 	}
 	return b.String()
 }
+
+// TestGPUFirstPrefill: where a process's first prefill spends its time.
+// `loom generate` reported 110–126 ms for SmolLM-135M's first prefill of
+// 64 tokens (bf16, H200, session 57) against 7.5 ms for the same prefill
+// warm, with the programs compiled and prepared before the clock starts,
+// and CUDA_MODULE_LOADING=EAGER no faster. This runs the model at
+// LOOM_FIRST_PREFILL_MODEL (a GGUF file or a safetensors directory; the
+// test skips without it) the way Generate does: the prefill program
+// prepared, then three prefills of 64 tokens in new sessions, each with
+// its wall time and its driver and library calls traced (hip.TraceCalls).
+func TestGPUFirstPrefill(t *testing.T) {
+	e := openGPU(t)
+	path := os.Getenv("LOOM_FIRST_PREFILL_MODEL")
+	if path == "" {
+		t.Skip("set LOOM_FIRST_PREFILL_MODEL to a model to trace its first prefill")
+	}
+	ctx := context.Background()
+	m := load(t, path, Options{Executor: e, DType: dtype.BF16})
+	prompt := randomIDs(5, 64, m.cfg.Vocab)
+	if _, took, err := m.prefillProgram(ctx, prefillKey{batch: 1, tokens: len(prompt)}); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("prefill program compiled and prepared in %v", took)
+	}
+	for round := range 3 {
+		s, err := m.NewSession(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l0 := e.Stats()
+		hip.TraceCalls(true)
+		start := time.Now()
+		_, err = s.Prefill(ctx, [][]int{prompt})
+		wall := time.Since(start)
+		calls := hip.TraceCalls(false)
+		l1 := e.Stats()
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("prefill %d: %v wall; %d launches, %d compiles, %d module loads", round, wall,
+			l1.Kernels.Launches-l0.Kernels.Launches, l1.Kernels.Compiles-l0.Kernels.Compiles, l1.Kernels.ModuleLoads-l0.Kernels.ModuleLoads)
+		for i, c := range calls {
+			if i == 12 {
+				break
+			}
+			t.Logf("  %-36s %6d calls %10v %9v/call", c.Name, c.Count, c.Total, c.Total/time.Duration(c.Count))
+		}
+	}
+}
