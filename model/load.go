@@ -207,17 +207,17 @@ func paired(name string) bool { return strings.HasSuffix(name, "."+pairedFusion+
 // products where its values are stored otherwise, to compare.
 var noQKFusion = os.Getenv("LOOM_QK_FUSION") == "0"
 
-// widenFusion: a fusion whose parts are stored in different formats is
-// formed where every part is Q4_0, Q5_0 or Q8_0 and one is Q8_0, the others
-// re-encoded as Q8_0 at load (quant.WidenToQ8_0: the same values, so the
-// same products up to the order of their float sums). llama.cpp's
-// k-quant files of models whose rows are not whole 256-value super-blocks
-// (SmolLM's 576, Qwen2-0.5B's 896) store the queries and keys in Q5_0 and
-// half the layers' values in Q8_0: without this, those layers take the
-// values' product and a concatenation of the keys and values as two
-// launches more a decode step. The widened queries and keys are 1.55× the
-// bytes (34 a block against 22). LOOM_WIDEN_FUSION=0 (noWidenFusion)
-// leaves such parts unfused, to compare.
+// noWidenFusion (LOOM_WIDEN_FUSION=0) keeps apart, to compare, what is
+// otherwise fused: parts stored in different formats where every part is
+// Q4_0, Q5_0 or Q8_0 and one is Q8_0, the others re-encoded as Q8_0 at
+// load (quant.WidenToQ8_0: the same values, so the same products up to the
+// order of their float sums). llama.cpp's k-quant files of models whose
+// rows are not whole 256-value super-blocks (SmolLM's 576, Qwen2-0.5B's
+// 896) store the queries and keys in Q5_0 and half the layers' values in
+// Q8_0: unfused, those layers take the values' product and a
+// concatenation of the keys and values as two launches more a decode
+// step. The widened queries and keys are 1.55× the bytes (34 a block
+// against 22).
 var noWidenFusion = os.Getenv("LOOM_WIDEN_FUSION") == "0"
 
 var fusions = []struct {
@@ -440,7 +440,7 @@ func computeDType(want, declared dtype.DType, specs []wspec, found map[string]st
 func (m *Model) place(found map[string]stored, inv []float32) error {
 	// The fusable groups: every part present and stored alike, or in
 	// formats that widen to Q8_0 without loss beside a Q8_0 part (see
-	// widenFusion).
+	// noWidenFusion).
 	groupOf := map[string]string{} // part weight name → fused weight name
 	widen := map[string]bool{}     // part weight name → re-encoded as Q8_0
 	for l := range m.cfg.Layers {
