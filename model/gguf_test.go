@@ -183,6 +183,33 @@ func TestGGUFQuantized(t *testing.T) {
 	}
 }
 
+// mixedLayers are the weights a mixed tiny file (writeMixedTiny) stores in
+// its other format: layers 1 and 3's values, as llama.cpp's k-quant
+// mixtures give some layers' attn_v a type of their own.
+var mixedLayers = map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
+
+// writeMixedTiny writes the tiny model's weights w as a GGUF file, every
+// matrix in base but mixedLayers in other, and returns its path and each
+// weight's format.
+func writeMixedTiny(t testing.TB, w []NamedTensor, base, other quant.Type) (string, func(string) quant.Type) {
+	t.Helper()
+	formatOf := func(name string) quant.Type {
+		if mixedLayers[name] {
+			return other
+		}
+		return base
+	}
+	gw, err := NewGGUFWriterFunc(TinyConfig(), w, formatOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("tiny-%v-%v.gguf", base, other))
+	if err := gw.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path, formatOf
+}
+
 // TestGGUFMixedFormats loads a file whose layers store their projections
 // in different formats, as llama.cpp's Q4_K_M does (Q6_K for some layers'
 // attn_v, Q4_K for the rest): where a layer's values are stored otherwise
@@ -194,21 +221,8 @@ func TestGGUFQuantized(t *testing.T) {
 func TestGGUFMixedFormats(t *testing.T) {
 	_, w, _ := tiny(t)
 	cfg := TinyConfig()
-	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
-	formatOf := func(name string) quant.Type {
-		if mixed[name] {
-			return quant.Q6_K
-		}
-		return quant.Q4_K
-	}
-	gw, err := NewGGUFWriterFunc(cfg, w, formatOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tiny-mixed.gguf")
-	if err := gw.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	mixed := mixedLayers
+	path, formatOf := writeMixedTiny(t, w, quant.Q4_K, quant.Q6_K)
 	m := load(t, path, Options{})
 	if q := m.Quantized(); q["blk.1.attn_v.weight"] != quant.Q6_K || q["blk.0.attn_v.weight"] != quant.Q4_K || q["blk.1.attn_q.weight"] != quant.Q4_K {
 		t.Errorf("quantized weights %v", q)
@@ -269,21 +283,8 @@ func TestGGUFMixedFormats(t *testing.T) {
 func TestGGUFWidenedFusion(t *testing.T) {
 	_, w, _ := tiny(t)
 	cfg := TinyConfig()
-	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
-	formatOf := func(name string) quant.Type {
-		if mixed[name] {
-			return quant.Q8_0
-		}
-		return quant.Q5_0
-	}
-	gw, err := NewGGUFWriterFunc(cfg, w, formatOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "tiny-q5_0-q8_0.gguf")
-	if err := gw.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
+	mixed := mixedLayers
+	path, formatOf := writeMixedTiny(t, w, quant.Q5_0, quant.Q8_0)
 	m := load(t, path, Options{})
 	if q := m.Quantized(); q["blk.1.attn_v.weight"] != quant.Q8_0 || q["blk.1.attn_q.weight"] != quant.Q5_0 || q["blk.0.attn_v.weight"] != quant.Q5_0 {
 		t.Errorf("quantized weights %v", q)

@@ -126,34 +126,19 @@ func noFallback(t *testing.T, m *Model) {
 func TestGPUQuantized(t *testing.T) {
 	e := openGPU(t)
 	_, w, _ := tiny(t)
-	mixed := map[string]bool{"blk.1.attn_v.weight": true, "blk.3.attn_v.weight": true}
 	for _, c := range []struct {
 		name          string
-		mixed         map[string]bool
-		base, other   quant.Type
-		fused, fusedQ string // layer 1's projections: the fused weights' names
+		base, other   quant.Type // layers 1 and 3's attn_v in other (mixedLayers)
+		fused, fusedQ string     // layer 1's projections: the fused weights' names
 	}{
-		{"q4_k", nil, quant.Q4_K, quant.Q4_K, "attn_qkv", ""},
-		{"mixed", mixed, quant.Q4_K, quant.Q6_K, "attn_qk", ""},
+		{"q4_k", quant.Q4_K, quant.Q4_K, "attn_qkv", ""},
+		{"mixed", quant.Q4_K, quant.Q6_K, "attn_qk", ""},
 		// Q5_0 with Q8_0 values (SmolLM's Q4_K_M): layers 1 and 3's queries
 		// and keys widened to Q8_0, the three one product.
-		{"widened", mixed, quant.Q5_0, quant.Q8_0, "attn_qkv", "q8_0"},
+		{"widened", quant.Q5_0, quant.Q8_0, "attn_qkv", "q8_0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			formatOf := func(name string) quant.Type {
-				if c.mixed[name] {
-					return c.other
-				}
-				return c.base
-			}
-			gw, err := NewGGUFWriterFunc(TinyConfig(), w, formatOf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "tiny-"+c.name+".gguf")
-			if err := gw.WriteFile(path); err != nil {
-				t.Fatal(err)
-			}
+			path, formatOf := writeMixedTiny(t, w, c.base, c.other)
 			m := load(t, path, Options{Executor: e})
 			if _, ok := m.fused["blk.1."+c.fused+".weight"]; !ok && !(noQKFusion && c.fused == "attn_qk") && !(noWidenFusion && c.fusedQ != "") {
 				t.Errorf("blk.1.%s not fused", c.fused)

@@ -36,36 +36,11 @@ func TestTensorParallel(t *testing.T) {
 	}
 	// Layers 1 and 3's values in Q6_K, the rest Q8_0: those layers' queries
 	// and keys one product (attn_qk), sharded by heads as attn_qkv is.
-	mixed := filepath.Join(t.TempDir(), "tiny-mixed.gguf")
-	gw, err := NewGGUFWriterFunc(TinyConfig(), w, func(name string) quant.Type {
-		if name == "blk.1.attn_v.weight" || name == "blk.3.attn_v.weight" {
-			return quant.Q6_K
-		}
-		return quant.Q8_0
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.WriteFile(mixed); err != nil {
-		t.Fatal(err)
-	}
+	mixed, _ := writeMixedTiny(t, w, quant.Q8_0, quant.Q6_K)
 	// Every matrix Q5_0 but layers 1 and 3's values, Q8_0: those layers'
 	// queries and keys widened to Q8_0 and the three one product
 	// (attn_qkv), sharded by heads.
-	widened := filepath.Join(t.TempDir(), "tiny-widened.gguf")
-	widenedOf := func(name string) quant.Type {
-		if name == "blk.1.attn_v.weight" || name == "blk.3.attn_v.weight" {
-			return quant.Q8_0
-		}
-		return quant.Q5_0
-	}
-	gw, err = NewGGUFWriterFunc(TinyConfig(), w, widenedOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.WriteFile(widened); err != nil {
-		t.Fatal(err)
-	}
+	widened, widenedOf := writeMixedTiny(t, w, quant.Q5_0, quant.Q8_0)
 	// Q5_0's own error is larger than the others' tolerance: the widened
 	// file is compared with the float64 reference over its dequantized
 	// weights.
