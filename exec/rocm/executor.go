@@ -57,10 +57,11 @@ type Executor struct {
 	mods  map[string]*hip.Module  // code-object key → module loaded here
 	fns   map[string]hip.Function // key + "\x00" + name → function
 
-	timer deviceTimer                 // DeviceTime (benchmarks)
-	prof  atomic.Pointer[stepProfile] // ProfileSteps (nil: off)
-	gemmS gemmState                   // matmul: vendor BLAS or the portable kernel
-	dnnS  dnnState                    // conv: vendor library or the portable kernels
+	timer    deviceTimer                 // DeviceTime (benchmarks)
+	prof     atomic.Pointer[stepProfile] // ProfileSteps (nil: off)
+	gemmS    gemmState                   // matmul: vendor BLAS or the portable kernel
+	gemmWarm sync.Map                    // gemmWarmKey → true: vendor calls made once (gemmwarm.go)
+	dnnS     dnnState                    // conv: vendor library or the portable kernels
 	// libFns memoizes the entry points of the kernel libraries (GEMM, conv,
 	// quant) loaded here: lib + "\x00" + name → hip.Function.
 	libFns sync.Map

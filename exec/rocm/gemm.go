@@ -82,6 +82,17 @@ func gemmType(d dtype.DType) (hip.GemmType, error) {
 	return 0, fmt.Errorf("rocm: matmul on %v (want f32, f64, f16 or bf16)", d)
 }
 
+// vendorArgs is the row-major call c on operands a, b and output out as
+// the column-major vendor GEMM takes it: C = A·B computed as Cᵀ = Bᵀ·Aᵀ.
+func vendorArgs(c blas.Call, t hip.GemmType, a, b, out hip.DevPtr, tf32 bool) hip.GemmArgs {
+	return hip.GemmArgs{
+		TransA: c.TransB, TransB: c.TransA, M: c.N, N: c.M, K: c.K,
+		A: b, B: a, C: out, LDA: c.LDB, LDB: c.LDA, LDC: c.LDC,
+		StrideA: int64(c.StrideB), StrideB: int64(c.StrideA), StrideC: int64(c.StrideC),
+		Batch: c.Batch, Type: t, TF32: tf32,
+	}
+}
+
 // runGemm queues the row-major call c (alpha 1, beta 0) on operands at a,
 // b and output out (element offsets already applied). K = 0 writes zeros.
 func (e *Executor) runGemm(d dtype.DType, c blas.Call, a, b, out hip.DevPtr, tf32, portable bool) error {
@@ -108,12 +119,7 @@ func (e *Executor) runGemm(d dtype.DType, c blas.Call, a, b, out hip.DevPtr, tf3
 	if g.vendor != nil && !portable {
 		e.launchMu.Lock()
 		defer e.launchMu.Unlock()
-		return g.vendor.Gemm(hip.GemmArgs{
-			TransA: c.TransB, TransB: c.TransA, M: c.N, N: c.M, K: c.K,
-			A: b, B: a, C: out, LDA: c.LDB, LDB: c.LDA, LDC: c.LDC,
-			StrideA: int64(c.StrideB), StrideB: int64(c.StrideA), StrideC: int64(c.StrideC),
-			Batch: c.Batch, Type: t, TF32: tf32,
-		})
+		return g.vendor.Gemm(vendorArgs(c, t, a, b, out, tf32))
 	}
 	l, err := kernels.PlanGemm(d, c)
 	if err != nil {

@@ -35,6 +35,9 @@ var compileWorkers = runtime.NumCPU()
 // the plan's kernels (nothing stays half-prepared; compiled code objects
 // stay in the code cache, which is harmless and speeds up a retry); the
 // error names the step, the kernel and the first lines of the compiler log.
+// Last, each distinct vendor GEMM call of the plan is made once on scratch
+// operands (gemmwarm.go), so that the library's first-call cost of a
+// shape is not the first run's.
 func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 	if err := e.checkOpen(); err != nil {
 		return err
@@ -102,6 +105,7 @@ func (e *Executor) Prepare(ctx context.Context, p *plan.Plan) error {
 		}
 		return err
 	}
+	e.warmGemms(ctx, p) // gemmwarm.go
 	p.Cache.Store(plan.KeyOf(e, preparedKey{}), true)
 	return nil
 }
