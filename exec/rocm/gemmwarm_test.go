@@ -13,9 +13,11 @@ import (
 
 // TestGPUGemmWarm: Prepare makes each distinct vendor GEMM call of a plan
 // once (gemmwarm.go): a prompt-sized product and a batched one are warmed
-// once each however many steps repeat them, a one-row product (a skinny
-// kernel's) is not, and the first run after Prepare gives the CPU's
-// values.
+// once however many steps repeat it, a one-row product through a
+// transposed weight (C = A·Bᵀ: a skinny kernel's, as a decode step's
+// products are) is not, and the first run after Prepare gives the CPU's
+// values. A one-row product with B untransposed goes to the vendor and is
+// warmed (session 58 found it so on an H200).
 func TestGPUGemmWarm(t *testing.T) {
 	e := freshGPU(t)
 	if e.gemm().vendor == nil || gemmWarmOff {
@@ -25,11 +27,12 @@ func TestGPUGemmWarm(t *testing.T) {
 	x := g.Input("x", dtype.F32, 64, 96)
 	w := g.Input("w", dtype.F32, 96, 80)
 	v := g.Input("v", dtype.F32, 1, 96)
+	wt := g.Input("wt", dtype.F32, 80, 96)
 	y := x.Matmul(w)
 	// The same call again (through a different operand) and a one-row
-	// product.
+	// product with a weight stored [N, K], as a model's are.
 	g.Output("y", y.Add(x.Exp().Matmul(w)))
-	g.Output("z", v.Matmul(w))
+	g.Output("z", v.Matmul(wt.T()))
 	p, err := g.Compile(graph.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +54,7 @@ func TestGPUGemmWarm(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	in := map[string]*tensor.Tensor{}
-	for name, shape := range map[string][]int{"x": {64, 96}, "w": {96, 80}, "v": {1, 96}} {
+	for name, shape := range map[string][]int{"x": {64, 96}, "w": {96, 80}, "v": {1, 96}, "wt": {80, 96}} {
 		vals := make([]float64, shape[0]*shape[1])
 		for i := range vals {
 			vals[i] = r.Float64() - 0.5
