@@ -290,8 +290,11 @@ func profileTable(prof []rocm.StepTime, n, rows int) string {
 // Found (session 57, H200, SmolLM-135M in bf16): the first prefill 116.8
 // ms, of which 103.2 in its 180 cuBLAS calls (573 µs each); the next two
 // 10.0 and 10.1 ms, cuBLAS 2.8 and 2.7 (15 µs each); no compile and no
-// module load in any. cuBLAS's first call of each shape is the cost: branch
-// wip/gemm-warm makes each vendor call once at Prepare, not yet measured.
+// module load in any. cuBLAS's first call of each shape is the cost:
+// since session 58 Prepare makes each vendor call once
+// (exec/rocm/gemmwarm.go), and the first prefill took 15.5 and 11.6 ms
+// against 135.7 and 132.4 with LOOM_GEMM_WARM=0 (Prepare 300.6 and 266.3
+// ms against 168.0 and 171.7).
 func TestGPUFirstPrefill(t *testing.T) {
 	e := openGPU(t)
 	path := os.Getenv("LOOM_FIRST_PREFILL_MODEL")

@@ -19,7 +19,13 @@ import (
 // 116.8 ms, 103.2 of them in its 180 cuBLAS calls, against 10.0 ms and
 // 2.8 for the same prefill after. Prepare now makes each distinct vendor
 // call of the plan once, on scratch operands of the call's extents, so
-// that a run compiles, loads and chooses nothing. Decisions:
+// that a run compiles, loads and chooses nothing. Measured (session 58,
+// H200, the same model, two runs each alternating with LOOM_GEMM_WARM=0):
+// the first prefill 15.5 and 11.6 ms (cuBLAS 2.8 and 2.3) against 135.7
+// and 132.4 (cuBLAS 122.2 and 118.8), Prepare 300.6 and 266.3 ms against
+// 168.0 and 171.7: the cost moves to Prepare rather than going away, so
+// that the first request after loading is as fast as the rest.
+// Decisions:
 //
 //   - Only calls the vendor library would take: products that the skinny
 //     kernels take (kernels.PlanGemv: decode's one-row products) have
