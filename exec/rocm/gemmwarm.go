@@ -24,7 +24,7 @@ import (
 // the first prefill 15.5 and 11.6 ms (cuBLAS 2.8 and 2.3) against 135.7
 // and 132.4 (cuBLAS 122.2 and 118.8), Prepare 300.6 and 266.3 ms against
 // 168.0 and 171.7: the cost moves to Prepare rather than going away, so
-// that the first request after loading is as fast as the rest.
+// that a prepared program's first run is as fast as the ones after it.
 // Decisions:
 //
 //   - Only calls the vendor library would take: products that the skinny
